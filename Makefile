@@ -1,0 +1,41 @@
+# Cairn developer commands. `make test` is what CI runs (.ci/run).
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP_TEST := $(VENV)/.installed-test
+STAMP_BASE := $(VENV)/.installed
+COVERAGE_MIN := 90
+COVERED := --cov=cairn.graph --cov=cairn.canonical
+
+.PHONY: test demo bench lint types clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP_BASE): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(STAMP_TEST): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $@ $(STAMP_BASE)
+
+lint: $(STAMP_TEST)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+types: $(STAMP_TEST)
+	$(BIN)/mypy --strict src
+
+test: lint types
+	$(BIN)/pytest $(COVERED) --cov-report=term --cov-fail-under=$(COVERAGE_MIN)
+
+demo: $(STAMP_BASE)
+	$(BIN)/cairn demo
+
+bench: $(STAMP_BASE)
+	$(BIN)/python bench/topology_bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -1,0 +1,694 @@
+"""``SemanticGraph``: a fact-keyed multigraph that never overwrites one relationship with another.
+
+Admission (spec §7) turns a candidate into a typed result: a new fact, an additional
+occurrence of a known fact, an exact duplicate merged into what is stored, or
+``unresolved`` for an unregistered relation. Indexes by source, target, relation and
+endpoint pair serve plural queries; every query returns all matching facts in ID order,
+independent of insertion order (spec §8).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+from cairn.errors import (
+    AmbiguousEdgeError,
+    ConflictError,
+    IdentityCollisionError,
+    MissingEndpointError,
+    NotFoundError,
+    UnknownEdgeError,
+    ValidationError,
+)
+from cairn.graph.identity import (
+    FACT_ID_PREFIX,
+    OCCURRENCE_ID_PREFIX,
+    check_repo_path,
+    fact_identity_payload,
+    id_from_payload,
+    occurrence_identity_payload,
+    ordered_endpoints,
+)
+from cairn.graph.model import (
+    ConfidenceObservation,
+    Direction,
+    EndpointIdentity,
+    EvidenceOccurrence,
+    FactEndpointIdentity,
+    Hyperedge,
+    Node,
+    OccurrenceOwner,
+    SemanticFact,
+    SourceRange,
+    canonical_tuple,
+    freeze,
+    sorted_observations,
+)
+from cairn.graph.registry import REGISTRY, RelationRegistry
+
+__all__ = [
+    "DIAGNOSTIC_ADAPTER_VERSION_CONFLICT",
+    "DIAGNOSTIC_METADATA_CONFLICT",
+    "DIAGNOSTIC_MULTIPLICITY_UNKNOWN",
+    "AdmissionOutcome",
+    "AdmissionResult",
+    "GraphCounts",
+    "OccurrenceInput",
+    "SemanticGraph",
+]
+
+DIAGNOSTIC_METADATA_CONFLICT = "metadata_conflict"
+DIAGNOSTIC_ADAPTER_VERSION_CONFLICT = "adapter_version_conflict"
+DIAGNOSTIC_MULTIPLICITY_UNKNOWN = "occurrence_multiplicity_unknown"
+
+
+class AdmissionOutcome(StrEnum):
+    """What admitting one candidate did to the graph."""
+
+    NEW_FACT = "new_fact"
+    ADDITIONAL_OCCURRENCE = "additional_occurrence"
+    EXACT_DUPLICATE_MERGED = "exact_duplicate_merged"
+    UNRESOLVED = "unresolved"
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionResult:
+    """The typed result of ``SemanticGraph.add_fact``."""
+
+    outcome: AdmissionOutcome
+    relation: str
+    fact_id: str | None = None
+    occurrence_id: str | None = None
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OccurrenceInput:
+    """What a producer supplies for one evidence site; the graph derives its ID."""
+
+    adapter_id: str
+    strategy: str
+    adapter_version: str | None = None
+    source_file: str | None = None
+    source_range: SourceRange | None = None
+    target_file: str | None = None
+    target_range: SourceRange | None = None
+    site_kind: str | None = None
+    adapter_evidence_key: str | None = None
+    provenance: tuple[Any, ...] = ()
+    confidence: tuple[ConfidenceObservation, ...] = ()
+    metadata: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GraphCounts:
+    """Named counts: no field says "edges" without saying which."""
+
+    node_count: int
+    fact_count: int
+    endpoint_pair_count: int
+    occurrence_count: int
+    hyperedge_count: int
+
+    def to_json(self) -> dict[str, int]:
+        """Plain JSON form."""
+        return {
+            "node_count": self.node_count,
+            "fact_count": self.fact_count,
+            "endpoint_pair_count": self.endpoint_pair_count,
+            "occurrence_count": self.occurrence_count,
+            "hyperedge_count": self.hyperedge_count,
+        }
+
+
+@dataclass(slots=True)
+class _Indexes:
+    by_source: dict[str, set[str]] = field(default_factory=dict)
+    by_target: dict[str, set[str]] = field(default_factory=dict)
+    by_relation: dict[str, set[str]] = field(default_factory=dict)
+    by_pair: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+
+    def add(self, fact: SemanticFact) -> None:
+        self.by_source.setdefault(fact.source, set()).add(fact.id)
+        self.by_target.setdefault(fact.target, set()).add(fact.id)
+        self.by_relation.setdefault(fact.relation, set()).add(fact.id)
+        self.by_pair.setdefault(fact.endpoint_pair, set()).add(fact.id)
+
+
+class SemanticGraph:
+    """A deterministic semantic multigraph: nodes, facts, occurrences, hyperedges."""
+
+    def __init__(self, registry: RelationRegistry = REGISTRY) -> None:
+        self.registry = registry
+        self._nodes: dict[str, Node] = {}
+        self._facts: dict[str, SemanticFact] = {}
+        self._occurrences: dict[str, EvidenceOccurrence] = {}
+        self._hyperedges: dict[str, Hyperedge] = {}
+        self._community_labels: dict[str, str] = {}
+        self._index = _Indexes()
+        self._admissions: Counter[str] = Counter()
+        self._unregistered: Counter[str] = Counter()
+
+    # ----------------------------------------------------------------- nodes
+    def add_node(
+        self,
+        node_id: str,
+        kind: str,
+        *,
+        identity: EndpointIdentity | None = None,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> Node:
+        """Add a node; omitting ``identity`` records ``unknown``, never ``stable``.
+
+        Adding an identical node again is a no-op; a different node under a known ID is
+        a ``ConflictError`` (nothing is overwritten).
+        """
+        node = Node(node_id, kind, identity or EndpointIdentity.undeclared(), attributes or {})
+        return self.put_node(node)
+
+    def put_node(self, node: Node) -> Node:
+        """Add a prepared ``Node`` (same rules as ``add_node``)."""
+        existing = self._nodes.get(node.id)
+        if existing is None:
+            self._nodes[node.id] = node
+            return node
+        if existing != node:
+            raise ConflictError(
+                f"node {node.id!r} already exists with other content",
+                details={"node_id": node.id},
+            )
+        return existing
+
+    def node(self, node_id: str) -> Node:
+        """The node with ``node_id`` (``NotFoundError`` when absent)."""
+        try:
+            return self._nodes[node_id]
+        except KeyError:
+            raise NotFoundError(f"no node {node_id!r}", details={"node_id": node_id}) from None
+
+    def has_node(self, node_id: str) -> bool:
+        """Whether the graph holds ``node_id``."""
+        return node_id in self._nodes
+
+    def nodes(self) -> tuple[Node, ...]:
+        """Every node, ordered by ID."""
+        return tuple(self._nodes[key] for key in sorted(self._nodes))
+
+    def node_ids(self) -> tuple[str, ...]:
+        """Every node ID, sorted."""
+        return tuple(sorted(self._nodes))
+
+    # ----------------------------------------------------------------- facts
+    def add_fact(
+        self,
+        source: str,
+        target: str,
+        relation: str,
+        discriminator: Mapping[str, Any] | None = None,
+        *,
+        occurrence: OccurrenceInput | None = None,
+        annotations: Mapping[str, Any] | None = None,
+    ) -> AdmissionResult:
+        """Admit one fact candidate (with at most one occurrence) and say what happened."""
+        spec = self.registry.get(relation)
+        if spec is None:
+            self._unregistered[relation] += 1
+            self._admissions[AdmissionOutcome.UNRESOLVED] += 1
+            return AdmissionResult(
+                AdmissionOutcome.UNRESOLVED, relation, reasons=("unregistered_relation",)
+            )
+        source_node = self._endpoint(source, "source")
+        target_node = self._endpoint(target, "target")
+        disc = spec.discriminator(discriminator)
+        first, second = ordered_endpoints(spec.direction, source_node.id, target_node.id)
+        payload = fact_identity_payload(spec.direction, first, second, relation, disc)
+        fact_id, witness = id_from_payload(FACT_ID_PREFIX, payload)
+        existing = self._facts.get(fact_id)
+        if existing is None:
+            endpoints = FactEndpointIdentity(
+                self._nodes[first].identity, self._nodes[second].identity
+            )
+            fact = SemanticFact(fact_id, spec.direction, first, second, relation, disc, endpoints)
+            self._facts[fact_id] = fact
+            self._index.add(fact)
+            outcome = AdmissionOutcome.NEW_FACT
+        else:
+            self._check_fact_witness(existing, witness)
+            outcome = AdmissionOutcome.EXACT_DUPLICATE_MERGED
+        if annotations:
+            self._merge_annotations(fact_id, annotations)
+        occurrence_id = None
+        if occurrence is not None:
+            occurrence_id, is_new = self._admit_occurrence(fact_id, occurrence)
+            if is_new and outcome is not AdmissionOutcome.NEW_FACT:
+                outcome = AdmissionOutcome.ADDITIONAL_OCCURRENCE
+        self._admissions[outcome] += 1
+        return AdmissionResult(outcome, relation, fact_id, occurrence_id, disc.reasons)
+
+    def _endpoint(self, node_id: str, role: str) -> Node:
+        node = self._nodes.get(node_id)
+        if node is None:
+            raise MissingEndpointError(
+                f"{role} node {node_id!r} does not exist; nodes are never auto-created",
+                details={"role": role, "node_id": node_id},
+            )
+        return node
+
+    def _check_fact_witness(self, existing: SemanticFact, witness: bytes) -> None:
+        stored = fact_identity_payload(
+            existing.direction,
+            existing.source,
+            existing.target,
+            existing.relation,
+            existing.discriminator,
+        )
+        if id_from_payload(FACT_ID_PREFIX, stored)[1] != witness:
+            raise IdentityCollisionError(
+                f"two different fact payloads share the ID {existing.id}",
+                details={"fact_id": existing.id},
+            )
+
+    def _merge_annotations(self, fact_id: str, annotations: Mapping[str, Any]) -> None:
+        fact = self._facts[fact_id]
+        variants = canonical_tuple((*fact.annotation_variants, freeze(annotations)))
+        if variants != fact.annotation_variants:
+            self._facts[fact_id] = replace(fact, annotation_variants=variants)
+
+    # ----------------------------------------------------------- occurrences
+    def _admit_occurrence(self, fact_id: str, given: OccurrenceInput) -> tuple[str, bool]:
+        owner = OccurrenceOwner(given.adapter_id, given.strategy, given.adapter_version)
+        source_file = check_repo_path(given.source_file, "source_file")
+        target_file = check_repo_path(given.target_file, "target_file")
+        payload = occurrence_identity_payload(
+            fact_id,
+            owner.adapter_id,
+            owner.strategy,
+            source_file,
+            given.source_range,
+            target_file,
+            given.target_range,
+            given.site_kind,
+            given.adapter_evidence_key,
+        )
+        occurrence_id, _ = id_from_payload(OCCURRENCE_ID_PREFIX, payload)
+        incoming = EvidenceOccurrence(
+            id=occurrence_id,
+            fact_id=fact_id,
+            owner=owner,
+            source_file=source_file,
+            source_range=given.source_range,
+            target_file=target_file,
+            target_range=given.target_range,
+            site_kind=given.site_kind,
+            adapter_evidence_key=given.adapter_evidence_key,
+            provenance=canonical_tuple(given.provenance),
+            confidence_observations=sorted_observations(given.confidence),
+            metadata_variants=canonical_tuple([given.metadata] if given.metadata else []),
+        )
+        existing = self._occurrences.get(occurrence_id)
+        if existing is None:
+            self._store_occurrence(incoming)
+            return occurrence_id, True
+        self._check_occurrence_witness(existing, incoming)
+        self._occurrences[occurrence_id] = _merge_occurrences(existing, incoming)
+        return occurrence_id, False
+
+    def put_occurrence(self, occurrence: EvidenceOccurrence) -> None:
+        """Store a fully formed occurrence of a known fact (used by loaders)."""
+        if occurrence.fact_id not in self._facts:
+            raise MissingEndpointError(f"occurrence {occurrence.id} names unknown fact")
+        existing = self._occurrences.get(occurrence.id)
+        if existing is None:
+            self._store_occurrence(occurrence)
+        else:
+            self._check_occurrence_witness(existing, occurrence)
+            self._occurrences[occurrence.id] = _merge_occurrences(existing, occurrence)
+
+    def _store_occurrence(self, occurrence: EvidenceOccurrence) -> None:
+        self._occurrences[occurrence.id] = occurrence
+        fact = self._facts[occurrence.fact_id]
+        ids = tuple(sorted((*fact.occurrence_ids, occurrence.id)))
+        self._facts[fact.id] = replace(fact, occurrence_ids=ids)
+
+    def _check_occurrence_witness(
+        self, existing: EvidenceOccurrence, incoming: EvidenceOccurrence
+    ) -> None:
+        if _occurrence_key(existing) != _occurrence_key(incoming):
+            raise IdentityCollisionError(
+                f"two different occurrence payloads share the ID {existing.id}",
+                details={"occurrence_id": existing.id},
+            )
+
+    # -------------------------------------------------------------- queries
+    def fact(self, fact_id: str) -> SemanticFact:
+        """The fact with ``fact_id`` (``NotFoundError`` when absent)."""
+        try:
+            return self._facts[fact_id]
+        except KeyError:
+            raise NotFoundError(f"no fact {fact_id!r}", details={"fact_id": fact_id}) from None
+
+    def occurrence(self, occurrence_id: str) -> EvidenceOccurrence:
+        """The occurrence with ``occurrence_id`` (``NotFoundError`` when absent)."""
+        try:
+            return self._occurrences[occurrence_id]
+        except KeyError:
+            raise NotFoundError(f"no occurrence {occurrence_id!r}") from None
+
+    def facts(self) -> tuple[SemanticFact, ...]:
+        """Every fact, ordered by ID."""
+        return self._sorted_facts(self._facts)
+
+    def occurrences(self) -> tuple[EvidenceOccurrence, ...]:
+        """Every occurrence, ordered by ID."""
+        return tuple(self._occurrences[key] for key in sorted(self._occurrences))
+
+    def hyperedges(self) -> tuple[Hyperedge, ...]:
+        """Every hyperedge, ordered by ID."""
+        return tuple(self._hyperedges[key] for key in sorted(self._hyperedges))
+
+    def _sorted_facts(
+        self, ids: Iterable[str], relations: Iterable[str] | None = None
+    ) -> tuple[SemanticFact, ...]:
+        wanted = None if relations is None else frozenset(relations)
+        found = (self._facts[fact_id] for fact_id in sorted(ids))
+        return tuple(fact for fact in found if wanted is None or fact.relation in wanted)
+
+    def facts_between(
+        self, source: str, target: str, relations: Iterable[str] | None = None
+    ) -> tuple[SemanticFact, ...]:
+        """Every fact from ``source`` to ``target`` (undirected facts match either order)."""
+        ids = set(self._index.by_pair.get((source, target), ()))
+        for fact_id in self._index.by_pair.get((target, source), ()):
+            if self._facts[fact_id].direction is Direction.UNDIRECTED:
+                ids.add(fact_id)
+        return self._sorted_facts(ids, relations)
+
+    def relations_between(self, source: str, target: str) -> tuple[str, ...]:
+        """The distinct relations of the facts between two nodes, sorted."""
+        return tuple(sorted({fact.relation for fact in self.facts_between(source, target)}))
+
+    def facts_from(
+        self, source: str, relations: Iterable[str] | None = None
+    ) -> tuple[SemanticFact, ...]:
+        """Every fact whose stored source is ``source``."""
+        return self._sorted_facts(self._index.by_source.get(source, ()), relations)
+
+    def facts_to(
+        self, target: str, relations: Iterable[str] | None = None
+    ) -> tuple[SemanticFact, ...]:
+        """Every fact whose stored target is ``target``."""
+        return self._sorted_facts(self._index.by_target.get(target, ()), relations)
+
+    def facts_by_relation(self, relation: str) -> tuple[SemanticFact, ...]:
+        """Every fact of one relation."""
+        return self._sorted_facts(self._index.by_relation.get(relation, ()))
+
+    def occurrences_of(self, fact_id: str) -> tuple[EvidenceOccurrence, ...]:
+        """Every occurrence supporting ``fact_id``, ordered by ID."""
+        return tuple(self._occurrences[key] for key in self.fact(fact_id).occurrence_ids)
+
+    def endpoint_pairs(self, relations: Iterable[str] | None = None) -> tuple[tuple[str, str], ...]:
+        """Each unique (source, target) pair once, sorted; with ``relations``, only pairs
+        having at least one fact of those relations."""
+        if relations is None:
+            return tuple(sorted(self._index.by_pair))
+        wanted = frozenset(relations)
+        return tuple(
+            pair
+            for pair in sorted(self._index.by_pair)
+            if any(self._facts[f].relation in wanted for f in self._index.by_pair[pair])
+        )
+
+    def edge_attributes(self, source: str, target: str) -> Mapping[str, Any]:
+        """Single-edge compatibility view: exactly one fact, else a typed error."""
+        facts = self.facts_between(source, target)
+        if not facts:
+            raise UnknownEdgeError(
+                f"no fact joins {source!r} and {target!r}",
+                details={"source": source, "target": target},
+            )
+        if len(facts) > 1:
+            raise AmbiguousEdgeError(
+                f"{len(facts)} facts join {source!r} and {target!r}; use facts_between()",
+                details={"source": source, "target": target, "fact_ids": [f.id for f in facts]},
+            )
+        fact = facts[0]
+        return MappingProxyType(
+            {
+                "fact_id": fact.id,
+                "relation": fact.relation,
+                "direction": fact.direction.value,
+                "completeness": fact.discriminator.completeness,
+                "discriminator": fact.discriminator.value,
+                "occurrence_count": len(fact.occurrence_ids),
+                "annotations": fact.annotations,
+            }
+        )
+
+    # ------------------------------------------------------- hyperedges etc.
+    def add_hyperedge(
+        self,
+        hyperedge_id: str,
+        relation: str,
+        members: Iterable[str],
+        attributes: Mapping[str, Any] | None = None,
+    ) -> Hyperedge:
+        """Add a hyperedge over existing nodes (identical re-adds are no-ops)."""
+        hyperedge = Hyperedge(hyperedge_id, relation, tuple(members), attributes or {})
+        return self.put_hyperedge(hyperedge)
+
+    def put_hyperedge(self, hyperedge: Hyperedge) -> Hyperedge:
+        """Add a prepared ``Hyperedge`` (same rules as ``add_hyperedge``)."""
+        for member in hyperedge.members:
+            self._endpoint(member, "hyperedge member")
+        existing = self._hyperedges.get(hyperedge.id)
+        if existing is not None and existing != hyperedge:
+            raise ConflictError(f"hyperedge {hyperedge.id!r} already exists with other content")
+        self._hyperedges[hyperedge.id] = hyperedge
+        return hyperedge
+
+    @property
+    def community_labels(self) -> Mapping[str, str]:
+        """Human labels of communities, keyed by community ID."""
+        return MappingProxyType(dict(sorted(self._community_labels.items())))
+
+    def set_community_label(self, community: str, label: str) -> None:
+        """Name one community; labels are presentation, never identity."""
+        if not isinstance(community, str) or not isinstance(label, str) or not community:
+            raise ValidationError("community ID and label must be strings")
+        self._community_labels[community] = label
+
+    # ---------------------------------------------------------------- counts
+    @property
+    def node_count(self) -> int:
+        """Number of nodes."""
+        return len(self._nodes)
+
+    @property
+    def fact_count(self) -> int:
+        """Number of semantic facts."""
+        return len(self._facts)
+
+    @property
+    def endpoint_pair_count(self) -> int:
+        """Number of unique (source, target) pairs."""
+        return len(self._index.by_pair)
+
+    @property
+    def occurrence_count(self) -> int:
+        """Number of evidence occurrences."""
+        return len(self._occurrences)
+
+    def counts(self) -> GraphCounts:
+        """All named counts at once."""
+        return GraphCounts(
+            self.node_count,
+            self.fact_count,
+            self.endpoint_pair_count,
+            self.occurrence_count,
+            len(self._hyperedges),
+        )
+
+    @property
+    def admission_counts(self) -> Mapping[str, int]:
+        """How many admissions ended in each outcome (all outcomes present)."""
+        return MappingProxyType({o.value: self._admissions[o] for o in AdmissionOutcome})
+
+    @property
+    def unregistered_relation_admissions(self) -> Mapping[str, int]:
+        """Admissions refused per unregistered relation."""
+        return MappingProxyType(dict(sorted(self._unregistered.items())))
+
+    def record_admission_counts(
+        self, admissions: Mapping[str, int], unregistered: Mapping[str, int]
+    ) -> None:
+        """Restore admission counters (used by loaders and views); replaces current ones."""
+        self._admissions = Counter({AdmissionOutcome(k): int(v) for k, v in admissions.items()})
+        self._unregistered = Counter({k: int(v) for k, v in unregistered.items()})
+
+    # ---------------------------------------------------------- bulk loading
+    @classmethod
+    def from_records(
+        cls,
+        *,
+        nodes: Iterable[Node],
+        facts: Iterable[SemanticFact],
+        occurrences: Iterable[EvidenceOccurrence],
+        hyperedges: Iterable[Hyperedge] = (),
+        community_labels: Mapping[str, str] | None = None,
+        admission_counts: Mapping[str, int] | None = None,
+        unregistered_relation_admissions: Mapping[str, int] | None = None,
+        registry: RelationRegistry = REGISTRY,
+    ) -> SemanticGraph:
+        """Rebuild a graph from records whose IDs the caller has already verified.
+
+        Used by loaders (the artifact reader re-derives every ID first). Structural
+        consistency is still checked: endpoints exist, each occurrence belongs to a
+        fact that lists it, and nothing is given twice.
+        """
+        graph = cls(registry)
+        for node in nodes:
+            if node.id in graph._nodes:
+                raise ConflictError(f"node {node.id!r} given twice")
+            graph._nodes[node.id] = node
+        for fact in facts:
+            if fact.id in graph._facts:
+                raise ConflictError(f"fact {fact.id} given twice")
+            graph._endpoint(fact.source, "source")
+            graph._endpoint(fact.target, "target")
+            graph._facts[fact.id] = fact
+            graph._index.add(fact)
+        for occurrence in occurrences:
+            fact_of = graph._facts.get(occurrence.fact_id)
+            if fact_of is None or occurrence.id not in fact_of.occurrence_ids:
+                raise MissingEndpointError(
+                    f"occurrence {occurrence.id} is not listed by fact {occurrence.fact_id}"
+                )
+            if occurrence.id in graph._occurrences:
+                raise ConflictError(f"occurrence {occurrence.id} given twice")
+            graph._occurrences[occurrence.id] = occurrence
+        listed = sum(len(fact.occurrence_ids) for fact in graph._facts.values())
+        if listed != len(graph._occurrences):
+            raise MissingEndpointError("a fact lists an occurrence that was not given")
+        for hyperedge in hyperedges:
+            graph.put_hyperedge(hyperedge)
+        for community, label in (community_labels or {}).items():
+            graph.set_community_label(community, label)
+        graph.record_admission_counts(
+            admission_counts or {}, unregistered_relation_admissions or {}
+        )
+        return graph
+
+    # ----------------------------------------------------------------- views
+    def copy(self) -> SemanticGraph:
+        """An independent copy with every node, fact, occurrence and counter."""
+        return self.subgraph(self._nodes)
+
+    def subgraph(self, node_ids: Iterable[str]) -> SemanticGraph:
+        """The induced graph on ``node_ids``: their facts, occurrences and hyperedges.
+
+        Admission counters are carried over exactly; they describe the history of the
+        graph the view was taken from.
+        """
+        keep = set(node_ids)
+        for node_id in sorted(keep):
+            self.node(node_id)
+        view = SemanticGraph(self.registry)
+        for node_id in sorted(keep):
+            view._nodes[node_id] = self._nodes[node_id]
+        for fact_id in sorted(self._facts):
+            fact = self._facts[fact_id]
+            if fact.source in keep and fact.target in keep:
+                view._facts[fact_id] = fact
+                view._index.add(fact)
+                for occurrence_id in fact.occurrence_ids:
+                    view._occurrences[occurrence_id] = self._occurrences[occurrence_id]
+        for key, hyperedge in self._hyperedges.items():
+            if keep.issuperset(hyperedge.members):
+                view._hyperedges[key] = hyperedge
+        view._community_labels = dict(self._community_labels)
+        view._admissions = Counter(self._admissions)
+        view._unregistered = Counter(self._unregistered)
+        return view
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SemanticGraph):
+            return NotImplemented
+        return (
+            self.registry.identifier == other.registry.identifier
+            and self._nodes == other._nodes
+            and self._facts == other._facts
+            and self._occurrences == other._occurrences
+            and self._hyperedges == other._hyperedges
+            and self._community_labels == other._community_labels
+            and self._admissions == other._admissions
+            and self._unregistered == other._unregistered
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        counts = self.counts()
+        return (
+            f"<SemanticGraph nodes={counts.node_count} facts={counts.fact_count} "
+            f"endpoint_pairs={counts.endpoint_pair_count} "
+            f"occurrences={counts.occurrence_count}>"
+        )
+
+
+def _occurrence_key(occurrence: EvidenceOccurrence) -> tuple[Any, ...]:
+    return (
+        occurrence.fact_id,
+        occurrence.owner.adapter_id,
+        occurrence.owner.strategy,
+        occurrence.source_file,
+        occurrence.source_range,
+        occurrence.target_file,
+        occurrence.target_range,
+        occurrence.site_kind,
+        occurrence.adapter_evidence_key,
+    )
+
+
+def _merge_occurrences(
+    existing: EvidenceOccurrence, incoming: EvidenceOccurrence
+) -> EvidenceOccurrence:
+    """Union two observations of one occurrence; no first or last writer wins."""
+    metadata = canonical_tuple((*existing.metadata_variants, *incoming.metadata_variants))
+    diagnostics = set(existing.diagnostics) | set(incoming.diagnostics)
+    if len(metadata) > 1:
+        diagnostics.add(DIAGNOSTIC_METADATA_CONFLICT)
+    unlocated = (
+        existing.source_range is None
+        and existing.target_range is None
+        and existing.adapter_evidence_key is None
+    )
+    if unlocated:
+        diagnostics.add(DIAGNOSTIC_MULTIPLICITY_UNKNOWN)
+    provenance = [*existing.provenance, *incoming.provenance]
+    owner = existing.owner
+    versions = sorted(
+        v for v in {owner.adapter_version, incoming.owner.adapter_version} if v is not None
+    )
+    if len(versions) > 1:
+        # Versions sit outside identity; keep every one visible instead of choosing.
+        diagnostics.add(DIAGNOSTIC_ADAPTER_VERSION_CONFLICT)
+        provenance.extend({"adapter_version": version} for version in versions)
+        owner = replace(owner, adapter_version=None)
+    elif versions and owner.adapter_version is None and not existing.diagnostics:
+        owner = replace(owner, adapter_version=versions[0])
+    return replace(
+        existing,
+        owner=owner,
+        provenance=canonical_tuple(provenance),
+        confidence_observations=sorted_observations(
+            (*existing.confidence_observations, *incoming.confidence_observations)
+        ),
+        metadata_variants=metadata,
+        diagnostics=tuple(sorted(diagnostics)),
+    )

@@ -15,10 +15,10 @@ from cairn.errors import ValidationError
 from cairn.graph.model import Direction, Discriminator, SourceRange, thaw
 
 __all__ = [
-    "FACT_ID_PREFIX",
     "FACT_IDENTITY_SCHEMA_VERSION",
-    "OCCURRENCE_ID_PREFIX",
+    "FACT_ID_PREFIX",
     "OCCURRENCE_IDENTITY_SCHEMA_VERSION",
+    "OCCURRENCE_ID_PREFIX",
     "check_repo_path",
     "fact_identity_payload",
     "id_from_payload",

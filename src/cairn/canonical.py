@@ -49,6 +49,7 @@ _FAST_FLOAT_MIN = 1e-4
 _FAST_FLOAT_MAX = 1e16
 
 _encode_string = json.encoder.encode_basestring
+_is_nfc = unicodedata.is_normalized
 
 
 def nfc(text: str) -> str:
@@ -182,8 +183,39 @@ def canonical_bytes(value: Any) -> bytes:
 def _fast_safe(value: Any, depth: int) -> bool:
     """Whether orjson's output for ``value`` equals the reference's (never raises)."""
     kind = type(value)
+    if kind is dict:
+        if depth >= MAX_DEPTH:
+            return False
+        for key, item in value.items():
+            if type(key) is not str or not _is_nfc("NFC", key):
+                return False
+            # The common scalars are checked inline: this loop runs for every ID payload.
+            item_kind = type(item)
+            if item_kind is str:
+                if not _is_nfc("NFC", item):
+                    return False
+            elif item is None or item_kind is bool:
+                continue
+            elif not _fast_scalar_or_container(item, depth):
+                return False
+        return True
+    if kind is list:
+        if depth >= MAX_DEPTH:
+            return False
+        return all(_fast_scalar_or_container(item, depth) for item in value)
+    return _fast_scalar(value, kind)
+
+
+def _fast_scalar_or_container(item: Any, depth: int) -> bool:
+    kind = type(item)
+    if kind is dict or kind is list:
+        return _fast_safe(item, depth + 1)
+    return _fast_scalar(item, kind)
+
+
+def _fast_scalar(value: Any, kind: type) -> bool:
     if kind is str:
-        return bool(unicodedata.is_normalized("NFC", value))
+        return bool(_is_nfc("NFC", value))
     if value is None or kind is bool:
         return True
     if kind is int:
@@ -191,17 +223,6 @@ def _fast_safe(value: Any, depth: int) -> bool:
     if kind is float:
         magnitude = abs(value)
         return bool(_FAST_FLOAT_MIN <= magnitude < _FAST_FLOAT_MAX and not value.is_integer())
-    if depth >= MAX_DEPTH:
-        return False
-    if kind is list:
-        return all(_fast_safe(item, depth + 1) for item in value)
-    if kind is dict:
-        for key, item in value.items():
-            if type(key) is not str or not unicodedata.is_normalized("NFC", key):
-                return False
-            if not _fast_safe(item, depth + 1):
-                return False
-        return True
     return False
 
 

@@ -167,3 +167,26 @@ def test_blank_text_fields_are_rejected() -> None:
     assert spec is not None
     with pytest.raises(ValidationError):
         spec.discriminator({"decorator": "  "})
+
+
+def test_discriminator_cache_keeps_bool_and_int_apart() -> None:
+    spec = REGISTRY.get("calls")
+    assert spec is not None
+    good = {
+        "invocation": "call",
+        "dispatch": "direct",
+        "optional_chaining": True,
+        "resolution": "resolved",
+    }
+    assert spec.discriminator(good).value["optional_chaining"] is True
+    with pytest.raises(ValidationError, match="must be a bool"):
+        spec.discriminator({**good, "optional_chaining": 1})
+    # Cached results are shared but immutable.
+    assert spec.discriminator(good) is spec.discriminator(dict(good))
+
+
+def test_unhashable_discriminator_values_get_a_validation_error() -> None:
+    spec = REGISTRY.get("decorates")
+    assert spec is not None
+    with pytest.raises(ValidationError):
+        spec.discriminator({"decorator": ["app", "route"]})

@@ -60,6 +60,20 @@ def check_repo_path(path: str | None, what: str) -> str | None:
     """Accept a repository-relative POSIX path that cannot escape the repository."""
     if path is None:
         return None
+    if path in _CHECKED_PATHS:
+        return path
+    _check_path(path, what)
+    if len(_CHECKED_PATHS) < PATH_CACHE_SIZE:
+        _CHECKED_PATHS.add(path)
+    return path
+
+
+PATH_CACHE_SIZE = 65_536
+"""Validated paths remembered per process: one repository repeats each path many times."""
+_CHECKED_PATHS: set[str] = set()
+
+
+def _check_path(path: str, what: str) -> None:
     if not isinstance(path, str) or not path or "\\" in path or "\x00" in path:
         raise ValidationError(f"{what} must be a repository-relative POSIX path, got {path!r}")
     parts = path.split("/")
@@ -67,7 +81,6 @@ def check_repo_path(path: str | None, what: str) -> str | None:
         raise ValidationError(f"{what} must be relative, got absolute path {path!r}")
     if any(part in ("", ".", "..") for part in parts):
         raise ValidationError(f"{what} must be normalised and stay inside the repository: {path!r}")
-    return path
 
 
 def occurrence_identity_payload(

@@ -74,7 +74,11 @@ def freeze(value: Any) -> FrozenJSON:
 
 def thaw(value: FrozenJSON) -> Any:
     """Return the plain JSON form (dicts and lists) of a frozen value."""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    # Exact type checks first: ABC isinstance checks dominate profiles of admission.
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return value
+    if kind is MappingProxyType or isinstance(value, Mapping):
         return {key: thaw(item) for key, item in value.items()}
     if isinstance(value, tuple):
         return [thaw(item) for item in value]

@@ -9,6 +9,7 @@ independent of insertion order (spec §8).
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -306,9 +307,11 @@ class SemanticGraph:
             target_range=given.target_range,
             site_kind=given.site_kind,
             adapter_evidence_key=given.adapter_evidence_key,
-            provenance=canonical_tuple(given.provenance),
-            confidence_observations=sorted_observations(given.confidence),
-            metadata_variants=canonical_tuple([given.metadata] if given.metadata else []),
+            provenance=canonical_tuple(given.provenance) if given.provenance else (),
+            confidence_observations=(
+                sorted_observations(given.confidence) if given.confidence else ()
+            ),
+            metadata_variants=canonical_tuple([given.metadata]) if given.metadata else (),
         )
         existing = self._occurrences.get(occurrence_id)
         if existing is None:
@@ -332,8 +335,20 @@ class SemanticGraph:
     def _store_occurrence(self, occurrence: EvidenceOccurrence) -> None:
         self._occurrences[occurrence.id] = occurrence
         fact = self._facts[occurrence.fact_id]
-        ids = tuple(sorted((*fact.occurrence_ids, occurrence.id)))
-        self._facts[fact.id] = replace(fact, occurrence_ids=ids)
+        ids = list(fact.occurrence_ids)
+        bisect.insort(ids, occurrence.id)
+        # Direct construction: dataclasses.replace costs twice as much on this hot path.
+        self._facts[fact.id] = SemanticFact(
+            fact.id,
+            fact.direction,
+            fact.source,
+            fact.target,
+            fact.relation,
+            fact.discriminator,
+            fact.endpoint_identity,
+            tuple(ids),
+            fact.annotation_variants,
+        )
 
     def _check_occurrence_witness(
         self, existing: EvidenceOccurrence, incoming: EvidenceOccurrence

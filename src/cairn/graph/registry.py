@@ -8,6 +8,7 @@ relation v1 links load as. An unregistered relation is never stored.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ REGISTRY_VERSION = 1
 REGISTRY_ID = f"cairn.relation-registry/{REGISTRY_VERSION}"
 LEGACY_RELATION = "legacy_link"
 LEGACY_FIELDS = ("legacy_link_fingerprint", "legacy_duplicate_ordinal")
+DISCRIMINATOR_CACHE_SIZE = 16_384
+"""Distinct normalised discriminators remembered per process (they are immutable)."""
 
 
 class Policy(StrEnum):
@@ -100,6 +103,17 @@ class RelationSpec:
 
     def discriminator(self, raw: Mapping[str, Any] | None) -> Discriminator:
         """Normalise a supplied discriminator; missing fields make it partial, never guessed."""
+        if not raw:
+            return _cached_discriminator(self, ())
+        try:
+            # The type is part of the key: True == 1 must not share a cache entry.
+            key = tuple(sorted((name, type(value), value) for name, value in raw.items()))
+            hash(key)
+        except TypeError:
+            return self._normalise(raw)  # unhashable values: validation will name them
+        return _cached_discriminator(self, key)
+
+    def _normalise(self, raw: Mapping[str, Any] | None) -> Discriminator:
         supplied = dict(raw or {})
         known = {spec.name for spec in self.fields}
         unknown = sorted(set(supplied) - known)
@@ -143,6 +157,14 @@ class RelationSpec:
             ],
             "description": self.description,
         }
+
+
+@functools.lru_cache(maxsize=DISCRIMINATOR_CACHE_SIZE)
+def _cached_discriminator(
+    spec: RelationSpec, key: tuple[tuple[str, type, Any], ...]
+) -> Discriminator:
+    """Discriminators repeat heavily in real graphs; normalise each distinct one once."""
+    return spec._normalise({name: value for name, _, value in key})
 
 
 _PATH_PARAM = re.compile(

@@ -16,6 +16,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from cairn.canonical import MAX_SAFE_INTEGER
 from cairn.errors import ValidationError
 from cairn.graph.model import Direction, Discriminator
 
@@ -74,7 +75,7 @@ class FieldSpec:
         if self.kind is bool:
             valid = isinstance(raw, bool)
         elif self.kind is int:
-            valid = type(raw) is int
+            valid = type(raw) is int and abs(raw) <= MAX_SAFE_INTEGER
         else:
             valid = isinstance(raw, str) and bool(raw.strip())
         if not valid:

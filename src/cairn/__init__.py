@@ -19,12 +19,14 @@ from cairn.errors import (
     MissingEndpointError,
     NotFoundError,
     PermissionDeniedError,
+    RequestCancelledError,
     UnauthenticatedError,
     UnknownEdgeError,
     UnknownWriteOutcomeError,
     UnsupportedCapabilityError,
     ValidationError,
 )
+from cairn.store import Database, open
 
 __version__ = "0.1.0"
 
@@ -39,16 +41,19 @@ __all__ = [
     "CanonicalizationError",
     "ConflictError",
     "CorruptionError",
+    "Database",
     "IdentityCollisionError",
     "InvariantError",
     "LegacyArtifactError",
     "MissingEndpointError",
     "NotFoundError",
     "PermissionDeniedError",
+    "RequestCancelledError",
     "UnauthenticatedError",
     "UnknownEdgeError",
     "UnknownWriteOutcomeError",
     "UnsupportedCapabilityError",
     "ValidationError",
     "__version__",
+    "open",
 ]

@@ -18,6 +18,7 @@ The tree::
     +-- PermissionDeniedError           permission_denied      403
     +-- UnauthenticatedError            unauthenticated        401
     +-- BudgetExceededError             budget_exceeded        429
+    |   +-- RequestCancelledError       request_cancelled      429
     +-- UnknownWriteOutcomeError        unknown_write_outcome  503
     +-- UnsupportedCapabilityError      unsupported_capability 501
     +-- CorruptionError                 corruption             500
@@ -54,6 +55,7 @@ __all__ = [
     "MissingEndpointError",
     "NotFoundError",
     "PermissionDeniedError",
+    "RequestCancelledError",
     "UnauthenticatedError",
     "UnknownEdgeError",
     "UnknownWriteOutcomeError",
@@ -163,6 +165,12 @@ class BudgetExceededError(CairnError):
 
     code = "budget_exceeded"
     http_status = 429
+
+
+class RequestCancelledError(BudgetExceededError):
+    """The caller cancelled the request; nothing partial is returned."""
+
+    code = "request_cancelled"
 
 
 class UnknownWriteOutcomeError(CairnError):

@@ -1,0 +1,223 @@
+"""Admission: every rule of graph-search.md §4, checked before any read.
+
+``admit_graph_search`` and ``admit_search`` either return the request's serialised
+size or raise ``ValidationError`` / ``BudgetExceededError`` naming the rule broken.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from cairn.canonical import canonical_bytes
+from cairn.errors import BudgetExceededError, CanonicalizationError, ValidationError
+from cairn.search.contracts import (
+    EntityRef,
+    GraphExpansion,
+    GraphRetriever,
+    GraphScope,
+    GraphSearchRequest,
+    GraphWalkSpec,
+    SearchRequest,
+    VectorSpace,
+)
+from cairn.search.limits import (
+    MAX_ALLOWED_IDS,
+    MAX_DEPTH,
+    MAX_EDGES,
+    MAX_LABELS,
+    MAX_LIMIT,
+    MAX_REQUEST_BYTES,
+    MAX_SEEDS,
+    MAX_TEXT_BYTES,
+    MAX_VERTICES,
+    MIN_DEPTH,
+    MIN_EDGES,
+    MIN_FUSION_K,
+    MIN_LIMIT,
+    MIN_VERTICES,
+    SEARCH_REQUEST_VERSION,
+)
+from cairn.search.wire import to_wire
+from cairn.store.limits import check_identifier
+
+__all__ = ["admit_graph_search", "admit_search", "request_size"]
+
+
+def _fail(message: str, **details: Any) -> ValidationError:
+    return ValidationError(message, details=details)
+
+
+def request_size(request: GraphSearchRequest | SearchRequest) -> int:
+    """Bytes of the canonical wire form; the unit of the 65,536-byte request cap."""
+    try:
+        return len(canonical_bytes(to_wire(request)))
+    except CanonicalizationError as exc:
+        raise _fail(f"request is not serialisable: {exc.message}") from exc
+
+
+def _check_size(request: GraphSearchRequest | SearchRequest) -> int:
+    size = request_size(request)
+    if size > MAX_REQUEST_BYTES:
+        raise BudgetExceededError(
+            f"request is {size} bytes; at most {MAX_REQUEST_BYTES} are admitted",
+            details={"limit": MAX_REQUEST_BYTES, "size": size},
+        )
+    return size
+
+
+def admit_graph_search(request: GraphSearchRequest) -> int:
+    """Validate a graph search request completely; return its serialised size."""
+    if not isinstance(request, GraphSearchRequest):
+        raise _fail("expected a GraphSearchRequest")
+    if type(request.version) is not int or request.version != SEARCH_REQUEST_VERSION:
+        raise _fail(
+            f"unsupported request version {request.version!r}; expected {SEARCH_REQUEST_VERSION}"
+        )
+    if request.scope is None and request.retriever is None and request.expansion is None:
+        raise _fail("a graph search needs at least one of scope, retriever or expansion")
+    _check_search(request.search, retriever_present=request.retriever is not None)
+    if request.scope is not None:
+        if not isinstance(request.scope, GraphScope):
+            raise _fail("scope must be a GraphScope")
+        _check_walk(request.scope.walk, "scope")
+    if request.retriever is not None:
+        if not isinstance(request.retriever, GraphRetriever):
+            raise _fail("retriever must be a GraphRetriever")
+        _check_walk(request.retriever.walk, "retriever")
+        _check_weight(request.retriever.weight, "retriever.weight")
+    if request.expansion is not None:
+        _check_expansion(request.expansion)
+    return _check_size(request)
+
+
+def admit_search(request: SearchRequest) -> int:
+    """Validate a plain search request; return its serialised size."""
+    _check_search(request, retriever_present=False)
+    return _check_size(request)
+
+
+def _check_search(search: SearchRequest, *, retriever_present: bool) -> None:
+    if not isinstance(search, SearchRequest):
+        raise _fail("search must be a SearchRequest")
+    check_identifier(search.database, "database")
+    check_identifier(search.collection, "collection")
+    has_text = _check_text(search)
+    has_vector = _check_vector(search)
+    if not (has_text or has_vector or retriever_present):
+        raise _fail("text or vector may be omitted only when a graph retriever is present")
+    _check_int(search.limit, MIN_LIMIT, MAX_LIMIT, "limit")
+    if type(search.fusion_k) is not int or search.fusion_k < MIN_FUSION_K:
+        raise _fail(f"fusion_k must be an integer >= {MIN_FUSION_K}", field="fusion_k")
+    _check_weight(search.text_weight, "text_weight")
+    _check_weight(search.vector_weight, "vector_weight")
+    if type(search.explain) is not bool:
+        raise _fail("explain must be a boolean")
+    if search.allowed_ids is not None:
+        _check_allowed_ids(search.allowed_ids)
+
+
+def _check_text(search: SearchRequest) -> bool:
+    if search.text is None and search.text_field is None:
+        return False
+    if search.text is None or search.text_field is None:
+        raise _fail("text and text_field must be given together", field="text")
+    check_identifier(search.text_field, "text_field")
+    if not isinstance(search.text, str):
+        raise _fail("text must be a string", field="text")
+    size = len(search.text.encode("utf-8", "surrogatepass"))
+    if size > MAX_TEXT_BYTES:
+        raise _fail(f"text is {size} bytes; at most {MAX_TEXT_BYTES} are allowed", field="text")
+    return True
+
+
+def _check_vector(search: SearchRequest) -> bool:
+    given = (search.vector is not None, search.vector_field is not None, search.space is not None)
+    if not any(given):
+        return False
+    if not all(given):
+        raise _fail("vector, vector_field and space must be given together", field="vector")
+    check_identifier(search.vector_field, "vector_field")
+    space = search.space
+    if not isinstance(space, VectorSpace):
+        raise _fail("space must be a VectorSpace", field="space")
+    space.validate()
+    vector = search.vector
+    if not isinstance(vector, tuple):
+        raise _fail("vector must be an array of numbers", field="vector")
+    if len(vector) != space.dimension:
+        raise _fail(
+            f"vector has {len(vector)} values; space {space.id!r} has dimension {space.dimension}",
+            field="vector",
+        )
+    for value in vector:
+        if type(value) not in (int, float) or not math.isfinite(value):
+            raise _fail("vector values must be finite numbers", field="vector")
+    return True
+
+
+def _check_weight(value: object, what: str) -> None:
+    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:  # type: ignore[arg-type,operator]
+        raise _fail(f"{what} must be a finite number >= 0, got {value!r}", field=what)
+
+
+def _check_int(value: object, low: int, high: int, what: str) -> None:
+    if type(value) is not int or not low <= value <= high:
+        raise _fail(f"{what} must be an integer in {low}..{high}, got {value!r}", field=what)
+
+
+def _check_caps(depth: object, vertices: object, edges: object, where: str) -> None:
+    _check_int(depth, MIN_DEPTH, MAX_DEPTH, f"{where}.max_depth")
+    _check_int(vertices, MIN_VERTICES, MAX_VERTICES, f"{where}.max_vertices")
+    _check_int(edges, MIN_EDGES, MAX_EDGES, f"{where}.max_edges")
+
+
+def _check_labels(labels: object, where: str) -> None:
+    if labels is None:
+        return
+    if not isinstance(labels, tuple):
+        raise _fail(f"{where}.labels must be an array or null")
+    if len(labels) > MAX_LABELS:
+        raise _fail(f"{where}.labels holds {len(labels)} labels; at most {MAX_LABELS}")
+    for label in labels:
+        check_identifier(label, f"{where} label")
+
+
+def _check_walk(walk: GraphWalkSpec, where: str) -> None:
+    if not isinstance(walk, GraphWalkSpec):
+        raise _fail(f"{where}.walk must be a GraphWalkSpec")
+    check_identifier(walk.graph, f"{where}.graph")
+    _check_caps(walk.max_depth, walk.max_vertices, walk.max_edges, where)
+    _check_labels(walk.labels, where)
+    seeds = walk.seeds
+    if not isinstance(seeds, tuple) or not seeds:
+        raise _fail(f"{where}.seeds must be a non-empty array")
+    limit = min(walk.max_vertices, MAX_SEEDS)
+    if len(seeds) > limit:
+        raise _fail(f"{where} has {len(seeds)} seeds; at most {limit} (max_vertices) allowed")
+    for seed in seeds:
+        if not isinstance(seed, EntityRef):
+            raise _fail(f"{where} seeds must be entity refs")
+        check_identifier(seed.collection, f"{where} seed collection")
+        check_identifier(seed.id, f"{where} seed id")
+
+
+def _check_expansion(expansion: GraphExpansion) -> None:
+    if not isinstance(expansion, GraphExpansion):
+        raise _fail("expansion must be a GraphExpansion")
+    check_identifier(expansion.graph, "expansion.graph")
+    _check_caps(expansion.max_depth, expansion.max_vertices, expansion.max_edges, "expansion")
+    _check_labels(expansion.labels, "expansion")
+
+
+def _check_allowed_ids(allowed: Sequence[str]) -> None:
+    if not isinstance(allowed, tuple):
+        raise _fail("allowed_ids must be an array or null")
+    if len(allowed) > MAX_ALLOWED_IDS:
+        raise BudgetExceededError(
+            f"allowed_ids holds {len(allowed)} IDs; at most {MAX_ALLOWED_IDS}",
+            details={"limit": MAX_ALLOWED_IDS, "size": len(allowed)},
+        )
+    for item in allowed:
+        check_identifier(item, "allowed id")

@@ -1,0 +1,151 @@
+"""JSON wire form of the search contracts: ``{"type": <alias>, ...fields}``.
+
+Encoding is generic over the frozen dataclasses; decoding is driven by their type
+hints, so every surface (HTTP, SDK, MCP) parses requests the same strict way: unknown
+fields, missing fields and wrong JSON types are ``ValidationError`` naming the path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any, TypeVar
+
+from cairn.errors import CanonicalizationError, ValidationError
+from cairn.graph.model import freeze
+from cairn.search import contracts
+from cairn.search.aliases import CONTRACT_ALIASES
+
+__all__ = ["TYPE_KEY", "contract_types", "from_wire", "to_json", "to_wire"]
+
+TYPE_KEY = "type"
+T = TypeVar("T")
+
+
+def contract_types() -> dict[str, type[Any]]:
+    """Every contract class by its alias."""
+    return {alias: getattr(contracts, name) for name, alias in CONTRACT_ALIASES.items()}
+
+
+def to_json(value: Any) -> Any:
+    """Plain JSON form of a contract value (no type tag)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, tuple | list):
+        return [to_json(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: to_json(item) for key, item in value.items()}
+    return value
+
+
+def to_wire(record: Any) -> dict[str, Any]:
+    """The tagged wire form of a top-level contract record."""
+    alias = CONTRACT_ALIASES.get(type(record).__name__)
+    if alias is None:
+        raise ValidationError(f"{type(record).__name__} is not a wire contract")
+    body = to_json(record)
+    return {TYPE_KEY: alias, **body}
+
+
+def from_wire(cls: type[T], data: Any) -> T:
+    """Parse the tagged wire form of ``cls``, strictly."""
+    alias = CONTRACT_ALIASES.get(cls.__name__)
+    if alias is None:
+        raise ValidationError(f"{cls.__name__} is not a wire contract")
+    if not isinstance(data, Mapping):
+        raise ValidationError(f"{alias} must be a JSON object")
+    tag = data.get(TYPE_KEY, alias)
+    if tag != alias:
+        raise ValidationError(f"expected type {alias!r}, got {tag!r}")
+    body = {key: value for key, value in data.items() if key != TYPE_KEY}
+    result: T = _decode(cls, body, cls.__name__)
+    return result
+
+
+@functools.cache
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _decode(hint: Any, value: Any, path: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        (inner,) = [option for option in options if option is not type(None)]
+        return _decode(inner, value, path)
+    if origin is tuple:
+        item_hint = typing.get_args(hint)[0]
+        if not isinstance(value, list | tuple):
+            raise ValidationError(f"{path} must be an array")
+        return tuple(_decode(item_hint, item, f"{path}[{i}]") for i, item in enumerate(value))
+    if origin is not None and issubclass(origin, Mapping):
+        return _json_object(value, path)
+    if hint is Any:
+        return _json_value(value, path)
+    if dataclasses.is_dataclass(hint):
+        return _decode_record(hint, value, path)
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        try:
+            return hint(value)
+        except ValueError:
+            choices = [member.value for member in hint]
+            raise ValidationError(f"{path} must be one of {choices}, got {value!r}") from None
+    return _decode_scalar(hint, value, path)
+
+
+def _decode_record(cls: Any, value: Any, path: str) -> Any:
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{path} must be a JSON object")
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(value) - set(fields))
+    if unknown:
+        raise ValidationError(f"{path} has unknown fields {unknown}")
+    kwargs: dict[str, Any] = {}
+    hints = _hints(cls)
+    for name, spec in fields.items():
+        if name in value:
+            kwargs[name] = _decode(hints[name], value[name], f"{path}.{name}")
+        elif spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+            raise ValidationError(f"{path}.{name} is required")
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{path}: {exc}") from exc
+
+
+def _decode_scalar(hint: Any, value: Any, path: str) -> Any:
+    if hint is bool:
+        ok = isinstance(value, bool)
+    elif hint is int:
+        ok = type(value) is int
+    elif hint is float:
+        ok = type(value) in (int, float)
+        value = float(value) if ok else value
+    elif hint is str:
+        ok = isinstance(value, str)
+    else:
+        raise ValidationError(f"{path}: unsupported contract type {hint!r}")
+    if not ok:
+        raise ValidationError(f"{path} must be {hint.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _json_value(value: Any, path: str) -> Any:
+    try:
+        return freeze(value)
+    except CanonicalizationError as exc:
+        raise ValidationError(f"{path} is not JSON: {exc.message}") from exc
+
+
+def _json_object(value: Any, path: str) -> Any:
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{path} must be a JSON object")
+    return _json_value(dict(value), path)

@@ -1,0 +1,532 @@
+"""``Database``: one SQLite file, one writer, pooled readers, commands with receipts (§2).
+
+SQLite is the durable truth (WAL, ``synchronous=FULL``). One writer connection, guarded
+by a lock, applies each command as one ``BEGIN IMMEDIATE`` transaction; readers use
+their own connections, so a read never waits for the writer inside this process (and
+SQLite's locks cover writers in other processes). The file carries an incarnation UUID
+minted when it is created and a monotonic commit position.
+
+A command's outcome, receipt or error, is stored in the same transaction, keyed by
+``(principal, database, command_id)`` with the command's SHA-256 fingerprint, so a
+retry with the same ID and bytes gets the stored outcome byte for byte, and the same ID
+with other content is a ``ConflictError``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+
+import orjson
+
+from cairn.errors import (
+    BudgetExceededError,
+    CairnError,
+    ConflictError,
+    CorruptionError,
+    NotFoundError,
+    PermissionDeniedError,
+    UnauthenticatedError,
+    ValidationError,
+)
+from cairn.store.apply import apply_command, load_principal
+from cairn.store.columns import Columns
+from cairn.store.commands import (
+    CommandRequest,
+    CommitReceipt,
+    CommitToken,
+    VectorSpace,
+    decode_outcome,
+    encode_error,
+    encode_receipt,
+)
+from cairn.store.limits import (
+    DEFAULT_DATABASE_NAME,
+    READER_POOL_SIZE,
+    SQLITE_BUSY_TIMEOUT_MS,
+    check_identifier,
+)
+from cairn.store.policy import (
+    OWNER,
+    OWNER_PRINCIPAL_ID,
+    Principal,
+    check_active,
+    parse_api_key,
+    verify_secret,
+)
+from cairn.store.reads import DocumentResult, ReadCut, TextHit, read_document, text_branch
+from cairn.store.schema import migrate, schema_version
+from cairn.store.validation import validate_command
+from cairn.store.vectors import VectorHit, vector_branch
+
+__all__ = ["STORED_ERRORS", "Database", "PrincipalLike", "open"]
+
+PrincipalLike = Principal | str | None
+"""A principal, its ID, or None for the embedded owner."""
+
+STORED_ERRORS: tuple[type[CairnError], ...] = (
+    ValidationError,
+    NotFoundError,
+    ConflictError,
+    PermissionDeniedError,
+    BudgetExceededError,
+)
+"""Errors that are a command's deterministic outcome and are stored for its retries."""
+
+_FORMAT = "cairn.store/1"
+_BAD_KEY = "invalid api key"
+
+
+def _translate(exc: sqlite3.Error, action: str) -> CairnError:
+    """Map a sqlite3 error to the typed Cairn error raised at the store boundary."""
+    text = str(exc).lower()
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return BudgetExceededError(
+            f"{action}: the database stayed locked by another writer",
+            details={"timeout_ms": SQLITE_BUSY_TIMEOUT_MS},
+        )
+    if isinstance(exc, sqlite3.OperationalError) and "unable to open" in text:
+        return NotFoundError(f"{action}: cannot open the database file")
+    return CorruptionError(f"{action}: {exc}")
+
+
+def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        path,
+        isolation_level=None,
+        check_same_thread=False,
+        timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
+    )
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        if readonly:
+            conn.execute("PRAGMA query_only = ON")
+        else:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise CorruptionError(f"the database refused WAL mode (got {mode!r})")
+            conn.execute("PRAGMA synchronous = FULL")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _meta(conn: sqlite3.Connection) -> dict[str, str]:
+    return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+
+
+def _initialise(conn: sqlite3.Connection, name: str | None) -> dict[str, str]:
+    """Mint the file's identity once (incarnation, name, position 0) and return ``meta``."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        meta = _meta(conn)
+        if "incarnation" not in meta:
+            meta = {
+                "format": _FORMAT,
+                "database": name or DEFAULT_DATABASE_NAME,
+                "incarnation": str(uuid.uuid4()),
+                "position": "0",
+                "next_slot": "1",
+            }
+            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", sorted(meta.items()))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    if meta.get("format") != _FORMAT:
+        raise CorruptionError(f"unknown store format {meta.get('format')!r}")
+    if name is not None and meta["database"] != name:
+        raise ConflictError(
+            f"the file holds database {meta['database']!r}, not {name!r}",
+            details={"database": meta["database"]},
+        )
+    return meta
+
+
+def open(path: str | os.PathLike[str], *, database: str | None = None) -> Database:
+    """Open (creating and migrating as needed) the Cairn database in the file ``path``.
+
+    ``database`` names the database when the file is created (default ``main``); when
+    given for an existing file it must match the stored name.
+    """
+    file = Path(path)
+    if str(path) in ("", ":memory:") or str(path).startswith("file:"):
+        raise ValidationError("a Cairn database needs a file path (WAL needs a real file)")
+    if database is not None:
+        check_identifier(database, "database")
+    if not file.parent.is_dir():
+        raise NotFoundError(f"directory {str(file.parent)!r} does not exist")
+    try:
+        writer = _connect(file, readonly=False)
+    except sqlite3.Error as exc:
+        raise _translate(exc, "open") from exc
+    try:
+        migrate(writer)
+        meta = _initialise(writer, database)
+    except sqlite3.Error as exc:
+        writer.close()
+        raise _translate(exc, "open") from exc
+    except BaseException:
+        writer.close()
+        raise
+    return Database(file, writer, meta["database"], uuid.UUID(meta["incarnation"]))
+
+
+class Database:
+    """An open Cairn database file: commands, principals and reads under one name."""
+
+    def __init__(
+        self, path: Path, writer: sqlite3.Connection, name: str, incarnation: uuid.UUID
+    ) -> None:
+        self._path = path
+        self._writer = writer
+        self._name = name
+        self._incarnation = incarnation
+        self._write_lock = threading.Lock()
+        self._pool_lock = threading.Lock()
+        self._idle_readers: list[sqlite3.Connection] = []
+        self._closed = False
+        self._columns = Columns()
+        self._cut_lock = threading.Lock()
+        self._read_cut_acquisitions = 0
+
+    # --------------------------------------------------------------- identity
+    @property
+    def path(self) -> Path:
+        """The SQLite file."""
+        return self._path
+
+    @property
+    def name(self) -> str:
+        """The database name commands must target."""
+        return self._name
+
+    @property
+    def incarnation(self) -> uuid.UUID:
+        """The UUID minted when the file was created."""
+        return self._incarnation
+
+    @property
+    def position(self) -> int:
+        """The latest commit position (0 before the first command)."""
+        with self._reader() as conn:
+            return int(_meta(conn)["position"])
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the file (always the latest once open)."""
+        with self._reader() as conn:
+            return schema_version(conn)
+
+    # -------------------------------------------------------------- lifecycle
+    def close(self) -> None:
+        """Close every connection; the object is unusable afterwards."""
+        with self._write_lock, self._pool_lock:
+            if self._closed:
+                return
+            self._closed = True
+            for conn in self._idle_readers:
+                conn.close()
+            self._idle_readers.clear()
+            self._writer.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValidationError("the database is closed")
+
+    @contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        """A reader connection from the pool (returned to it afterwards)."""
+        with self._pool_lock:
+            self._check_open()
+            conn = self._idle_readers.pop() if self._idle_readers else None
+        try:
+            if conn is None:
+                conn = _connect(self._path, readonly=True)
+            yield conn
+        except sqlite3.Error as exc:
+            raise _translate(exc, "read") from exc
+        finally:
+            if conn is not None:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                with self._pool_lock:
+                    if self._closed or len(self._idle_readers) >= READER_POOL_SIZE:
+                        conn.close()
+                    else:
+                        self._idle_readers.append(conn)
+
+    # ------------------------------------------------------------- principals
+    @staticmethod
+    def _principal_id(principal: PrincipalLike) -> str:
+        if principal is None:
+            return OWNER_PRINCIPAL_ID
+        if isinstance(principal, Principal):
+            return principal.id
+        return principal
+
+    def _resolve(
+        self, conn: sqlite3.Connection, principal: PrincipalLike, now: datetime
+    ) -> Principal:
+        """Load the principal afresh from ``conn``; unknown, revoked or expired is refused."""
+        principal_id = self._principal_id(principal)
+        if principal_id == OWNER_PRINCIPAL_ID:
+            return OWNER
+        found = load_principal(conn, principal_id)
+        if found is None:
+            raise UnauthenticatedError(
+                f"unknown principal {principal_id!r}", details={"principal": principal_id}
+            )
+        check_active(found, now)
+        return found
+
+    def principal(
+        self, principal: PrincipalLike = None, *, now: datetime | None = None
+    ) -> Principal:
+        """The current record of a principal (``UnauthenticatedError`` if not active)."""
+        moment = now or datetime.now(UTC)
+        with self._reader() as conn:
+            return self._resolve(conn, principal, moment)
+
+    def authenticate(self, api_key: str, *, now: datetime | None = None) -> Principal:
+        """The active principal an API key belongs to; every failure is ``Unauthenticated``."""
+        moment = now or datetime.now(UTC)
+        key_id, secret = parse_api_key(api_key)
+        with self._reader() as conn:
+            row = conn.execute(
+                "SELECT principal, verifier FROM api_keys WHERE key_id = ?", (key_id,)
+            ).fetchone()
+            if row is None or not verify_secret(secret, row[1]):
+                raise UnauthenticatedError(_BAD_KEY)
+            return self._resolve(conn, row[0], moment)
+
+    # -------------------------------------------------------------- read cuts
+    @property
+    def read_cut_acquisitions(self) -> int:
+        """How many read cuts this handle has acquired (tests count one per request)."""
+        with self._cut_lock:
+            return self._read_cut_acquisitions
+
+    @contextmanager
+    def read_cut(
+        self, principal: PrincipalLike = None, *, now: datetime | None = None
+    ) -> Iterator[ReadCut]:
+        """Pin one read: a SQLite read transaction at position P and the columns at P.
+
+        The principal is resolved afresh inside the same transaction, and the in-memory
+        columns catch up to P from the snapshot (covering writers in other processes).
+        """
+        moment = now or datetime.now(UTC)
+        with self._reader() as conn:
+            conn.execute("BEGIN")
+            position = int(_meta(conn)["position"])  # the first read pins the snapshot
+            actor = self._resolve(conn, principal, moment)
+            self._columns.catch_up(conn, position)
+            view = self._columns.view(position)
+            with self._cut_lock:
+                self._read_cut_acquisitions += 1
+            yield ReadCut(conn, self._name, position, view, actor)
+
+    def get_document(
+        self,
+        collection: str,
+        doc_id: str,
+        principal: PrincipalLike = None,
+        *,
+        now: datetime | None = None,
+    ) -> DocumentResult:
+        """One live document as ``principal`` may see it (hidden or deleted: NotFound)."""
+        with self.read_cut(principal, now=now) as cut:
+            return read_document(cut, collection, doc_id)
+
+    def text_search(
+        self,
+        collection: str,
+        field: str,
+        text: str,
+        principal: PrincipalLike = None,
+        *,
+        limit: int = 10,
+        allowed_ids: Collection[str] | None = None,
+        now: datetime | None = None,
+    ) -> tuple[TextHit, ...]:
+        """The BM25 text branch alone, in one read cut (plain ``search`` builds on it)."""
+        with self.read_cut(principal, now=now) as cut:
+            return text_branch(cut, collection, field, text, limit=limit, allowed_ids=allowed_ids)
+
+    def vector_search(
+        self,
+        collection: str,
+        field: str,
+        vector: Sequence[float],
+        space: VectorSpace,
+        principal: PrincipalLike = None,
+        *,
+        limit: int = 10,
+        allowed_ids: Collection[str] | None = None,
+        now: datetime | None = None,
+    ) -> tuple[VectorHit, ...]:
+        """The exact vector branch alone, in one read cut."""
+        with self.read_cut(principal, now=now) as cut:
+            return vector_branch(
+                cut, collection, field, vector, space, limit=limit, allowed_ids=allowed_ids
+            )
+
+    # --------------------------------------------------------------- commands
+    def command(
+        self,
+        request: CommandRequest,
+        principal: PrincipalLike = None,
+        *,
+        now: datetime | None = None,
+    ) -> CommitReceipt:
+        """Apply ``request`` atomically as ``principal`` and return its receipt.
+
+        ``now`` is the moment the principal's expiry is judged at (the wall clock when
+        omitted); it is read here, at the boundary, never inside apply.
+        """
+        if not isinstance(request, CommandRequest):
+            raise ValidationError("command() takes a CommandRequest")
+        data = request.canonical_bytes()
+        fingerprint = request.fingerprint()
+        moment = now or datetime.now(UTC)
+        with self._write_lock:
+            self._check_open()
+            try:
+                outcome = self._command(request, len(data), fingerprint, principal, moment)
+            except sqlite3.Error as exc:
+                if self._writer.in_transaction:
+                    self._writer.execute("ROLLBACK")
+                raise _translate(exc, "command") from exc
+        if isinstance(outcome, CairnError):
+            raise outcome
+        return outcome
+
+    def _command(
+        self,
+        request: CommandRequest,
+        size: int,
+        fingerprint: str,
+        principal: PrincipalLike,
+        now: datetime,
+    ) -> CommitReceipt | CairnError:
+        conn = self._writer
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            actor = self._resolve(conn, principal, now)
+            if request.database != self._name:
+                raise NotFoundError(
+                    f"no database {request.database!r} here", details={"database": request.database}
+                )
+            stored = conn.execute(
+                "SELECT fingerprint, outcome FROM commands "
+                "WHERE principal = ? AND database = ? AND command_id = ?",
+                (actor.id, request.database, str(request.command_id)),
+            ).fetchone()
+            if stored is not None:
+                conn.execute("ROLLBACK")
+                return self._replay(request, fingerprint, stored[0], stored[1])
+            return self._apply(conn, request, size, fingerprint, actor)
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _replay(
+        request: CommandRequest, fingerprint: str, stored_fingerprint: str, outcome: bytes
+    ) -> CommitReceipt | CairnError:
+        if stored_fingerprint != fingerprint:
+            raise ConflictError(
+                f"command {request.command_id} was already used with other content",
+                details={"command_id": str(request.command_id)},
+            )
+        try:
+            return decode_outcome(orjson.loads(outcome))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise CorruptionError("a stored command outcome is unreadable") from exc
+
+    def _apply(
+        self,
+        conn: sqlite3.Connection,
+        request: CommandRequest,
+        size: int,
+        fingerprint: str,
+        actor: Principal,
+    ) -> CommitReceipt | CairnError:
+        last = int(_meta(conn)["position"])
+        position = last + 1
+        conn.execute("SAVEPOINT apply")
+        try:
+            validate_command(request, size)
+            outcomes = apply_command(conn, request, actor, position)
+        except STORED_ERRORS as exc:
+            conn.execute("ROLLBACK TO apply")
+            conn.execute("RELEASE apply")
+            self._store_outcome(conn, request, actor, fingerprint, False, encode_error(exc), last)
+            conn.execute("COMMIT")
+            # Raise exactly what a retry will raise: the decoded stored problem.
+            return decode_outcome({"ok": False, "error": exc.to_problem()})
+        token = CommitToken(self._incarnation, self._name, position)
+        receipt = CommitReceipt(request.command_id, token, outcomes)
+        conn.execute("RELEASE apply")
+        self._store_outcome(
+            conn, request, actor, fingerprint, True, encode_receipt(receipt), position
+        )
+        conn.execute("COMMIT")
+        return receipt
+
+    @staticmethod
+    def _store_outcome(
+        conn: sqlite3.Connection,
+        request: CommandRequest,
+        actor: Principal,
+        fingerprint: str,
+        ok: bool,
+        outcome: bytes,
+        position: int,
+    ) -> None:
+        conn.execute(
+            "INSERT INTO commands (principal, database, command_id, fingerprint, ok, outcome, "
+            "position) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                actor.id,
+                request.database,
+                str(request.command_id),
+                fingerprint,
+                int(ok),
+                outcome,
+                position,
+            ),
+        )
+
+    def stored_outcome(
+        self, command_id: uuid.UUID, principal: PrincipalLike = None
+    ) -> bytes | None:
+        """The stored outcome bytes of a command (receipt or problem JSON), or None."""
+        with self._reader() as conn:
+            row = conn.execute(
+                "SELECT outcome FROM commands WHERE principal = ? AND database = ? "
+                "AND command_id = ?",
+                (self._principal_id(principal), self._name, str(command_id)),
+            ).fetchone()
+        return None if row is None else bytes(row[0])

@@ -1,0 +1,127 @@
+"""The text analyzer and exact, vectorised BM25 (design §3).
+
+One analyzer serves indexing and queries: NFKC, then word tokens; each token is kept
+whole (lowercased) and, when it is an identifier, also split into its parts
+(``getUserName`` -> ``getusername get user name``; ``snake_case`` -> ``snake_case
+snake case``; ``HTTPServer2`` -> ``httpserver2 http server 2``).
+
+BM25 is exact: ``k1 = 1.2``, ``b = 0.75``, ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``,
+with ``N``, ``df`` and the average length taken over the collection's live documents at
+the read position. Scoring runs on numpy posting arrays; callers apply visibility and
+allowed-ID masks to the candidates before ranking, never to the statistics.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "CorpusStats",
+    "analyze",
+    "bm25_scores",
+    "term_counts",
+]
+
+BM25_K1 = 1.2
+"""Term-frequency saturation of BM25."""
+
+BM25_B = 0.75
+"""Length normalisation of BM25."""
+
+_WORD = re.compile(r"\w+")
+
+
+def _boundary(prev: str, char: str, following: str) -> bool:
+    if prev.isdigit() != char.isdigit():
+        return True
+    if prev.islower() and char.isupper():
+        return True
+    return prev.isupper() and char.isupper() and following.islower()
+
+
+def _split_segment(segment: str) -> list[str]:
+    parts: list[str] = []
+    start = 0
+    for index in range(1, len(segment)):
+        following = segment[index + 1] if index + 1 < len(segment) else ""
+        if _boundary(segment[index - 1], segment[index], following):
+            parts.append(segment[start:index])
+            start = index
+    parts.append(segment[start:])
+    return parts
+
+
+def analyze(text: str) -> list[str]:
+    """Tokens of ``text``: each word lowercased, followed by its identifier parts if any."""
+    tokens: list[str] = []
+    for match in _WORD.finditer(unicodedata.normalize("NFKC", text)):
+        word = match.group()
+        whole = word.lower()
+        parts = [
+            part.lower()
+            for segment in word.split("_")
+            if segment
+            for part in _split_segment(segment)
+        ]
+        if not parts:  # a run of underscores only
+            continue
+        tokens.append(whole)
+        if parts != [whole]:
+            tokens.extend(parts)
+    return tokens
+
+
+def term_counts(tokens: Sequence[str]) -> tuple[list[str], list[int]]:
+    """Distinct tokens in order of first appearance and how often each occurs."""
+    counts: dict[str, int] = {}
+    for token in tokens:
+        counts[token] = counts.get(token, 0) + 1
+    return list(counts), list(counts.values())
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusStats:
+    """BM25 corpus statistics: live document count and average length at the cut."""
+
+    documents: int
+    average_length: float
+
+
+def bm25_scores(
+    postings: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
+    lengths: npt.NDArray[np.float64],
+    stats: CorpusStats,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Sum BM25 over query terms; return ``(slots, scores)`` with slots ascending.
+
+    ``postings`` holds, per distinct query term, the live slots containing it and its
+    frequency there (already restricted to live documents at the cut, so ``df`` is the
+    array length). ``lengths[slot]`` is the analysed length of the field in that slot.
+    """
+    if not postings or stats.documents == 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+    average = stats.average_length if stats.average_length > 0 else 1.0
+    all_slots: list[npt.NDArray[np.int64]] = []
+    all_parts: list[npt.NDArray[np.float64]] = []
+    for slots, tf in postings:
+        df = len(slots)
+        if df == 0:
+            continue
+        idf = np.log1p((stats.documents - df + 0.5) / (df + 0.5))
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[slots] / average)
+        all_slots.append(slots)
+        all_parts.append(idf * tf * (BM25_K1 + 1.0) / (tf + norm))
+    if not all_slots:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+    unique, inverse = np.unique(np.concatenate(all_slots), return_inverse=True)
+    weights = np.concatenate(all_parts)
+    scores = np.bincount(inverse, weights=weights, minlength=len(unique)).astype(np.float64)
+    return unique.astype(np.int64), scores

@@ -1,0 +1,27 @@
+"""Fixtures for store tests: a fresh database file per test, always closed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import cairn.store as store
+from cairn.store import Database
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """Where the test's database file lives."""
+    return tmp_path / "cairn.db"
+
+
+@pytest.fixture
+def db(db_path: Path) -> Iterator[Database]:
+    """An open, empty database named ``main``."""
+    database = store.open(db_path)
+    try:
+        yield database
+    finally:
+        database.close()

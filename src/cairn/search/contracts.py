@@ -2,8 +2,8 @@
 
 Records only coerce shapes (lists become tuples, JSON objects become read-only
 mappings) so that a value cannot change after it is built; every semantic rule is
-checked by ``cairn.search.admission`` before any read. ``EntityRef`` and
-``VectorSpace`` are the store's own records, re-exported here.
+checked by ``cairn.search.admission`` before any read. ``EntityRef``,
+``VectorSpace`` and ``DocumentResult`` are the store's own records, re-exported here.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from cairn.search.limits import (
     SEARCH_REQUEST_VERSION,
 )
 from cairn.store.commands import EntityRef, VectorSpace
+from cairn.store.reads import DocumentResult
 
 __all__ = [
     "COMPLETENESS_SELECTED_HITS",
@@ -183,22 +184,6 @@ class SqlGraphSearchRequest:
 
     query: QueryRequest
     version: int = SEARCH_REQUEST_VERSION
-
-
-@dataclass(frozen=True, slots=True)
-class DocumentResult:
-    """A document as the caller may see it: redacted fields removed and named."""
-
-    ref: EntityRef
-    revision: int
-    body: Mapping[str, Any]
-    redacted: bool = False
-    redacted_fields: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.body, MappingProxyType):
-            _set(self, "body", freeze(self.body))
-        _set(self, "redacted_fields", tuple(self.redacted_fields))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,12 @@ class DocumentResult:
     body: Mapping[str, Any]
     redacted: bool = False
     redacted_fields: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Immutable whatever the caller passed: a returned body can never change the store.
+        if not isinstance(self.body, MappingProxyType):
+            object.__setattr__(self, "body", freeze(self.body))
+        object.__setattr__(self, "redacted_fields", tuple(self.redacted_fields))
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from conftest import CALL, CONSTRUCT, site, stable_graph
+from graph_helpers import CALL, CONSTRUCT, site, stable_graph
 
 from cairn.errors import ArtifactCorruptError
 from cairn.graph import (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import CALL, CONSTRUCT, site, stable_graph
+from graph_helpers import CALL, CONSTRUCT, site, stable_graph
 
 from cairn.errors import (
     AmbiguousEdgeError,

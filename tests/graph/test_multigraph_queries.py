@@ -6,7 +6,7 @@ import random
 from dataclasses import FrozenInstanceError
 
 import pytest
-from conftest import CALL, CONSTRUCT, site, stable_graph
+from graph_helpers import CALL, CONSTRUCT, site, stable_graph
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

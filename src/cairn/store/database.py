@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -65,6 +66,16 @@ from cairn.store.reads import DocumentResult, ReadCut, TextHit, read_document, t
 from cairn.store.schema import migrate, schema_version
 from cairn.store.validation import validate_command
 from cairn.store.vectors import VectorHit, vector_branch
+
+if TYPE_CHECKING:
+    from cairn.search.budget import CancelToken
+    from cairn.search.contracts import (
+        GraphSearchRequest,
+        GraphSearchResult,
+        RankedDocument,
+        SearchRequest,
+        SqlGraphSearchRequest,
+    )
 
 __all__ = ["STORED_ERRORS", "Database", "PrincipalLike", "open"]
 
@@ -530,3 +541,40 @@ class Database:
                 (self._principal_id(principal), self._name, str(command_id)),
             ).fetchone()
         return None if row is None else bytes(row[0])
+
+    # ----------------------------------------------------------------- search
+    # The engine lives in cairn.search (it sits above the store); these methods are the
+    # database's front door to it, imported late so the layers stay one-way.
+    def search(
+        self,
+        request: SearchRequest,
+        principal: PrincipalLike = None,
+        cancel: CancelToken | None = None,
+    ) -> list[RankedDocument]:
+        """Plain hybrid search (text, vector or both) in one read cut."""
+        from cairn.search.engine import search
+
+        return search(self, request, principal, cancel)
+
+    def graph_search(
+        self,
+        request: GraphSearchRequest,
+        principal: PrincipalLike = None,
+        cancel: CancelToken | None = None,
+    ) -> GraphSearchResult:
+        """Hybrid graph search (scope, retriever, expansion) in one read cut."""
+        from cairn.search.engine import graph_search
+
+        return graph_search(self, request, principal, cancel)
+
+    def search_sql(
+        self,
+        request: SqlGraphSearchRequest,
+        principal: PrincipalLike = None,
+        cancel: CancelToken | None = None,
+    ) -> GraphSearchResult:
+        """A SQL ``SEARCH`` statement, lowered to one graph search and run as one."""
+        from cairn.search.engine import graph_search
+        from cairn.sql.parser import lower_sql
+
+        return graph_search(self, lower_sql(request, database=self._name), principal, cancel)

@@ -1,10 +1,8 @@
-"""Shared builders for graph tests."""
+"""Builders shared by the graph tests (imported by name; pytest puts this folder on the path)."""
 
 from __future__ import annotations
 
 from typing import Any
-
-import pytest
 
 from cairn.graph import EndpointIdentity, OccurrenceInput, SemanticGraph, SourceRange
 
@@ -35,8 +33,3 @@ def stable_graph(*node_ids: str) -> SemanticGraph:
     for node_id in node_ids:
         graph.add_node(node_id, "function", identity=EndpointIdentity.stable())
     return graph
-
-
-@pytest.fixture
-def pair_graph() -> SemanticGraph:
-    return stable_graph("a", "b", "c")

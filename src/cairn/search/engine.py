@@ -1,0 +1,312 @@
+"""``search`` and ``graph_search``: branches, fusion, projection and expansion in one cut.
+
+Order of work for one request (spec §5): admission (before any read), then exactly one
+read cut with the principal resolved inside it; authorisation of every field, graph and
+label the request names; the walks; the text, vector and graph branches, each filtered
+by visibility, ``allowed_ids`` and scope before it ranks; ``weighted_rrf_v1``;
+projection of the selected hits under their collection's field policy; expansion from
+the selected hits only. Everything charges one shared ``ReadBudget``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cairn.canonical import canonical_bytes
+from cairn.errors import NotFoundError, PermissionDeniedError
+from cairn.graph.model import thaw
+from cairn.search.admission import admit_graph_search, admit_search
+from cairn.search.budget import CancelToken, ReadBudget
+from cairn.search.contracts import (
+    Branch,
+    BranchContribution,
+    DocumentResult,
+    EntityRef,
+    GraphContextDocument,
+    GraphExpansionResult,
+    GraphSearchRequest,
+    GraphSearchResult,
+    GraphWalkSpec,
+    RankedDocument,
+    SearchExplanation,
+    SearchRequest,
+)
+from cairn.search.fusion import BranchRanking, FusedHit, max_score, weighted_rrf
+from cairn.search.walk import Reachability, VertexVisibility, WalkLimits, walk
+from cairn.store.apply import load_collection, load_field_policies
+from cairn.store.graphs import graph_exists
+from cairn.store.policy import Capability, field_allowed, require
+from cairn.store.reads import ReadCut, read_document, text_branch
+from cairn.store.vectors import vector_branch
+
+if TYPE_CHECKING:
+    from cairn.store.database import Database, PrincipalLike
+
+__all__ = ["LABEL_FIELD", "graph_search", "search"]
+
+LABEL_FIELD = "/label"
+"""The field of a graph resource that governs traversal by relation label."""
+
+_ALL = 2**62  # branch rankings are complete: fusion needs every candidate's rank
+
+
+@dataclass(slots=True)
+class _Context:
+    """What one request carries through its cut."""
+
+    cut: ReadCut
+    budget: ReadBudget
+    visibility: VertexVisibility
+
+
+def search(
+    db: Database,
+    request: SearchRequest,
+    principal: PrincipalLike = None,
+    cancel: CancelToken | None = None,
+) -> list[RankedDocument]:
+    """Plain hybrid search: text, vector or both, fused, authorised and redacted."""
+    admit_search(request)
+    with db.read_cut(principal) as cut:
+        context = _context(cut, request, cancel)
+        rankings = _branches(context, request, scope=None, retriever=None)
+        return _project_hits(context, request, rankings, None)
+
+
+def graph_search(
+    db: Database,
+    request: GraphSearchRequest,
+    principal: PrincipalLike = None,
+    cancel: CancelToken | None = None,
+) -> GraphSearchResult:
+    """Hybrid graph search: scope, retriever and expansion fused with text and vectors."""
+    admit_graph_search(request)
+    search_request = request.search
+    with db.read_cut(principal) as cut:
+        context = _context(cut, search_request, cancel)
+        _authorise_graphs(context, request)
+        scope = None
+        if request.scope is not None:
+            scope = _walk(context, request.scope.walk)
+        retrieved = None
+        weight = 0.0
+        if request.retriever is not None:
+            retrieved = _walk(context, request.retriever.walk)
+            weight = request.retriever.weight
+        rankings = _branches(
+            context, search_request, scope=scope, retriever=retrieved, retriever_weight=weight
+        )
+        hits = _project_hits(context, search_request, rankings, retrieved)
+        expansion = None
+        if request.expansion is not None:
+            expansion = _expand(context, request, hits)
+        return GraphSearchResult(tuple(hits), expansion)
+
+
+def _context(cut: ReadCut, request: SearchRequest, cancel: CancelToken | None) -> _Context:
+    if request.database != cut.database:
+        raise NotFoundError(
+            f"no database {request.database!r} here (this is {cut.database!r})",
+            details={"database": request.database},
+        )
+    budget = ReadBudget(cancel=cancel)
+    budget.check()
+    if load_collection(cut.conn, request.collection) is None:
+        raise NotFoundError(
+            f"no collection {request.collection!r}", details={"collection": request.collection}
+        )
+    require(
+        cut.principal, cut.database, request.collection, Capability.QUERY, Capability.DOCUMENTS_READ
+    )
+    return _Context(cut, budget, VertexVisibility(cut, budget))
+
+
+# ------------------------------------------------------------------ graphs
+def _authorise_graphs(context: _Context, request: GraphSearchRequest) -> None:
+    """graph_read on each graph; the label use grant whenever labels is not None."""
+    walks: list[tuple[str, tuple[str, ...] | None]] = []
+    if request.scope is not None:
+        walks.append((request.scope.walk.graph, request.scope.walk.labels))
+    if request.retriever is not None:
+        walks.append((request.retriever.walk.graph, request.retriever.walk.labels))
+    if request.expansion is not None:
+        walks.append((request.expansion.graph, request.expansion.labels))
+    cut = context.cut
+    for graph, labels in walks:
+        if not graph_exists(cut, graph):
+            raise NotFoundError(f"no graph {graph!r}", details={"graph": graph})
+        require(cut.principal, cut.database, graph, Capability.GRAPH_READ)
+        if labels is None:
+            continue
+        policies = load_field_policies(cut.conn, graph)
+        if not field_allowed(cut.principal, cut.database, graph, policies, LABEL_FIELD, "use"):
+            raise PermissionDeniedError(
+                f"principal {cut.principal.id!r} may not traverse {graph!r} by label",
+                details={"principal": cut.principal.id, "resource": graph, "field": LABEL_FIELD},
+            )
+
+
+def _limits(
+    graph: str, depth: int, vertices: int, edges: int, labels: tuple[str, ...] | None
+) -> WalkLimits:
+    allowed = None if labels is None else frozenset(labels)
+    return WalkLimits(graph, depth, vertices, edges, allowed)
+
+
+def _walk(context: _Context, spec: GraphWalkSpec) -> Reachability:
+    limits = _limits(spec.graph, spec.max_depth, spec.max_vertices, spec.max_edges, spec.labels)
+    return walk(context.cut, limits, spec.seeds, context.budget, context.visibility)
+
+
+# ---------------------------------------------------------------- branches
+def _candidates(
+    collection: str, allowed: tuple[str, ...] | None, scope: Reachability | None
+) -> frozenset[str] | None:
+    """IDs a branch may rank: allowed_ids intersected with the scope's reach."""
+    ids: set[str] | None = None if allowed is None else set(allowed)
+    if scope is not None:
+        reach = {ref.id for ref in scope.hops if ref.collection == collection}
+        ids = reach if ids is None else ids & reach
+    return None if ids is None else frozenset(ids)
+
+
+def _branches(
+    context: _Context,
+    request: SearchRequest,
+    *,
+    scope: Reachability | None,
+    retriever: Reachability | None,
+    retriever_weight: float = 0.0,
+) -> list[BranchRanking[EntityRef]]:
+    cut, budget = context.cut, context.budget
+    allowed: Collection[str] | None = _candidates(request.collection, request.allowed_ids, scope)
+    rankings: list[BranchRanking[EntityRef]] = []
+    if request.text is not None and request.text_field is not None:
+        text_hits = text_branch(
+            cut,
+            request.collection,
+            request.text_field,
+            request.text,
+            limit=_ALL,
+            allowed_ids=allowed,
+        )
+        budget.examine(len(text_hits))
+        rankings.append(
+            BranchRanking(Branch.TEXT, request.text_weight, [(h.ref, h.score) for h in text_hits])
+        )
+    if request.vector is not None and request.space is not None and request.vector_field:
+        vector_hits = vector_branch(
+            cut,
+            request.collection,
+            request.vector_field,
+            request.vector,
+            request.space,
+            limit=_ALL,
+            allowed_ids=allowed,
+        )
+        budget.examine(len(vector_hits))
+        rankings.append(
+            BranchRanking(
+                Branch.VECTOR, request.vector_weight, [(h.ref, h.score) for h in vector_hits]
+            )
+        )
+    if retriever is not None:
+        rankings.append(_graph_branch(request, retriever, retriever_weight, allowed))
+    return rankings
+
+
+def _graph_branch(
+    request: SearchRequest,
+    reach: Reachability,
+    weight: float,
+    allowed: Collection[str] | None,
+) -> BranchRanking[EntityRef]:
+    """Reachable vertices of the search collection, score 1/(1+hops), by hops then ref.
+
+    Visibility was applied by the walk itself: hidden vertices are never reached.
+    """
+    ranked = [
+        (ref, 1.0 / (1 + reach.hops[ref]))
+        for ref in reach.ordered()
+        if ref.collection == request.collection and (allowed is None or ref.id in allowed)
+    ]
+    return BranchRanking(Branch.GRAPH, weight, ranked)
+
+
+# -------------------------------------------------------------- projection
+def _project(context: _Context, ref: EntityRef) -> DocumentResult:
+    document = read_document(context.cut, ref.collection, ref.id)
+    size = len(canonical_bytes(thaw(document.body)))
+    context.budget.read(size)
+    context.budget.emit(size)
+    return document
+
+
+def _project_hits(
+    context: _Context,
+    request: SearchRequest,
+    rankings: list[BranchRanking[EntityRef]],
+    retriever: Reachability | None,
+) -> list[RankedDocument]:
+    fused = weighted_rrf(rankings, request.fusion_k, request.limit)
+    ceiling = max_score([r.weight for r in rankings], request.fusion_k)
+    return [
+        RankedDocument(
+            _project(context, hit.key),
+            hit.score,
+            _explain(hit, request, ceiling, retriever) if request.explain else None,
+        )
+        for hit in fused
+    ]
+
+
+def _explain(
+    hit: FusedHit[EntityRef],
+    request: SearchRequest,
+    ceiling: object,
+    retriever: Reachability | None,
+) -> SearchExplanation:
+    contributions = tuple(
+        BranchContribution(
+            Branch(part.branch),
+            part.native_rank,
+            part.native_score,
+            part.weight,
+            part.contribution,
+        )
+        for part in hit.contributions
+    )
+    normalized = float(hit.exact_score / ceiling) if ceiling else 0.0  # type: ignore[operator]
+    hops = path = None
+    if retriever is not None and hit.key in retriever.hops:
+        hops = retriever.hops[hit.key]
+        path = retriever.path(hit.key)
+    return SearchExplanation(request.fusion_k, contributions, normalized, hops, path)
+
+
+# --------------------------------------------------------------- expansion
+def _expand(
+    context: _Context, request: GraphSearchRequest, hits: list[RankedDocument]
+) -> GraphExpansionResult:
+    expansion = request.expansion
+    assert expansion is not None
+    seeds = [hit.document.ref for hit in hits]
+    if not seeds:
+        return GraphExpansionResult(())
+    limits = _limits(
+        expansion.graph,
+        expansion.max_depth,
+        expansion.max_vertices,
+        expansion.max_edges,
+        expansion.labels,
+    )
+    reach = walk(context.cut, limits, seeds, context.budget, context.visibility, check_seeds=False)
+    selected = set(seeds)
+    documents = [
+        GraphContextDocument(_project(context, ref), reach.hops[ref])
+        for ref in reach.ordered()
+        if ref not in selected
+    ]
+    return GraphExpansionResult(tuple(documents))

@@ -20,7 +20,7 @@ from cairn.graph.model import freeze
 from cairn.search import contracts
 from cairn.search.aliases import CONTRACT_ALIASES
 
-__all__ = ["TYPE_KEY", "contract_types", "from_wire", "to_json", "to_wire"]
+__all__ = ["TYPE_KEY", "contract_hints", "contract_types", "from_wire", "to_json", "to_wire"]
 
 TYPE_KEY = "type"
 T = TypeVar("T")
@@ -69,7 +69,8 @@ def from_wire(cls: type[T], data: Any) -> T:
 
 
 @functools.cache
-def _hints(cls: type[Any]) -> dict[str, Any]:
+def contract_hints(cls: Any) -> dict[str, Any]:
+    """Resolved type hints of a contract class (cached: they never change)."""
     return typing.get_type_hints(cls)
 
 
@@ -109,7 +110,7 @@ def _decode_record(cls: Any, value: Any, path: str) -> Any:
     if unknown:
         raise ValidationError(f"{path} has unknown fields {unknown}")
     kwargs: dict[str, Any] = {}
-    hints = _hints(cls)
+    hints = contract_hints(cls)
     for name, spec in fields.items():
         if name in value:
             kwargs[name] = _decode(hints[name], value[name], f"{path}.{name}")

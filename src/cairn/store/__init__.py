@@ -27,6 +27,8 @@ from cairn.store.commands import (
     command_from_json,
 )
 from cairn.store.database import Database, open
+from cairn.store.load import load_semantic_graph
+from cairn.store.locate import find_database
 from cairn.store.policy import (
     OWNER,
     ApiKeyVerifier,
@@ -70,7 +72,9 @@ __all__ = [
     "VectorField",
     "VectorSpace",
     "command_from_json",
+    "find_database",
     "issue_api_key",
+    "load_semantic_graph",
     "make_verifier",
     "open",
 ]

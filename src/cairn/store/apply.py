@@ -12,11 +12,12 @@ preconditions first, then writes its rows, one ``changes`` entry and one outcome
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 
 from cairn.canonical import canonical_bytes
@@ -28,7 +29,7 @@ from cairn.errors import (
     PermissionDeniedError,
     ValidationError,
 )
-from cairn.graph.model import Direction, thaw
+from cairn.graph.model import Direction, EndpointIdentity, SemanticFact, thaw
 from cairn.graph.multigraph import AdmissionOutcome, SemanticGraph
 from cairn.graph.registry import REGISTRY_ID
 from cairn.store.commands import (
@@ -47,6 +48,7 @@ from cairn.store.commands import (
     PutDocument,
     PutFact,
     PutVector,
+    VectorSpace,
 )
 from cairn.store.pointer import MISSING, get_at, remove_at, set_at
 from cairn.store.policy import (
@@ -61,6 +63,7 @@ from cairn.store.text import analyze, term_counts
 from cairn.store.validation import check_body
 
 __all__ = [
+    "Applier",
     "DocumentRow",
     "apply_command",
     "field_text",
@@ -68,6 +71,7 @@ __all__ = [
     "load_document",
     "load_field_policies",
     "load_principal",
+    "set_position",
     "vector_pointer",
 ]
 
@@ -161,7 +165,17 @@ def _revision_of(conn: sqlite3.Connection, table: str, name: str) -> int:
     return 0 if row is None else int(row[0])
 
 
-class _Applier:
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """The bodiless part of a live document row."""
+
+    slot: int
+    revision: int
+    owner: str | None
+    project: str | None
+
+
+class Applier:
     """Applies the mutations of one command at one position for one principal."""
 
     def __init__(
@@ -172,6 +186,12 @@ class _Applier:
         self.principal = principal
         self.position = position
         self.ordinal = 0
+        # Read-through caches, valid inside this one transaction (configure_* clears them).
+        self._configs: dict[str, ConfigureCollection | None] = {}
+        self._policies: dict[str, tuple[FieldPolicy, ...]] = {}
+        self._term_ids: dict[str, int] = {}
+        self._checked: set[tuple[str, Capability]] = set()
+        self._readable: dict[str, bool] = {}
 
     # ------------------------------------------------------------ shared steps
     def _change(
@@ -198,8 +218,18 @@ class _Applier:
         self.conn.execute("UPDATE meta SET value = ? WHERE key = 'next_slot'", (str(slot + 1),))
         return slot
 
+    def _config(self, name: str) -> ConfigureCollection | None:
+        if name not in self._configs:
+            self._configs[name] = load_collection(self.conn, name)
+        return self._configs[name]
+
+    def _field_policies(self, resource: str) -> tuple[FieldPolicy, ...]:
+        if resource not in self._policies:
+            self._policies[resource] = load_field_policies(self.conn, resource)
+        return self._policies[resource]
+
     def _collection(self, name: str) -> ConfigureCollection:
-        config = load_collection(self.conn, name)
+        config = self._config(name)
         if config is None:
             raise NotFoundError(f"no collection {name!r}", details={"collection": name})
         return config
@@ -240,7 +270,7 @@ class _Applier:
     def _check_field_writes(
         self, collection: str, before: dict[str, Any] | None, after: dict[str, Any] | None
     ) -> None:
-        policies = load_field_policies(self.conn, collection)
+        policies = self._field_policies(collection)
         for policy in policies:
             if policy.write_grant is None:
                 continue
@@ -287,12 +317,18 @@ class _Applier:
         self.conn.execute("UPDATE slots SET death = ? WHERE slot = ?", (self.position, slot))
 
     def _term_id(self, term: str) -> int:
+        found = self._term_ids.get(term)
+        if found is not None:
+            return found
         row = self.conn.execute("SELECT id FROM terms WHERE term = ?", (term,)).fetchone()
-        if row is not None:
-            return int(row[0])
-        cursor = self.conn.execute("INSERT INTO terms (term) VALUES (?)", (term,))
-        assert cursor.lastrowid is not None
-        return int(cursor.lastrowid)
+        if row is None:
+            cursor = self.conn.execute("INSERT INTO terms (term) VALUES (?)", (term,))
+            assert cursor.lastrowid is not None
+            found = int(cursor.lastrowid)
+        else:
+            found = int(row[0])
+        self._term_ids[term] = found
+        return found
 
     def _index_text(self, collection: str, slot: int, body: dict[str, Any]) -> None:
         """Analyse every declared text field of the new slot into packed term arrays."""
@@ -360,38 +396,45 @@ class _Applier:
 
     # ----------------------------------------------------------------- vectors
     def put_vector(self, mutation: PutVector) -> MutationOutcome:
-        config = self._collection(mutation.collection)
-        require(self.principal, self.database, mutation.collection, Capability.DOCUMENTS_WRITE)
+        data = np.asarray(mutation.vector, dtype="<f4")
+        return self.put_vector_data(mutation.collection, mutation.id, mutation.field, data)
+
+    def put_vector_data(
+        self, collection: str, doc_id: str, field: str, data: npt.NDArray[np.float32]
+    ) -> MutationOutcome:
+        """``put_vector`` with the values already as a float32 array (bulk loads)."""
+        config = self._collection(collection)
+        require(self.principal, self.database, collection, Capability.DOCUMENTS_WRITE)
         declared = {item.name: item.space for item in config.vector_fields}
-        space = declared.get(mutation.field)
+        space = declared.get(field)
         if space is None:
             raise ValidationError(
-                f"collection {mutation.collection!r} has no vector field {mutation.field!r}",
-                details={"collection": mutation.collection, "field": mutation.field},
+                f"collection {collection!r} has no vector field {field!r}",
+                details={"collection": collection, "field": field},
             )
-        if len(mutation.vector) != space.dimension:
+        if data.shape != (space.dimension,):
             raise ValidationError(
-                f"vector has {len(mutation.vector)} values; space {space.id!r} has "
+                f"vector has {data.size} values; space {space.id!r} has "
                 f"dimension {space.dimension}",
-                details={"dimension": space.dimension, "length": len(mutation.vector)},
+                details={"dimension": space.dimension, "length": int(data.size)},
             )
-        document = self._live_row(mutation.collection, mutation.id)
-        policies = load_field_policies(self.conn, mutation.collection)
-        pointer = vector_pointer(mutation.field)
-        if not field_allowed(
-            self.principal, self.database, mutation.collection, policies, pointer, "write"
-        ):
-            raise _denied(self.principal, mutation.collection, f"write field {pointer}")
-        data = np.asarray(mutation.vector, dtype="<f4")
+        document = self._head(collection, doc_id)
+        if document is None:
+            raise self._hidden(collection, doc_id)
+        policies = self._field_policies(collection)
+        pointer = vector_pointer(field)
+        if not field_allowed(self.principal, self.database, collection, policies, pointer, "write"):
+            raise _denied(self.principal, collection, f"write field {pointer}")
         if not np.all(np.isfinite(data)):
             raise ValidationError("vector values overflow float32")
+        data = data.astype("<f4", copy=False)
         self.conn.execute(
             "INSERT OR REPLACE INTO vectors (collection, id, field, revision, space, dimension, "
             "data, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                mutation.collection,
-                mutation.id,
-                mutation.field,
+                collection,
+                doc_id,
+                field,
                 document.revision,
                 canonical_bytes(space.to_json()),
                 space.dimension,
@@ -399,29 +442,73 @@ class _Applier:
                 self.position,
             ),
         )
-        self._change("vector", mutation.collection, mutation.id, document.revision, document.slot)
-        return MutationOutcome(mutation.kind, mutation.collection, mutation.id, document.revision)
+        self._vector_row(collection, field, space, document.slot, data)
+        self._change("vector", collection, doc_id, document.revision, document.slot)
+        return MutationOutcome(PutVector.kind, collection, doc_id, document.revision)
+
+    def _head(self, collection: str, doc_id: str) -> _Head | None:
+        """Slot, revision and access of a live document this principal can see, or None."""
+        row = self.conn.execute(
+            "SELECT slot, revision, owner, project FROM documents "
+            "WHERE collection = ? AND id = ? AND deleted = 0",
+            (collection, doc_id),
+        ).fetchone()
+        if row is None:
+            return None
+        head = _Head(*row)
+        if not row_visible(self.principal, self.database, collection, head.owner, head.project):
+            return None
+        return head
+
+    def _vector_row(
+        self,
+        collection: str,
+        field: str,
+        space: VectorSpace,
+        slot: int,
+        data: npt.NDArray[np.float32],
+    ) -> None:
+        """Append the vector's history row; the previous one of the same slot and field ends."""
+        self.conn.execute(
+            "UPDATE vector_rows SET death = ? WHERE slot = ? AND field = ? AND death IS NULL",
+            (self.position, slot, field),
+        )
+        self.conn.execute(
+            "INSERT INTO vector_rows (collection, field, space, dimension, slot, birth, death, "
+            "data) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
+            (
+                collection,
+                field,
+                canonical_bytes(space.to_json()),
+                space.dimension,
+                slot,
+                self.position,
+                data.tobytes(),
+            ),
+        )
 
     # ------------------------------------------------------------------- facts
     def _graph(self, name: str, capability: Capability) -> None:
+        if (name, capability) in self._checked:
+            return
         if not _graph_exists(self.conn, name):
             raise NotFoundError(f"no graph {name!r}", details={"graph": name})
         require(self.principal, self.database, name, capability)
+        self._checked.add((name, capability))  # graphs are never removed inside a command
 
-    def _endpoint(self, ref: EntityRef, role: str) -> DocumentRow:
-        row = load_document(self.conn, ref.collection, ref.id)
-        readable = self.principal.capabilities(self.database, ref.collection)
-        if (
-            row is None
-            or not row.live
-            or not self._visible(row)
-            or not any(cap in readable for cap in (*_READ_CAPABILITIES, Capability.DOCUMENTS_WRITE))
-        ):
+    def _endpoint(self, ref: EntityRef, role: str) -> None:
+        readable = self._readable.get(ref.collection)
+        if readable is None:
+            capabilities = self.principal.capabilities(self.database, ref.collection)
+            readable = any(
+                cap in capabilities for cap in (*_READ_CAPABILITIES, Capability.DOCUMENTS_WRITE)
+            )
+            self._readable[ref.collection] = readable
+        if not readable or self._head(ref.collection, ref.id) is None:
             raise MissingEndpointError(
                 f"{role} {ref.collection}/{ref.id} is not an existing visible document",
                 details={"role": role, "collection": ref.collection, "id": ref.id},
             )
-        return row
 
     def put_fact(self, mutation: PutFact) -> MutationOutcome:
         self._graph(mutation.graph, Capability.GRAPH_WRITE)
@@ -446,35 +533,98 @@ class _Applier:
                 details={"graph": mutation.graph, "fact_id": fact_id},
             )
         revision = int(existing[2]) + 1 if existing is not None else 1
+        occurrences = [
+            (item.id, canonical_bytes(item.to_json())) for item in graph.occurrences_of(fact_id)
+        ]
+        self._write_fact(
+            mutation.graph,
+            fact_id,
+            fact.relation,
+            (first, second),
+            canonical_bytes(fact.to_json()),
+            occurrences,
+            revision,
+        )
+        return MutationOutcome(mutation.kind, mutation.graph, fact_id, revision)
+
+    def _write_fact(
+        self,
+        graph: str,
+        fact_id: str,
+        relation: str,
+        endpoints: tuple[EntityRef, EntityRef],
+        record: bytes,
+        occurrences: Sequence[tuple[str, bytes]],
+        revision: int,
+    ) -> None:
+        first, second = endpoints
         self.conn.execute(
             "INSERT OR REPLACE INTO facts (graph, id, source_collection, source_id, "
             "target_collection, target_id, relation, record, revision, deleted, position) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
             (
-                mutation.graph,
+                graph,
                 fact_id,
                 first.collection,
                 first.id,
                 second.collection,
                 second.id,
-                fact.relation,
-                canonical_bytes(fact.to_json()),
+                relation,
+                record,
                 revision,
                 self.position,
             ),
         )
         self.conn.execute(
-            "DELETE FROM occurrences WHERE graph = ? AND fact_id = ?", (mutation.graph, fact_id)
+            "DELETE FROM occurrences WHERE graph = ? AND fact_id = ?", (graph, fact_id)
         )
         self.conn.executemany(
             "INSERT INTO occurrences (graph, id, fact_id, record) VALUES (?, ?, ?, ?)",
-            [
-                (mutation.graph, item.id, fact_id, canonical_bytes(item.to_json()))
-                for item in graph.occurrences_of(fact_id)
-            ],
+            [(graph, occurrence_id, fact_id, data) for occurrence_id, data in occurrences],
         )
-        self._change("fact", mutation.graph, fact_id, revision)
-        return MutationOutcome(mutation.kind, mutation.graph, fact_id, revision)
+        self._change("fact", graph, fact_id, revision)
+
+    def put_graph_fact(
+        self,
+        graph: str,
+        fact: SemanticFact,
+        endpoints: tuple[EntityRef, EntityRef],
+        record: bytes,
+        occurrences: Sequence[tuple[str, bytes]],
+    ) -> MutationOutcome:
+        """Write a fact record exactly as a ``SemanticGraph`` holds it (bulk loads).
+
+        ``record`` is the canonical ``fact.to_json()``, ``occurrences`` the canonical
+        records of its occurrences with their IDs.
+
+        The caller has verified the fact ID; endpoints must be live visible documents
+        and a known fact must keep its endpoint collections, as for ``put_fact``.
+        """
+        self._graph(graph, Capability.GRAPH_WRITE)
+        self._endpoint(endpoints[0], "source")
+        self._endpoint(endpoints[1], "target")
+        existing = self.conn.execute(
+            "SELECT source_collection, target_collection, revision, deleted FROM facts "
+            "WHERE graph = ? AND id = ?",
+            (graph, fact.id),
+        ).fetchone()
+        # A deleted fact may come back between other collections (a node changed family).
+        if (
+            existing is not None
+            and not existing[3]
+            and (existing[0], existing[1])
+            != (
+                endpoints[0].collection,
+                endpoints[1].collection,
+            )
+        ):
+            raise ConflictError(
+                f"fact {fact.id} already joins documents in other collections",
+                details={"graph": graph, "fact_id": fact.id},
+            )
+        revision = int(existing[2]) + 1 if existing is not None else 1
+        self._write_fact(graph, fact.id, fact.relation, endpoints, record, occurrences, revision)
+        return MutationOutcome(PutFact.kind, graph, fact.id, revision)
 
     def delete_fact(self, mutation: DeleteFact) -> MutationOutcome:
         self._graph(mutation.graph, Capability.GRAPH_WRITE)
@@ -514,8 +664,54 @@ class _Applier:
         require(self.principal, self.database, mutation.name, Capability.ADMIN)
         if _graph_exists(self.conn, mutation.name):
             raise ConflictError(f"{mutation.name!r} already names a graph")
+        previous = load_collection(self.conn, mutation.name)
         revision = self._upsert("collections", "name", mutation.name, mutation.to_json())
+        self._configs.pop(mutation.name, None)
+        if previous is not None and set(previous.text_fields) != set(mutation.text_fields):
+            self._reindex(mutation.name)
         return MutationOutcome(mutation.kind, mutation.name, mutation.name, revision)
+
+    def _reindex(self, collection: str) -> None:
+        """Give every live document of ``collection`` a new slot indexed with the new fields.
+
+        Slots are append-only, so re-indexing is a re-slotting at this position: the old
+        slot (indexed with the old fields) dies here, the new one (same revision, same
+        body, its vectors carried over) is born here. Older read cuts keep the old index.
+        """
+        documents = self.conn.execute(
+            "SELECT id FROM documents WHERE collection = ? AND deleted = 0 ORDER BY id",
+            (collection,),
+        ).fetchall()
+        for (doc_id,) in documents:
+            row = load_document(self.conn, collection, doc_id)
+            assert row is not None and row.body is not None
+            slot = self._next_slot()
+            self._end_slot(row.slot)
+            self.conn.execute(
+                "UPDATE documents SET slot = ? WHERE collection = ? AND id = ?",
+                (slot, collection, doc_id),
+            )
+            self.conn.execute(
+                "INSERT INTO slots (slot, collection, id, revision, owner, project, birth, death) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
+                (slot, collection, doc_id, row.revision, row.owner, row.project, self.position),
+            )
+            self._index_text(collection, slot, row.body)
+            self._carry_vectors(row.slot, slot)
+            self._change("document", collection, doc_id, row.revision, slot, row.slot)
+
+    def _carry_vectors(self, old_slot: int, new_slot: int) -> None:
+        """Re-bind the live vectors of ``old_slot`` to ``new_slot`` (new rows born here)."""
+        self.conn.execute(
+            "INSERT INTO vector_rows (collection, field, space, dimension, slot, birth, death, "
+            "data) SELECT collection, field, space, dimension, ?, ?, NULL, data FROM vector_rows "
+            "WHERE slot = ? AND death IS NULL ORDER BY row",
+            (new_slot, self.position, old_slot),
+        )
+        self.conn.execute(
+            "UPDATE vector_rows SET death = ? WHERE slot = ? AND death IS NULL",
+            (self.position, old_slot),
+        )
 
     def configure_graph(self, mutation: ConfigureGraph) -> MutationOutcome:
         require(self.principal, self.database, mutation.name, Capability.ADMIN)
@@ -568,6 +764,7 @@ class _Applier:
         require(self.principal, self.database, mutation.resource, Capability.ADMIN)
         record = mutation.to_json()
         revision = self._upsert("policies", "resource", mutation.resource, record)
+        self._policies.pop(mutation.resource, None)
         return MutationOutcome(mutation.kind, mutation.resource, mutation.resource, revision)
 
     # ------------------------------------------------------------------ driver
@@ -595,9 +792,16 @@ def _denied(principal: Principal, resource: str, action: str) -> PermissionDenie
 def _admit(mutation: PutFact) -> tuple[SemanticGraph, str]:
     """Derive the fact and its occurrences exactly as ``SemanticGraph`` admission does."""
     graph = SemanticGraph()
-    graph.add_node(mutation.source.id, _GRAPH_NODE_KIND)
+    source_identity = mutation.source_identity or EndpointIdentity.undeclared()
+    target_identity = mutation.target_identity or EndpointIdentity.undeclared()
+    graph.add_node(mutation.source.id, _GRAPH_NODE_KIND, identity=source_identity)
     if not graph.has_node(mutation.target.id):
-        graph.add_node(mutation.target.id, _GRAPH_NODE_KIND)
+        graph.add_node(mutation.target.id, _GRAPH_NODE_KIND, identity=target_identity)
+    elif mutation.target_identity is not None and target_identity != source_identity:
+        raise ValidationError(
+            "a fact from a document to itself cannot give its endpoint two identities",
+            details={"id": mutation.source.id},
+        )
     occurrences: Iterable[Any] = mutation.occurrences or (None,)
     fact_id: str | None = None
     for occurrence in occurrences:
@@ -626,7 +830,7 @@ def apply_command(
     position: int,
 ) -> tuple[MutationOutcome, ...]:
     """Apply every mutation of ``request`` at ``position``; the caller owns the transaction."""
-    applier = _Applier(conn, request.database, principal, position)
+    applier = Applier(conn, request.database, principal, position)
     outcomes = []
     for index, mutation in enumerate(request.mutations):
         try:
@@ -634,5 +838,10 @@ def apply_command(
         except (ValidationError, NotFoundError, ConflictError, PermissionDeniedError) as exc:
             exc.details.setdefault("mutation", index)
             raise
-    conn.execute("UPDATE meta SET value = ? WHERE key = 'position'", (str(position),))
+    set_position(conn, position)
     return tuple(outcomes)
+
+
+def set_position(conn: sqlite3.Connection, position: int) -> None:
+    """Record ``position`` as the file's commit position (inside the caller's transaction)."""
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'position'", (str(position),))

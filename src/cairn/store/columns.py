@@ -5,7 +5,11 @@ once replaced or deleted, a death position. Rows are only ever appended, and a d
 only ever set to a position later than any reader that could still see the slot alive,
 so one set of arrays serves every read position: a slot is alive at ``P`` iff
 ``birth <= P < death``. Text postings per ``(collection, text field)`` are per-term
-numpy arrays of ``(slot, term frequency)`` plus a length per slot.
+numpy arrays of ``(slot, term frequency)`` plus a length per slot. Vectors per
+``(collection, field, space)`` are one append-only float32 matrix whose rows carry the
+document slot they are bound to and their own birth and death positions (a row dies
+when the same slot and field get a new vector); a vector is seen at ``P`` iff its row
+and its slot are both alive at ``P``, so vectors of older revisions are never seen.
 
 ``Columns.catch_up`` runs inside a read cut's SQLite transaction and loads whatever the
 snapshot holds beyond what is already in memory (cold open loads everything; writes by
@@ -26,7 +30,7 @@ import numpy.typing as npt
 
 from cairn.errors import CorruptionError
 
-__all__ = ["ALIVE", "Columns", "ColumnsView", "TextFieldView"]
+__all__ = ["ALIVE", "Columns", "ColumnsView", "TextFieldView", "VectorColumnView", "VectorKey"]
 
 ALIVE = np.iinfo(np.int64).max
 """The death position of a slot nobody has replaced or deleted yet."""
@@ -72,6 +76,85 @@ class _Growable:
     def view(self) -> npt.NDArray[np.generic]:
         """The filled prefix (a view; later appends never change what it shows)."""
         return self._data[: self.size]
+
+
+class _Matrix:
+    """Append-only float32 rows of one dimension that double their capacity."""
+
+    __slots__ = ("_data", "size")
+
+    def __init__(self, dimension: int) -> None:
+        self._data = np.zeros((_INITIAL_CAPACITY, dimension), dtype=np.float32)
+        self.size = 0
+
+    def extend(self, rows: npt.NDArray[np.float32]) -> None:
+        """Append ``rows`` (shape ``(n, dimension)``) at the end."""
+        needed = self.size + len(rows)
+        if needed > len(self._data):
+            grown = np.zeros((max(needed, 2 * len(self._data)), self._data.shape[1]), np.float32)
+            grown[: self.size] = self._data[: self.size]
+            self._data = grown
+        self._data[self.size : needed] = rows
+        self.size = needed
+
+    def view(self) -> npt.NDArray[np.float32]:
+        """The filled rows (a view; later appends never change what it shows)."""
+        return self._data[: self.size]
+
+
+VectorKey = tuple[str, str, bytes]
+"""``(collection, vector field, canonical space JSON)``: one matrix per key."""
+
+
+class _VectorColumn:
+    """The matrix of one ``(collection, field, space)`` and its rows' slots and positions."""
+
+    __slots__ = ("birth", "death", "matrix", "slots")
+
+    def __init__(self, dimension: int) -> None:
+        self.matrix = _Matrix(dimension)
+        self.slots = _Growable(np.int64)
+        self.birth = _Growable(np.int64, ALIVE)
+        self.death = _Growable(np.int64, ALIVE)
+
+    def extend(
+        self,
+        rows: npt.NDArray[np.float32],
+        slots: npt.NDArray[np.int64],
+        births: npt.NDArray[np.int64],
+    ) -> int:
+        """Append rows born at ``births``; return the index of the first one."""
+        first = self.slots.size
+        self.matrix.extend(rows)
+        self.slots.extend(slots)
+        self.death.extend(np.full(len(slots), ALIVE, dtype=np.int64))
+        self.birth.extend(births)  # last: a row is never alive before it is complete
+        return first
+
+    def view(self) -> VectorColumnView:
+        """A consistent prefix of every array."""
+        size = min(self.birth.size, self.slots.size, self.matrix.size, self.death.size)
+        return VectorColumnView(
+            self.matrix.view()[:size],
+            self.slots.view()[:size],  # type: ignore[arg-type]
+            self.birth.view()[:size],  # type: ignore[arg-type]
+            self.death.view()[:size],  # type: ignore[arg-type]
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class VectorColumnView:
+    """One vector matrix as seen by a read cut: rows, their slots, births and deaths."""
+
+    matrix: npt.NDArray[np.float32]
+    slots: npt.NDArray[np.int64]
+    birth: npt.NDArray[np.int64]
+    death: npt.NDArray[np.int64]
+
+    def alive(self, position: int) -> npt.NDArray[np.bool_]:
+        """Rows alive at ``position`` (their slot's liveness is checked separately)."""
+        mask: npt.NDArray[np.bool_] = (self.birth <= position) & (self.death > position)
+        return mask
 
 
 class _TextField:
@@ -146,6 +229,7 @@ class ColumnsView:
     codes: Mapping[str, int]
     terms: Mapping[str, int]
     text: Mapping[tuple[str, str], _TextField]
+    vectors: Mapping[VectorKey, VectorColumnView]
 
     def alive(self, collection: str) -> npt.NDArray[np.bool_]:
         """Mask over slots: in ``collection`` and alive at this view's position."""
@@ -168,12 +252,22 @@ class ColumnsView:
         found = self.text.get((collection, field))
         return None if found is None else TextFieldView(found)
 
+    def vector_column(self, collection: str, field: str, space: bytes) -> VectorColumnView | None:
+        """The vector matrix of ``(collection, field, space)``, or None when it has no rows."""
+        return self.vectors.get((collection, field, space))
+
 
 class Columns:
-    """The in-memory columns of one database, caught up from SQLite on demand."""
+    """The in-memory columns of one database, caught up from SQLite on demand.
 
-    def __init__(self) -> None:
+    ``horizon`` > 0 makes a compacted generation: rows that died at or before it (slots,
+    their postings and vectors, replaced vector rows) are never loaded, so it only
+    serves read positions >= ``horizon``. Slot numbers keep indexing the arrays.
+    """
+
+    def __init__(self, horizon: int = 0) -> None:
         self._lock = threading.Lock()
+        self.horizon = horizon
         self.position = 0
         self._last_slot = 0
         self._collection = _Growable(np.int32, -1)
@@ -185,6 +279,12 @@ class Columns:
         self._codes: dict[str, int] = {}
         self._terms: dict[str, int] = {}
         self._text: dict[tuple[str, str], _TextField] = {}
+        self._vectors: dict[VectorKey, _VectorColumn] = {}
+        self._vector_keys: list[VectorKey] = []
+        self._vector_key_codes: dict[VectorKey, int] = {}
+        self._row_column = _Growable(np.int32, -1)  # vector_rows.row -> key code
+        self._row_index = _Growable(np.int64, -1)  # vector_rows.row -> index in its column
+        self._last_vector_row = 0
         # Slot 0 is never used: it belongs to no collection and is never alive.
         self._collection.put([0], [-1])
         self._birth.put([0], [ALIVE])
@@ -211,32 +311,43 @@ class Columns:
                 self._load_deaths(conn)
                 self._load_terms(conn)
                 self._load_text(conn)
+                self._load_vectors(conn)
+                self._load_vector_deaths(conn)
             except (sqlite3.Error, ValueError) as exc:
                 raise CorruptionError(f"cannot load the in-memory columns: {exc}") from exc
             self._last_slot = len(self._ids) - 1
+            self._last_vector_row = max(self._last_vector_row, _max_row(conn))
             self.position = position
 
     def _load_slots(self, conn: sqlite3.Connection) -> None:
         rows = conn.execute(
             "SELECT slot, collection, id, owner, project, birth FROM slots "
-            "WHERE slot > ? ORDER BY slot",
-            (self._last_slot,),
+            "WHERE slot > ? AND (death IS NULL OR death > ?) ORDER BY slot",
+            (self._last_slot, self.horizon),
         ).fetchall()
         if not rows:
             return
         slots = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-        if slots[0] != len(self._ids) or np.any(np.diff(slots) != 1):
+        if self.horizon == 0 and (slots[0] != len(self._ids) or np.any(np.diff(slots) != 1)):
             raise CorruptionError("document slots are not contiguous")
         self._collection.put(slots, [self._code(row[1]) for row in rows])
         self._owner.put(slots, [self._code(row[3]) for row in rows])
         self._project.put(slots, [self._code(row[4]) for row in rows])
         self._birth.put(slots, [row[5] for row in rows])
         self._death.put(slots, np.full(len(rows), ALIVE, dtype=np.int64))
-        self._ids.extend(row[2] for row in rows)
+        if self.horizon == 0:
+            self._ids.extend(row[2] for row in rows)
+            return
+        # A compacted generation skips dead slots: their places hold never-alive rows.
+        self._ids.extend([""] * (int(slots[-1]) + 1 - len(self._ids)))
+        for row in rows:
+            self._ids[row[0]] = row[2]
+        gaps = np.setdiff1d(np.arange(self._last_slot + 1, int(slots[-1]) + 1), slots)
+        self._death.put(gaps, 0)
 
     def _load_deaths(self, conn: sqlite3.Connection) -> None:
         rows = conn.execute(
-            "SELECT slot, death FROM slots WHERE death > ?", (self.position,)
+            "SELECT slot, death FROM slots WHERE death > ?", (max(self.position, self.horizon),)
         ).fetchall()
         if rows:
             self._death.put([row[0] for row in rows], [row[1] for row in rows])
@@ -252,14 +363,67 @@ class Columns:
         rows = conn.execute(
             "SELECT d.slot, s.collection, d.field, d.length, d.term_ids, d.counts "
             "FROM doc_terms AS d JOIN slots AS s ON s.slot = d.slot "
-            "WHERE d.slot > ? ORDER BY s.collection, d.field, d.slot",
-            (self._last_slot,),
+            "WHERE d.slot > ? AND (s.death IS NULL OR s.death > ?) "
+            "ORDER BY s.collection, d.field, d.slot",
+            (self._last_slot, self.horizon),
         ).fetchall()
         groups: dict[tuple[str, str], list[tuple[int, int, bytes, bytes]]] = {}
         for slot, collection, field, length, term_ids, counts in rows:
             groups.setdefault((collection, field), []).append((slot, length, term_ids, counts))
         for key, items in groups.items():
             self._text.setdefault(key, _TextField()).add(*_unpack(items))
+
+    def _load_vectors(self, conn: sqlite3.Connection) -> None:
+        rows = conn.execute(
+            "SELECT v.row, v.collection, v.field, v.space, v.dimension, v.slot, v.birth, v.data "
+            "FROM vector_rows AS v JOIN slots AS s ON s.slot = v.slot WHERE v.row > ? "
+            "AND (v.death IS NULL OR v.death > ?) AND (s.death IS NULL OR s.death > ?) "
+            "ORDER BY v.row",
+            (self._last_vector_row, self.horizon, self.horizon),
+        ).fetchall()
+        if not rows:
+            return
+        groups: dict[VectorKey, list[tuple[int, int, int, bytes]]] = {}
+        dimensions: dict[VectorKey, int] = {}
+        for row, collection, field, space, dimension, slot, birth, data in rows:
+            key = (collection, field, bytes(space))
+            groups.setdefault(key, []).append((row, slot, birth, data))
+            dimensions[key] = dimension
+        for key, items in groups.items():
+            dimension = dimensions[key]
+            column = self._vectors.get(key)
+            if column is None:
+                column = _VectorColumn(dimension)
+                self._vectors[key] = column
+                self._vector_key_codes[key] = len(self._vector_keys)
+                self._vector_keys.append(key)
+            matrix = np.frombuffer(b"".join(item[3] for item in items), dtype="<f4")
+            if len(matrix) != dimension * len(items):
+                raise CorruptionError(f"vector rows of {key[0]}/{key[1]} have the wrong size")
+            row_ids = np.asarray([item[0] for item in items], dtype=np.int64)
+            first = column.extend(
+                matrix.reshape(len(items), dimension).astype(np.float32),
+                np.asarray([item[1] for item in items], dtype=np.int64),
+                np.asarray([item[2] for item in items], dtype=np.int64),
+            )
+            self._row_column.put(row_ids, self._vector_key_codes[key])
+            self._row_index.put(row_ids, np.arange(first, first + len(items), dtype=np.int64))
+        self._last_vector_row = int(rows[-1][0])
+
+    def _load_vector_deaths(self, conn: sqlite3.Connection) -> None:
+        rows = conn.execute(
+            "SELECT row, death FROM vector_rows WHERE death > ?",
+            (max(self.position, self.horizon),),
+        ).fetchall()
+        columns = self._row_column.view()
+        indexes = self._row_index.view()
+        for row, death in rows:
+            code = int(columns[row]) if row < len(columns) else -1
+            if code < 0:
+                if self.horizon:
+                    continue  # compacted away: its slot died at or before the horizon
+                raise CorruptionError(f"vector row {row} ended but was never loaded")
+            self._vectors[self._vector_keys[code]].death.put([int(indexes[row])], [death])
 
     def view(self, position: int) -> ColumnsView:
         """The arrays masked at ``position`` (cheap: references, no copies).
@@ -268,9 +432,9 @@ class Columns:
         position is always valid because rows are append-only.
         """
         with self._lock:
-            if position > self.position:
+            if not self.horizon <= position <= self.position:
                 raise CorruptionError(
-                    f"columns are at position {self.position}, behind the cut at {position}"
+                    f"columns serve positions {self.horizon}..{self.position}, not {position}"
                 )
             return ColumnsView(
                 position=position,
@@ -283,7 +447,14 @@ class Columns:
                 codes=self._codes,
                 terms=self._terms,
                 text=self._text,
+                vectors={key: column.view() for key, column in self._vectors.items()},
             )
+
+
+def _max_row(conn: sqlite3.Connection) -> int:
+    """The highest vector row in the snapshot (skipped rows are never loaded later)."""
+    row = conn.execute("SELECT max(row) FROM vector_rows").fetchone()
+    return int(row[0] or 0)
 
 
 def _unpack(

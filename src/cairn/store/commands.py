@@ -22,7 +22,13 @@ from typing import Any, ClassVar, TypeAlias
 
 from cairn.canonical import canonical_bytes, digest_bytes
 from cairn.errors import CairnError, ValidationError, error_classes
-from cairn.graph.model import ConfidenceObservation, SourceRange, freeze, thaw
+from cairn.graph.model import (
+    ConfidenceObservation,
+    EndpointIdentity,
+    SourceRange,
+    freeze,
+    thaw,
+)
 from cairn.graph.multigraph import OccurrenceInput
 from cairn.store.limits import (
     MAX_VECTOR_DIMENSION,
@@ -432,7 +438,9 @@ class PutFact:
     """Write one semantic fact with its occurrences into a graph (replacing its evidence).
 
     The fact ID is derived exactly as ``SemanticGraph`` derives it, from the endpoint
-    document IDs, the relation and the registry-normalised discriminator.
+    document IDs, the relation and the registry-normalised discriminator. The optional
+    endpoint identities qualify the endpoints (spec semantic-graph §3) and are recorded
+    on the fact; omitted, an endpoint is ``unknown`` (never ``stable``).
     """
 
     kind: ClassVar[str] = "put_fact"
@@ -443,10 +451,18 @@ class PutFact:
     discriminator: Mapping[str, Any] | None = None
     annotations: Mapping[str, Any] | None = None
     occurrences: tuple[OccurrenceInput, ...] = ()
+    source_identity: EndpointIdentity | None = None
+    target_identity: EndpointIdentity | None = None
 
     def __post_init__(self) -> None:
         _require(isinstance(self.source, EntityRef), "fact source must be an EntityRef")
         _require(isinstance(self.target, EntityRef), "fact target must be an EntityRef")
+        for what in ("source_identity", "target_identity"):
+            value = getattr(self, what)
+            _require(
+                value is None or isinstance(value, EndpointIdentity),
+                f"{what} must be an EndpointIdentity or None",
+            )
         if self.discriminator is not None:
             object.__setattr__(
                 self, "discriminator", _frozen_object(self.discriminator, "discriminator")
@@ -458,8 +474,8 @@ class PutFact:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON form."""
-        return {
+        """Plain JSON form (identity keys only when given, so older commands keep their bytes)."""
+        data = {
             "kind": self.kind,
             "graph": self.graph,
             "source": self.source.to_json(),
@@ -469,10 +485,17 @@ class PutFact:
             "annotations": thaw(self.annotations) if self.annotations is not None else None,
             "occurrences": [occurrence_to_json(item) for item in self.occurrences],
         }
+        if self.source_identity is not None:
+            data["source_identity"] = self.source_identity.to_json()
+        if self.target_identity is not None:
+            data["target_identity"] = self.target_identity.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PutFact:
         """Parse the plain JSON form."""
+        source_identity = data.get("source_identity")
+        target_identity = data.get("target_identity")
         return cls(
             data["graph"],
             EntityRef.from_json(data["source"]),
@@ -481,6 +504,8 @@ class PutFact:
             data["discriminator"],
             data["annotations"],
             tuple(occurrence_from_json(item) for item in data["occurrences"]),
+            None if source_identity is None else EndpointIdentity.from_json(source_identity),
+            None if target_identity is None else EndpointIdentity.from_json(target_identity),
         )
 
 

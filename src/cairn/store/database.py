@@ -18,7 +18,7 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,12 +37,13 @@ from cairn.errors import (
     UnauthenticatedError,
     ValidationError,
 )
-from cairn.store.apply import apply_command, load_principal
+from cairn.store.apply import apply_command, load_principal, set_position
 from cairn.store.columns import Columns
 from cairn.store.commands import (
     CommandRequest,
     CommitReceipt,
     CommitToken,
+    MutationOutcome,
     VectorSpace,
     decode_outcome,
     encode_error,
@@ -77,10 +78,13 @@ if TYPE_CHECKING:
         SqlGraphSearchRequest,
     )
 
-__all__ = ["STORED_ERRORS", "Database", "PrincipalLike", "open"]
+__all__ = ["STORED_ERRORS", "Database", "InternalPlan", "PrincipalLike", "open"]
 
 PrincipalLike = Principal | str | None
 """A principal, its ID, or None for the embedded owner."""
+
+InternalPlan = Callable[[sqlite3.Connection, Principal, int], tuple[MutationOutcome, ...]]
+"""An internal operation: writes at ``position`` as ``principal``; returns its outcomes."""
 
 STORED_ERRORS: tuple[type[CairnError], ...] = (
     ValidationError,
@@ -206,6 +210,7 @@ class Database:
         self._idle_readers: list[sqlite3.Connection] = []
         self._closed = False
         self._columns = Columns()
+        self._generation = 0
         self._cut_lock = threading.Lock()
         self._read_cut_acquisitions = 0
 
@@ -347,15 +352,39 @@ class Database:
         columns catch up to P from the snapshot (covering writers in other processes).
         """
         moment = now or datetime.now(UTC)
+        columns = self._columns  # taken before the snapshot: a later swap never affects us
         with self._reader() as conn:
             conn.execute("BEGIN")
             position = int(_meta(conn)["position"])  # the first read pins the snapshot
             actor = self._resolve(conn, principal, moment)
-            self._columns.catch_up(conn, position)
-            view = self._columns.view(position)
+            columns.catch_up(conn, position)
+            view = columns.view(position)
             with self._cut_lock:
                 self._read_cut_acquisitions += 1
             yield ReadCut(conn, self._name, position, view, actor)
+
+    @property
+    def columns_generation(self) -> int:
+        """How many times the in-memory columns were rebuilt by ``compact`` (0 at open)."""
+        return self._generation
+
+    def compact(self) -> int:
+        """Rebuild the in-memory columns as a fresh generation and swap it in.
+
+        The new generation is loaded at the current position P without anything that
+        died at or before P (old slots, their postings, replaced or stale vectors), so
+        it is smaller; cuts already open keep the generation they started on and finish
+        there, new cuts use the new one. Returns P. SQLite rows are not touched.
+        """
+        with self._reader() as conn:
+            conn.execute("BEGIN")
+            position = int(_meta(conn)["position"])
+            fresh = Columns(horizon=position)
+            fresh.catch_up(conn, position)
+        with self._cut_lock:
+            self._columns = fresh
+            self._generation += 1
+        return position
 
     def get_document(
         self,
@@ -529,6 +558,74 @@ class Database:
                 position,
             ),
         )
+
+    def apply_internal(
+        self,
+        command_id: uuid.UUID,
+        fingerprint: str,
+        plan: InternalPlan,
+        principal: PrincipalLike = None,
+        *,
+        now: datetime | None = None,
+    ) -> CommitReceipt:
+        """Run an internal admin operation (a bulk load) as one transaction with a receipt.
+
+        ``plan(conn, principal, position)`` applies its writes through an ``Applier`` at
+        the next position and returns their outcomes. When it changes nothing, nothing
+        is committed and the position does not move: the stored outcome of
+        ``command_id`` is returned if its fingerprint matches (byte-identical replay),
+        else an empty receipt at the current position. Otherwise the writes, the new
+        position and the outcome (replacing an older one of the same ID: an internal
+        ID names content, and re-applying content after other changes is legitimate)
+        commit together. Errors roll everything back and are not stored.
+        """
+        moment = now or datetime.now(UTC)
+        with self._write_lock:
+            self._check_open()
+            conn = self._writer
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                actor = self._resolve(conn, principal, moment)
+                last = int(_meta(conn)["position"])
+                outcomes = plan(conn, actor, last + 1)
+                if not outcomes:
+                    stored = conn.execute(
+                        "SELECT fingerprint, outcome FROM commands WHERE principal = ? "
+                        "AND database = ? AND command_id = ? AND ok = 1",
+                        (actor.id, self._name, str(command_id)),
+                    ).fetchone()
+                    conn.execute("ROLLBACK")
+                    if stored is not None and stored[0] == fingerprint:
+                        replayed = decode_outcome(orjson.loads(stored[1]))
+                        assert isinstance(replayed, CommitReceipt)
+                        return replayed
+                    token = CommitToken(self._incarnation, self._name, last)
+                    return CommitReceipt(command_id, token, ())
+                set_position(conn, last + 1)
+                token = CommitToken(self._incarnation, self._name, last + 1)
+                receipt = CommitReceipt(command_id, token, outcomes)
+                conn.execute(
+                    "INSERT OR REPLACE INTO commands (principal, database, command_id, "
+                    "fingerprint, ok, outcome, position) VALUES (?, ?, ?, ?, 1, ?, ?)",
+                    (
+                        actor.id,
+                        self._name,
+                        str(command_id),
+                        fingerprint,
+                        encode_receipt(receipt),
+                        last + 1,
+                    ),
+                )
+                conn.execute("COMMIT")
+                return receipt
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise _translate(exc, "internal command") from exc
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
     def stored_outcome(
         self, command_id: uuid.UUID, principal: PrincipalLike = None

@@ -15,6 +15,7 @@ from cairn.errors import BudgetExceededError, ValidationError
 
 __all__ = [
     "DEFAULT_DATABASE_NAME",
+    "EMBED_BATCH_SIZE",
     "MAX_API_KEYS_PER_PRINCIPAL",
     "MAX_COMMAND_BYTES",
     "MAX_DOCUMENT_BYTES",
@@ -22,10 +23,15 @@ __all__ = [
     "MAX_FIELD_POLICIES",
     "MAX_GRANTS_PER_PRINCIPAL",
     "MAX_IDENTIFIER_BYTES",
+    "MAX_LOAD_FACTS",
+    "MAX_LOAD_FIELD_CHARS",
+    "MAX_LOAD_NODES",
+    "MAX_LOAD_OCCURRENCES",
     "MAX_MUTATIONS",
     "MAX_OCCURRENCES_PER_FACT",
     "MAX_PATCH_OPERATIONS",
     "MAX_PROJECTS_PER_PRINCIPAL",
+    "MAX_SNIPPET_CHARS",
     "MAX_TEXT_FIELDS",
     "MAX_VECTOR_DIMENSION",
     "MAX_VECTOR_FIELDS",
@@ -33,6 +39,8 @@ __all__ = [
     "PBKDF2_ITERATIONS",
     "READER_POOL_SIZE",
     "SQLITE_BUSY_TIMEOUT_MS",
+    "SQLITE_PARAMETER_BATCH",
+    "WORD_CACHE_SIZE",
     "check_depth",
     "check_identifier",
     "check_json_pointer",
@@ -93,6 +101,30 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 READER_POOL_SIZE = 8
 """Idle reader connections kept open for reuse."""
+
+MAX_LOAD_NODES = 1_000_000
+"""Most nodes one bulk load of a semantic graph takes (one document each)."""
+
+MAX_LOAD_FACTS = 5_000_000
+"""Most facts one bulk load takes."""
+
+MAX_LOAD_OCCURRENCES = 20_000_000
+"""Most evidence occurrences one bulk load takes."""
+
+MAX_LOAD_FIELD_CHARS = 16_384
+"""Longest string attribute (docstring, signature, ``text``) a loaded document keeps."""
+
+MAX_SNIPPET_CHARS = 2_000
+"""Longest code snippet a loaded document keeps."""
+
+EMBED_BATCH_SIZE = 256
+"""Texts handed to an embedder at once during a load."""
+
+WORD_CACHE_SIZE = 262_144
+"""Distinct words whose analyzer tokens are remembered per process (code repeats names)."""
+
+SQLITE_PARAMETER_BATCH = 500
+"""Most bound parameters one ``IN (...)`` lookup uses (SQLite's own limit is higher)."""
 
 DEFAULT_DATABASE_NAME = "main"
 """The database name used when a file is created without one."""

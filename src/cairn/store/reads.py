@@ -26,7 +26,14 @@ from cairn.store.limits import check_identifier, check_json_pointer
 from cairn.store.policy import Capability, Principal, field_allowed, redact, require, row_visible
 from cairn.store.text import CorpusStats, analyze, bm25_scores
 
-__all__ = ["DocumentResult", "ReadCut", "TextHit", "read_document", "text_branch"]
+__all__ = [
+    "DocumentResult",
+    "ReadCut",
+    "TextHit",
+    "read_document",
+    "text_branch",
+    "visible_mask",
+]
 
 _READ = (Capability.DOCUMENTS_READ, Capability.QUERY)
 
@@ -97,7 +104,7 @@ def read_document(cut: ReadCut, collection: str, doc_id: str) -> DocumentResult:
     )
 
 
-def _visible_mask(cut: ReadCut, collection: str, size: int) -> npt.NDArray[np.bool_]:
+def visible_mask(cut: ReadCut, collection: str, size: int) -> npt.NDArray[np.bool_]:
     """Row policy over every slot, vectorised over the owner and project codes."""
     principal = cut.principal
     if not principal.restrict_rows or principal.is_admin(cut.database, collection):
@@ -164,7 +171,7 @@ def text_branch(
     documents = int(alive.sum())
     average = float(lengths[alive].mean()) if documents else 0.0
     slots, scores = bm25_scores(postings, lengths, CorpusStats(documents, average))
-    keep = _visible_mask(cut, collection, size)[slots]
+    keep = visible_mask(cut, collection, size)[slots]
     if allowed_ids is not None:
         wanted = frozenset(allowed_ids)
         keep &= np.fromiter((view.ids[s] in wanted for s in slots), dtype=bool, count=len(slots))

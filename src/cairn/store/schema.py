@@ -20,6 +20,9 @@ Tables (bodies and records are canonical JSON bytes):
 - ``slots``, ``terms`` and ``doc_terms`` (migration 2): every document revision ever
   written (its slot, access, birth and death positions) and its analysed text fields
   as packed arrays; the in-memory columns are loaded from them.
+- ``vector_rows`` (migration 3): every vector ever written, append-only, bound to the
+  document slot (revision) it was written for, with birth and death positions like
+  slots; the in-memory float32 matrices are loaded from it.
 """
 
 from __future__ import annotations
@@ -184,9 +187,33 @@ _TEXT_INDEX = (
     ) WITHOUT ROWID""",
 )
 
+_VECTOR_INDEX = (
+    """CREATE TABLE vector_rows (
+        row INTEGER PRIMARY KEY,
+        collection TEXT NOT NULL,
+        field TEXT NOT NULL,
+        space BLOB NOT NULL,
+        dimension INTEGER NOT NULL,
+        slot INTEGER NOT NULL,
+        birth INTEGER NOT NULL,
+        death INTEGER,
+        data BLOB NOT NULL
+    )""",
+    "CREATE INDEX vector_rows_by_slot ON vector_rows (slot, field)",
+    "CREATE INDEX vector_rows_by_death ON vector_rows (death)",
+    # Vectors bound to the live revision written before this migration become rows born
+    # where they were written; stale ones are never visible, so they are not carried.
+    """INSERT INTO vector_rows (collection, field, space, dimension, slot, birth, death, data)
+        SELECT v.collection, v.field, v.space, v.dimension, d.slot, v.position, NULL, v.data
+        FROM vectors AS v JOIN documents AS d ON d.collection = v.collection AND d.id = v.id
+        WHERE d.deleted = 0 AND d.revision = v.revision
+        ORDER BY v.position, v.collection, v.id, v.field""",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _INITIAL),
     Migration(2, "text_index", _TEXT_INDEX),
+    Migration(3, "vector_index", _VECTOR_INDEX),
 )
 """Every migration, in order; versions are 1, 2, ... without gaps."""
 

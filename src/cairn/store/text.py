@@ -13,6 +13,7 @@ allowed-ID masks to the candidates before ranking, never to the statistics.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -21,12 +22,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from cairn.store.limits import WORD_CACHE_SIZE
+
 __all__ = [
     "BM25_B",
     "BM25_K1",
     "CorpusStats",
     "analyze",
     "bm25_scores",
+    "identifier_words",
     "term_counts",
 ]
 
@@ -59,24 +63,35 @@ def _split_segment(segment: str) -> list[str]:
     return parts
 
 
+@functools.lru_cache(maxsize=WORD_CACHE_SIZE)
+def _word_tokens(word: str) -> tuple[str, ...]:
+    """The tokens of one word: lowercased whole, then its identifier parts (if different)."""
+    whole = word.lower()
+    parts = [
+        part.lower() for segment in word.split("_") if segment for part in _split_segment(segment)
+    ]
+    if not parts:  # a run of underscores only
+        return ()
+    if parts == [whole]:
+        return (whole,)
+    return (whole, *parts)
+
+
 def analyze(text: str) -> list[str]:
     """Tokens of ``text``: each word lowercased, followed by its identifier parts if any."""
     tokens: list[str] = []
-    for match in _WORD.finditer(unicodedata.normalize("NFKC", text)):
-        word = match.group()
-        whole = word.lower()
-        parts = [
-            part.lower()
-            for segment in word.split("_")
-            if segment
-            for part in _split_segment(segment)
-        ]
-        if not parts:  # a run of underscores only
-            continue
-        tokens.append(whole)
-        if parts != [whole]:
-            tokens.extend(parts)
+    for word in _WORD.findall(unicodedata.normalize("NFKC", text)):
+        tokens.extend(_word_tokens(word))
     return tokens
+
+
+def identifier_words(text: str) -> str:
+    """Identifiers of ``text`` split into lowercase words: ``getUserName`` -> ``get user name``."""
+    words: list[str] = []
+    for word in _WORD.findall(unicodedata.normalize("NFKC", text)):
+        tokens = _word_tokens(word)
+        words.extend(tokens[1:] if len(tokens) > 1 else tokens)
+    return " ".join(words)
 
 
 def term_counts(tokens: Sequence[str]) -> tuple[list[str], list[int]]:

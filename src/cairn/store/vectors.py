@@ -5,9 +5,11 @@ model, version) that are bound to the current revision of a live document; stale
 vectors (written for an older revision) are ignored. Row policy and allowed IDs mask
 candidates before ranking; ties break by document ID.
 
-This first increment scans the stored float32 blobs through the read cut's SQLite
-snapshot with one numpy matrix product; the in-memory matrix per (collection, field,
-space) of design §3 will replace the scan without changing results.
+The scan runs over the in-memory float32 matrix of ``(collection, field, space)``
+(``cairn.store.columns``) viewed at the cut: a row counts iff it and the slot (document
+revision) it is bound to are alive at the cut's position, the row is visible to the
+principal and allowed. Scores are computed in float64; the best ``limit`` are chosen
+with ``argpartition`` (keeping every tie at the boundary) and ordered by score, then ID.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from cairn.canonical import canonical_bytes
 from cairn.errors import NotFoundError, PermissionDeniedError, ValidationError
 from cairn.store.apply import load_collection, load_field_policies, vector_pointer
 from cairn.store.commands import EntityRef, Metric, VectorSpace
-from cairn.store.limits import check_identifier
-from cairn.store.policy import Capability, field_allowed, require, row_visible
-from cairn.store.reads import ReadCut
+from cairn.store.limits import SQLITE_PARAMETER_BATCH, check_identifier
+from cairn.store.policy import Capability, field_allowed, require
+from cairn.store.reads import ReadCut, visible_mask
 
 __all__ = ["VectorHit", "similarity", "vector_branch"]
 
@@ -88,26 +90,56 @@ def vector_branch(
             f"the query vector needs {space.dimension} finite values",
             details={"dimension": space.dimension},
         )
-    rows = cut.conn.execute(
-        "SELECT v.id, v.data, d.owner, d.project FROM vectors AS v JOIN documents AS d "
-        "ON d.collection = v.collection AND d.id = v.id "
-        "WHERE v.collection = ? AND v.field = ? AND v.space = ? "
-        "AND d.deleted = 0 AND d.revision = v.revision",
-        (collection, field, canonical_bytes(space.to_json())),
-    ).fetchall()
-    wanted = None if allowed_ids is None else frozenset(allowed_ids)
-    kept = [
-        row
-        for row in rows
-        if (wanted is None or row[0] in wanted)
-        and row_visible(cut.principal, cut.database, collection, row[2], row[3])
-    ]
-    if not kept:
+    view = cut.columns
+    column = view.vector_column(collection, field, canonical_bytes(space.to_json()))
+    if column is None or limit <= 0:
         return ()
-    matrix = np.frombuffer(b"".join(row[1] for row in kept), dtype="<f4").astype(np.float64)
-    scores = similarity(space.metric, matrix.reshape(len(kept), space.dimension), query)
-    order = sorted(range(len(kept)), key=lambda i: (-scores[i], kept[i][0]))[:limit]
+    documents = view.alive(collection)
+    slots = column.slots
+    inside = slots < len(documents)
+    mask = column.alive(cut.position) & inside
+    mask[inside] &= (
+        documents[slots[inside]] & visible_mask(cut, collection, len(documents))[slots[inside]]
+    )
+    if allowed_ids is not None:
+        mask &= np.isin(slots, _allowed_slots(cut, collection, allowed_ids))
+    rows = np.flatnonzero(mask)
+    if len(rows) == 0:
+        return ()
+    scores = similarity(space.metric, column.matrix[rows].astype(np.float64), query)
+    chosen = _top(scores, limit)
+    ids = {int(i): view.ids[int(slots[rows[i]])] for i in chosen}
+    order = sorted(ids, key=lambda i: (-scores[i], ids[i]))[:limit]
     return tuple(
-        VectorHit(EntityRef(collection, kept[i][0]), rank, float(scores[i]))
+        VectorHit(EntityRef(collection, ids[i]), rank, float(scores[i]))
         for rank, i in enumerate(order, start=1)
     )
+
+
+def _top(scores: npt.NDArray[np.float64], limit: int) -> npt.NDArray[np.intp]:
+    """Indexes of the ``limit`` best scores plus every score tied with the worst of them."""
+    if limit >= len(scores):
+        return np.arange(len(scores))
+    best = np.argpartition(-scores, limit - 1)[:limit]
+    threshold = scores[best].min()
+    return np.flatnonzero(scores >= threshold)
+
+
+def _allowed_slots(
+    cut: ReadCut, collection: str, allowed_ids: Collection[str]
+) -> npt.NDArray[np.int64]:
+    """The live slots (at the cut) of the allowed document IDs, looked up in SQLite."""
+    wanted = sorted({doc_id for doc_id in allowed_ids if isinstance(doc_id, str)})
+    found: list[int] = []
+    for start in range(0, len(wanted), SQLITE_PARAMETER_BATCH):
+        batch = wanted[start : start + SQLITE_PARAMETER_BATCH]
+        marks = ", ".join("?" * len(batch))
+        found.extend(
+            row[0]
+            for row in cut.conn.execute(
+                f"SELECT slot FROM documents WHERE collection = ? AND deleted = 0 "
+                f"AND id IN ({marks})",
+                (collection, *batch),
+            )
+        )
+    return np.asarray(found, dtype=np.int64)

@@ -1,0 +1,219 @@
+"""Embedders: text to float32 vectors in a named ``VectorSpace`` (code-graph spec §5).
+
+An ``Embedder`` turns texts into an ``(n, dimension)`` float32 matrix and names the
+``VectorSpace`` its vectors live in; the space records the model and its version, so
+vectors of different models (or versions) are never compared (the store only matches
+the exact same space).
+
+- ``HashingEmbedder`` (the default) works offline and deterministically: the store's
+  analyzer tokens (``cairn.store.text.analyze``) are feature-hashed into a fixed
+  dimension with BLAKE2b (a stable hash, independent of ``PYTHONHASHSEED``), each token
+  adding +1 or -1 to one coordinate, then the vector is L2-normalised.
+- ``SentenceTransformerEmbedder`` wraps an installed ``sentence-transformers`` model that
+  is present locally. It never downloads: the Hugging Face hub is forced offline and
+  only local directories or already-cached models are accepted.
+
+``load_embedder(name)`` picks one by name; an unavailable backend is an
+``UnsupportedCapabilityError`` with the reason in ``details``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from cairn.errors import UnsupportedCapabilityError, ValidationError
+from cairn.store.commands import Metric, VectorSpace
+from cairn.store.limits import MAX_VECTOR_DIMENSION, MIN_VECTOR_DIMENSION
+from cairn.store.text import analyze
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "DEFAULT_HASHING_DIMENSION",
+    "HASHING_MODEL",
+    "HASHING_VERSION",
+    "SENTENCE_TRANSFORMERS_PREFIX",
+    "Embedder",
+    "HashingEmbedder",
+    "SentenceTransformerEmbedder",
+    "load_embedder",
+]
+
+DEFAULT_HASHING_DIMENSION = 256
+"""Dimension of the default hashing space: small, and collisions stay rare for code names."""
+
+HASHING_MODEL = "cairn.hashing.blake2b"
+"""The ``model`` recorded in the hashing embedder's vector space."""
+
+HASHING_VERSION = "1"
+"""Bumped whenever hashing output changes, so old and new vectors never mix."""
+
+DEFAULT_EMBEDDER = "hashing"
+"""The name ``load_embedder`` resolves when none is given."""
+
+SENTENCE_TRANSFORMERS_PREFIX = "sentence-transformers:"
+"""``load_embedder("sentence-transformers:<local path or cached model>")``."""
+
+_HASH_BYTES = 8
+_TOKEN_CACHE_SIZE = 200_000
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors of one named space."""
+
+    @property
+    def space(self) -> VectorSpace:
+        """The space every vector of this embedder lives in (model and version included)."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One row per text, shape ``(len(texts), space.dimension)``, dtype float32."""
+        ...
+
+
+class HashingEmbedder:
+    """Offline, deterministic feature hashing of analyzer tokens, signed and L2-normalised."""
+
+    def __init__(self, dimension: int = DEFAULT_HASHING_DIMENSION) -> None:
+        if type(dimension) is not int or not (
+            MIN_VECTOR_DIMENSION <= dimension <= MAX_VECTOR_DIMENSION
+        ):
+            raise ValidationError(
+                f"hashing dimension must be an integer in "
+                f"{MIN_VECTOR_DIMENSION}..{MAX_VECTOR_DIMENSION}, got {dimension!r}",
+                details={"dimension": dimension},
+            )
+        self._space = VectorSpace(
+            f"hashing-{dimension}", dimension, Metric.COSINE, HASHING_MODEL, HASHING_VERSION
+        )
+        self._cache: dict[str, tuple[int, float]] = {}
+
+    @property
+    def space(self) -> VectorSpace:
+        """``hashing-<dimension>``, cosine, model ``cairn.hashing.blake2b``, version 1."""
+        return self._space
+
+    def _bucket(self, token: str) -> tuple[int, float]:
+        found = self._cache.get(token)
+        if found is None:
+            digest = hashlib.blake2b(token.encode("utf-8"), digest_size=_HASH_BYTES).digest()
+            value = int.from_bytes(digest, "little")
+            found = (value % self._space.dimension, -1.0 if (value >> 63) & 1 else 1.0)
+            if len(self._cache) < _TOKEN_CACHE_SIZE:
+                self._cache[token] = found
+        return found
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Hash every text's tokens into one row; an empty text gives the zero vector."""
+        if isinstance(texts, str):
+            raise ValidationError("embed() takes a sequence of texts, not one string")
+        matrix = np.zeros((len(texts), self._space.dimension), dtype=np.float64)
+        for row, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValidationError(f"texts must be strings, got {type(text).__name__}")
+            buckets = [self._bucket(token) for token in analyze(text)]
+            if buckets:
+                columns = np.fromiter((b[0] for b in buckets), dtype=np.int64, count=len(buckets))
+                signs = np.fromiter((b[1] for b in buckets), dtype=np.float64, count=len(buckets))
+                np.add.at(matrix[row], columns, signs)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        np.divide(matrix, norms, out=matrix, where=norms > 0)
+        return matrix.astype(np.float32)
+
+
+class SentenceTransformerEmbedder:
+    """A locally available ``sentence-transformers`` model (never downloaded)."""
+
+    def __init__(self, model: Any, name: str, version: str, dimension: int) -> None:
+        self._model = model
+        self._space = VectorSpace(
+            f"st-{dimension}", dimension, Metric.COSINE, name[-200:], version[-200:]
+        )
+
+    @property
+    def space(self) -> VectorSpace:
+        """Cosine space named after the model, versioned by library and model revision."""
+        return self._space
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Encode ``texts`` with the model, L2-normalised."""
+        if isinstance(texts, str):
+            raise ValidationError("embed() takes a sequence of texts, not one string")
+        if not texts:
+            return np.zeros((0, self._space.dimension), dtype=np.float32)
+        encoded = self._model.encode(list(texts), normalize_embeddings=True)
+        matrix = np.asarray(encoded, dtype=np.float32)
+        if matrix.shape != (len(texts), self._space.dimension):
+            raise UnsupportedCapabilityError(
+                f"the model returned shape {matrix.shape}, expected "
+                f"({len(texts)}, {self._space.dimension})"
+            )
+        return matrix
+
+
+def _unavailable(name: str, reason: str) -> UnsupportedCapabilityError:
+    return UnsupportedCapabilityError(
+        f"embedder {name!r} is not available: {reason}",
+        details={"embedder": name, "reason": reason},
+    )
+
+
+def _local_model_path(name: str, model: str) -> tuple[Path, str]:
+    """A local directory for ``model``: the path itself, or an already-cached hub snapshot."""
+    given = Path(model).expanduser()
+    if given.is_dir():
+        return given, "local"
+    try:
+        hub = importlib.import_module("huggingface_hub")
+        snapshot = Path(hub.snapshot_download(model, local_files_only=True))
+    except Exception as exc:  # any hub failure means "not present locally"
+        raise _unavailable(name, "the model is not present locally (downloads are off)") from exc
+    return snapshot, snapshot.name
+
+
+def _load_sentence_transformer(name: str, model: str) -> SentenceTransformerEmbedder:
+    os.environ["HF_HUB_OFFLINE"] = "1"  # never reach the network, whatever the caller set
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        library = importlib.import_module("sentence_transformers")
+    except ImportError as exc:
+        raise _unavailable(name, "sentence-transformers is not installed") from exc
+    path, revision = _local_model_path(name, model)
+    try:
+        loaded = library.SentenceTransformer(str(path), local_files_only=True)
+        dimension = int(loaded.get_sentence_embedding_dimension())
+    except Exception as exc:  # a broken or partial local model
+        raise _unavailable(name, f"the local model could not be loaded: {exc}") from exc
+    if not MIN_VECTOR_DIMENSION <= dimension <= MAX_VECTOR_DIMENSION:
+        raise _unavailable(name, f"the model's dimension {dimension} is out of range")
+    version = f"{getattr(library, '__version__', 'unknown')}+{revision}"
+    return SentenceTransformerEmbedder(loaded, model, version, dimension)
+
+
+def load_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
+    """The embedder called ``name``: ``hashing``, ``hashing-<dim>`` or a local model.
+
+    ``sentence-transformers:<path or model id>`` loads a model only when the library is
+    installed and the model is a local directory or already in the local cache;
+    otherwise ``UnsupportedCapabilityError``. Nothing is ever downloaded.
+    """
+    if name == DEFAULT_EMBEDDER:
+        return HashingEmbedder()
+    if name.startswith(DEFAULT_EMBEDDER + "-"):
+        suffix = name[len(DEFAULT_EMBEDDER) + 1 :]
+        if suffix.isdigit():
+            return HashingEmbedder(int(suffix))
+    if name.startswith(SENTENCE_TRANSFORMERS_PREFIX):
+        model = name[len(SENTENCE_TRANSFORMERS_PREFIX) :]
+        if not model.strip():
+            raise ValidationError("sentence-transformers needs a model: 'sentence-transformers:M'")
+        return _load_sentence_transformer(name, model)
+    raise _unavailable(name, "unknown embedder name")

@@ -1,0 +1,430 @@
+"""Loading a semantic graph into the store as searchable documents (code-graph spec §5).
+
+``load_semantic_graph`` turns every node into a document in the collection of its
+family (``files``, ``symbols``, ``routes``, ``sections``, ``externals``; other kinds go
+to ``nodes``), with a body of the node's descriptive attributes, a ``/text`` field for
+BM25 and an ``embedding`` vector from an ``Embedder``, and writes every fact with its
+occurrences and endpoint identities into one graph (default ``code``).
+
+A load is an internal admin operation, not a client command: it is not bound by the
+256-mutation / 8 MiB command limits (its own bounds are ``MAX_LOAD_*`` in ``limits``),
+but it is still ONE SQLite transaction with one commit position and a
+``CommitReceipt`` listing every change. It is a diff: the wanted state is compared
+with what is stored (document bodies, vectors bound to the live revision in the same
+space, fact records and their occurrence records) and only differences are applied,
+so loading the same graph twice changes nothing, and re-loading an edited graph
+writes only what changed. The command ID is derived from a digest of the wanted
+content, so a repeated load returns the stored receipt byte for byte.
+
+Store fact IDs equal the graph's fact IDs: fact records are written exactly as the
+graph holds them, after re-deriving each fact ID from its identity payload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from cairn.canonical import canonical_bytes
+from cairn.errors import BudgetExceededError, IdentityCollisionError, ValidationError
+from cairn.graph.identity import FACT_ID_PREFIX, fact_identity_payload, id_from_payload
+from cairn.graph.model import Node, SemanticFact, thaw
+from cairn.graph.multigraph import SemanticGraph
+from cairn.store.apply import Applier, field_text, load_collection
+from cairn.store.commands import (
+    CommitReceipt,
+    ConfigureCollection,
+    ConfigureGraph,
+    DeleteDocument,
+    DeleteFact,
+    EntityRef,
+    MutationOutcome,
+    PutDocument,
+    VectorField,
+    VectorSpace,
+)
+from cairn.store.limits import (
+    EMBED_BATCH_SIZE,
+    MAX_LOAD_FACTS,
+    MAX_LOAD_FIELD_CHARS,
+    MAX_LOAD_NODES,
+    MAX_LOAD_OCCURRENCES,
+    MAX_SNIPPET_CHARS,
+    check_identifier,
+)
+from cairn.store.policy import Capability, Principal, require
+from cairn.store.text import identifier_words
+
+if TYPE_CHECKING:
+    from cairn.embed import Embedder
+    from cairn.store.database import Database, PrincipalLike
+
+__all__ = [
+    "BODY_ATTRIBUTES",
+    "DEFAULT_GRAPH",
+    "FAMILIES",
+    "FAMILY_COLLECTIONS",
+    "LOADER_VERSION",
+    "OTHER_COLLECTION",
+    "TEXT_FIELD",
+    "VECTOR_FIELD",
+    "collection_of",
+    "load_semantic_graph",
+    "load_summary",
+    "node_body",
+    "node_text",
+]
+
+LOADER_VERSION = "cairn.store.load/1"
+"""Part of every load's fingerprint: bump it when the document shape changes."""
+
+DEFAULT_GRAPH = "code"
+"""The graph a load writes facts into unless told otherwise."""
+
+FAMILIES: Mapping[str, str] = {
+    "file": "files",
+    "class": "symbols",
+    "function": "symbols",
+    "method": "symbols",
+    "variable": "symbols",
+    "route": "routes",
+    "section": "sections",
+    "external": "externals",
+}
+"""Node kind -> collection (spec code-graph §3, §5)."""
+
+FAMILY_COLLECTIONS = ("files", "symbols", "routes", "sections", "externals")
+"""The collections every load configures, even when empty."""
+
+OTHER_COLLECTION = "nodes"
+"""Where nodes of kinds outside ``FAMILIES`` go (configured only when used)."""
+
+TEXT_FIELD = "/text"
+"""The BM25 text field of every loaded document."""
+
+VECTOR_FIELD = "embedding"
+"""The vector field of every loaded document (field pointer ``/embedding``)."""
+
+BODY_ATTRIBUTES = (
+    "name",
+    "qualified_name",
+    "path",
+    "range",
+    "language",
+    "signature",
+    "docstring",
+    "snippet",
+    "level",
+    "community",
+    "centrality",
+)
+"""Node attributes copied into the document body when present (plus kind and identity)."""
+
+_TEXT_ATTRIBUTES = ("signature", "docstring", "text", "snippet_text")
+_FINGERPRINT_NAMESPACE = uuid.UUID("6a0f3c2e-8d5b-4c1e-9f27-1b2d3e4f5a60")
+
+
+def collection_of(kind: str) -> str:
+    """The collection of a node kind."""
+    return FAMILIES.get(kind, OTHER_COLLECTION)
+
+
+def _bounded(value: Any, limit: int) -> Any:
+    if isinstance(value, str) and len(value) > limit:
+        return value[:limit]
+    return value
+
+
+def node_text(node: Node) -> str:
+    """The ``/text`` of a node: its name in words, qualified name, signature, docs, text."""
+    attributes = node.attributes
+    parts: list[str] = []
+    name = attributes.get("name")
+    if isinstance(name, str):
+        parts.extend((name, identifier_words(name)))
+    qualified = attributes.get("qualified_name")
+    if isinstance(qualified, str):
+        parts.extend((qualified, identifier_words(qualified)))
+    if node.kind == "file" and isinstance(attributes.get("path"), str):
+        parts.append(attributes["path"])
+    for key in _TEXT_ATTRIBUTES:
+        value = field_text(thaw(attributes.get(key)))
+        if value:
+            parts.append(value)
+    text = "\n".join(dict.fromkeys(part for part in parts if part))
+    return text[:MAX_LOAD_FIELD_CHARS]
+
+
+def node_body(node: Node) -> dict[str, Any]:
+    """The document body of a node: kind, identity, descriptive attributes, ``text``."""
+    body: dict[str, Any] = {"kind": node.kind, "identity": node.identity.status.value}
+    for key in BODY_ATTRIBUTES:
+        if key in node.attributes and node.attributes[key] is not None:
+            limit = MAX_SNIPPET_CHARS if key == "snippet" else MAX_LOAD_FIELD_CHARS
+            body[key] = _bounded(thaw(node.attributes[key]), limit)
+    body["text"] = node_text(node)
+    return body
+
+
+@dataclass(frozen=True, slots=True)
+class _Document:
+    ref: EntityRef
+    body: dict[str, Any]
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class _Fact:
+    fact: SemanticFact
+    endpoints: tuple[EntityRef, EntityRef]
+    record: bytes
+    occurrences: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Wanted:
+    """The state a load wants, with the fingerprint of all of it."""
+
+    graph: str
+    space: VectorSpace
+    collections: tuple[ConfigureCollection, ...]
+    documents: dict[EntityRef, _Document]
+    facts: dict[str, _Fact]
+    fingerprint: str
+
+
+def _check_bounds(graph: SemanticGraph) -> None:
+    for count, limit, what in (
+        (graph.node_count, MAX_LOAD_NODES, "nodes"),
+        (graph.fact_count, MAX_LOAD_FACTS, "facts"),
+        (graph.occurrence_count, MAX_LOAD_OCCURRENCES, "occurrences"),
+    ):
+        if count > limit:
+            raise BudgetExceededError(
+                f"a load takes at most {limit} {what}; the graph has {count}",
+                details={"what": what, "limit": limit, "size": count},
+            )
+
+
+def _verified(fact: SemanticFact) -> None:
+    payload = fact_identity_payload(
+        fact.direction, fact.source, fact.target, fact.relation, fact.discriminator
+    )
+    if id_from_payload(FACT_ID_PREFIX, payload)[0] != fact.id:
+        raise IdentityCollisionError(
+            f"fact {fact.id} does not match its identity payload", details={"fact_id": fact.id}
+        )
+
+
+def _wanted(graph: SemanticGraph, graph_name: str, space: VectorSpace) -> _Wanted:
+    """Everything the store should hold for ``graph``, canonicalised, with its digest."""
+    _check_bounds(graph)
+    check_identifier(graph_name, "graph")
+    space.validate()
+    digest = hashlib.sha256()
+
+    def feed(*chunks: bytes) -> None:
+        for chunk in chunks:
+            digest.update(len(chunk).to_bytes(8, "little"))
+            digest.update(chunk)
+
+    feed(canonical_bytes({"loader": LOADER_VERSION, "graph": graph_name, "space": space.to_json()}))
+    documents: dict[EntityRef, _Document] = {}
+    refs: dict[str, EntityRef] = {}
+    for node in graph.nodes():
+        ref = EntityRef(collection_of(node.kind), node.id)
+        ref.validate()
+        body = node_body(node)
+        data = canonical_bytes(body)
+        documents[ref] = _Document(ref, body, data)
+        refs[node.id] = ref
+        feed(ref.collection.encode(), ref.id.encode(), data)
+    facts: dict[str, _Fact] = {}
+    for fact in graph.facts():
+        _verified(fact)
+        record = canonical_bytes(fact.to_json())
+        occurrences = tuple(
+            (item.id, canonical_bytes(item.to_json())) for item in graph.occurrences_of(fact.id)
+        )
+        facts[fact.id] = _Fact(fact, (refs[fact.source], refs[fact.target]), record, occurrences)
+        feed(record, *(data for _, data in occurrences))
+    names = {ref.collection for ref in documents} | set(FAMILY_COLLECTIONS)
+    vector = (VectorField(VECTOR_FIELD, space),)
+    collections = tuple(ConfigureCollection(name, (TEXT_FIELD,), vector) for name in sorted(names))
+    return _Wanted(graph_name, space, collections, documents, facts, digest.hexdigest())
+
+
+def _in_clause(values: Sequence[str]) -> str:
+    return ", ".join("?" * len(values))
+
+
+class _Plan:
+    """Diffs the wanted state against the stored one and applies the differences."""
+
+    def __init__(self, wanted: _Wanted, embedder: Embedder, database: str) -> None:
+        self.wanted = wanted
+        self.embedder = embedder
+        self.database = database
+
+    def __call__(
+        self, conn: sqlite3.Connection, principal: Principal, position: int
+    ) -> tuple[MutationOutcome, ...]:
+        wanted = self.wanted
+        for config in wanted.collections:
+            require(principal, self.database, config.name, Capability.ADMIN)
+        require(principal, self.database, wanted.graph, Capability.ADMIN)
+        applier = Applier(conn, self.database, principal, position)
+        outcomes: list[MutationOutcome] = []
+        names = self._configure(conn, applier, outcomes)
+        stored_docs = self._stored_documents(conn, names)
+        stored_facts = self._stored_facts(conn)
+        for fact_id, stored_fact in sorted(stored_facts.items()):
+            item = wanted.facts.get(fact_id)
+            if item is None or stored_fact[0] != item.endpoints:  # gone, or endpoints moved
+                outcomes.append(applier.apply(DeleteFact(wanted.graph, fact_id)))
+        for ref in sorted(stored_docs.keys() - wanted.documents.keys()):
+            outcomes.append(applier.apply(DeleteDocument(ref.collection, ref.id)))
+        rewritten: list[EntityRef] = []
+        for ref, document in sorted(wanted.documents.items()):
+            stored = stored_docs.get(ref)
+            if stored is None or stored[1] != document.data:
+                outcomes.append(applier.apply(PutDocument(ref.collection, ref.id, document.body)))
+                rewritten.append(ref)
+        outcomes.extend(self._vectors(conn, applier, rewritten, stored_docs))
+        for fact_id, item in sorted(wanted.facts.items()):
+            if stored_facts.get(fact_id) != (item.endpoints, item.record, item.occurrences):
+                outcomes.append(
+                    applier.put_graph_fact(
+                        wanted.graph, item.fact, item.endpoints, item.record, item.occurrences
+                    )
+                )
+        return tuple(outcomes)
+
+    def _configure(
+        self, conn: sqlite3.Connection, applier: Applier, outcomes: list[MutationOutcome]
+    ) -> tuple[str, ...]:
+        """Configure the collections and the graph where they differ; return every name."""
+        names = {config.name for config in self.wanted.collections}
+        if load_collection(conn, OTHER_COLLECTION) is not None:
+            names.add(OTHER_COLLECTION)  # a previous load used it: its leftovers are ours
+        for config in self.wanted.collections:
+            if load_collection(conn, config.name) != config:
+                outcomes.append(applier.apply(config))
+        exists = conn.execute("SELECT 1 FROM graphs WHERE name = ?", (self.wanted.graph,))
+        if exists.fetchone() is None:
+            outcomes.append(applier.apply(ConfigureGraph(self.wanted.graph)))
+        return tuple(sorted(names))
+
+    @staticmethod
+    def _stored_documents(
+        conn: sqlite3.Connection, names: Sequence[str]
+    ) -> dict[EntityRef, tuple[int, bytes]]:
+        rows = conn.execute(
+            f"SELECT collection, id, revision, body FROM documents "
+            f"WHERE deleted = 0 AND collection IN ({_in_clause(names)})",
+            tuple(names),
+        )
+        return {EntityRef(c, i): (revision, bytes(body)) for c, i, revision, body in rows}
+
+    def _stored_facts(
+        self, conn: sqlite3.Connection
+    ) -> dict[str, tuple[tuple[EntityRef, EntityRef], bytes, tuple[tuple[str, bytes], ...]]]:
+        graph = self.wanted.graph
+        occurrences: dict[str, list[tuple[str, bytes]]] = {}
+        for fact_id, occurrence_id, record in conn.execute(
+            "SELECT fact_id, id, record FROM occurrences WHERE graph = ? ORDER BY fact_id, id",
+            (graph,),
+        ):
+            occurrences.setdefault(fact_id, []).append((occurrence_id, bytes(record)))
+        return {
+            fact_id: (
+                (EntityRef(sc, si), EntityRef(tc, ti)),
+                bytes(record),
+                tuple(occurrences.get(fact_id, ())),
+            )
+            for fact_id, sc, si, tc, ti, record in conn.execute(
+                "SELECT id, source_collection, source_id, target_collection, target_id, record "
+                "FROM facts WHERE graph = ? AND deleted = 0",
+                (graph,),
+            )
+        }
+
+    def _vectors(
+        self,
+        conn: sqlite3.Connection,
+        applier: Applier,
+        rewritten: Iterable[EntityRef],
+        stored_docs: Mapping[EntityRef, tuple[int, bytes]],
+    ) -> list[MutationOutcome]:
+        """Embed and put the vectors of rewritten documents and of any without a current one."""
+        space = canonical_bytes(self.wanted.space.to_json())
+        current = {
+            EntityRef(c, i)
+            for c, i, revision, stored_space in conn.execute(
+                "SELECT collection, id, revision, space FROM vectors WHERE field = ?",
+                (VECTOR_FIELD,),
+            )
+            if bytes(stored_space) == space
+            and stored_docs.get(EntityRef(c, i), (None,))[0] == revision
+        }
+        needed = sorted(set(rewritten) | (self.wanted.documents.keys() - current))
+        outcomes: list[MutationOutcome] = []
+        for start in range(0, len(needed), EMBED_BATCH_SIZE):
+            batch = needed[start : start + EMBED_BATCH_SIZE]
+            texts = [self.wanted.documents[ref].body["text"] for ref in batch]
+            matrix = self.embedder.embed(texts)
+            if matrix.shape != (len(batch), self.wanted.space.dimension):
+                raise ValidationError(
+                    f"the embedder returned shape {matrix.shape} for {len(batch)} texts",
+                    details={"dimension": self.wanted.space.dimension},
+                )
+            for ref, row in zip(batch, matrix, strict=True):
+                outcomes.append(applier.put_vector_data(ref.collection, ref.id, VECTOR_FIELD, row))
+        return outcomes
+
+
+def load_semantic_graph(
+    db: Database,
+    graph: SemanticGraph,
+    *,
+    graph_name: str = DEFAULT_GRAPH,
+    embedder: Embedder | None = None,
+    principal: PrincipalLike = None,
+    now: datetime | None = None,
+) -> CommitReceipt:
+    """Make the store hold ``graph`` as documents, vectors and facts: one atomic diff.
+
+    Returns the receipt of the one transaction that applied the differences; when
+    nothing differs, nothing is written and the position stays (the stored receipt of
+    an identical earlier load is returned, else an empty receipt at the current
+    position). Needs admin on the family collections and the graph.
+    """
+    if not isinstance(graph, SemanticGraph):
+        raise ValidationError("load_semantic_graph() takes a SemanticGraph")
+    if embedder is None:
+        from cairn.embed import HashingEmbedder
+
+        embedder = HashingEmbedder()
+    wanted = _wanted(graph, graph_name, embedder.space)
+    command_id = uuid.uuid5(_FINGERPRINT_NAMESPACE, wanted.fingerprint)
+    plan = _Plan(wanted, embedder, db.name)
+    return db.apply_internal(command_id, wanted.fingerprint, plan, principal, now=now)
+
+
+def load_summary(receipt: CommitReceipt) -> dict[str, Any]:
+    """Plain JSON summary of a load's receipt: position, command ID, changes per kind."""
+    kinds: dict[str, int] = {}
+    for outcome in receipt.mutations:
+        kinds[outcome.kind] = kinds.get(outcome.kind, 0) + 1
+    return {
+        "command_id": str(receipt.command_id),
+        "database": receipt.token.database,
+        "position": receipt.token.position,
+        "changes": len(receipt.mutations),
+        "mutations": dict(sorted(kinds.items())),
+    }

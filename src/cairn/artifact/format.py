@@ -1,0 +1,541 @@
+"""Writing ``graph.cairn`` v2 (spec §11): header line, canonical payload, trailing newline.
+
+The payload (layout in ``cairn.artifact.schema``) is built straight from the graph's
+records, column by column. Free-form JSON (attributes, annotations, provenance,
+metadata, table entries) is canonicalised once per value and embedded as an
+``orjson.Fragment``; schema fields are plain strings, enums and small integers. One
+``orjson.dumps`` with sorted keys prints the body, and one NFC check over the whole text
+proves every schema string is normalised (JSON escapes only replace non-combining
+starters, so a normalised text implies normalised strings; the converse can fail, which
+only costs the slow path). When the check fails the body is printed by
+``cairn.canonical.canonical_bytes`` instead. Either way the bytes equal the reference
+canonical form of ``artifact_payload``; a property test proves it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from operator import attrgetter
+from typing import Any
+
+import orjson
+
+from cairn.artifact.atomic import atomic_write_bytes
+from cairn.artifact.limits import (
+    ARTIFACT_HEADER,
+    GENERATION_MODE_FULL,
+    PARALLEL_MIN_WRITE_OBJECTS,
+    PARALLEL_WORKERS,
+)
+from cairn.artifact.paths import PATH_FIELD_NAMES, absolute_path_fields, is_absolute_path
+from cairn.artifact.runtime import gc_paused
+from cairn.artifact.schema import expected_versions
+from cairn.artifact.seal import DIGEST_KEY, DIGEST_PLACEHOLDER, seal
+from cairn.artifact.tally import receipt_from_pairs
+from cairn.artifact.workers import SharedWork
+from cairn.canonical import MAX_SAFE_INTEGER, canonical_bytes, format_number
+from cairn.errors import CanonicalizationError, ValidationError
+from cairn.graph.model import (
+    ConfidenceObservation,
+    Discriminator,
+    EndpointIdentity,
+    EvidenceOccurrence,
+    Hyperedge,
+    Node,
+    OccurrenceOwner,
+    SemanticFact,
+    SourceRange,
+    thaw,
+)
+from cairn.graph.multigraph import SemanticGraph
+
+__all__ = [
+    "DEFAULT_PROVENANCE",
+    "artifact_payload",
+    "encode_artifact",
+    "resolve_generated_at",
+    "write_artifact",
+]
+
+DEFAULT_PROVENANCE: Mapping[str, Any] = {"producer": "cairn"}
+"""Artifact-level provenance written when the caller supplies none."""
+
+_TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+# Non-integral floats inside this band print identically in orjson and the reference
+# (the band ``cairn.canonical`` proves for its fast path); others become fragments.
+_PLAIN_FLOAT_MIN = 1e-4
+_PLAIN_FLOAT_MAX = 1e16
+
+_ID = attrgetter("id")
+_KIND = attrgetter("kind")
+_SOURCE = attrgetter("source")
+_TARGET = attrgetter("target")
+_RELATION = attrgetter("relation")
+_DIRECTION = attrgetter("direction")
+_FACT_ID = attrgetter("fact_id")
+_SOURCE_FILE = attrgetter("source_file")
+_TARGET_FILE = attrgetter("target_file")
+_SITE_KIND = attrgetter("site_kind")
+_EVIDENCE_KEY = attrgetter("adapter_evidence_key")
+
+
+def resolve_generated_at(value: str | datetime | None) -> str:
+    """The ``generated_at`` string: as given, from a datetime, ``SOURCE_DATE_EPOCH``, or now.
+
+    Deterministic callers inject a fixed value; ``SOURCE_DATE_EPOCH`` (reproducible
+    builds) is honoured when nothing is injected.
+    """
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValidationError("generated_at must be timezone-aware")
+        return value.astimezone(UTC).strftime(_TIMESTAMP_FORMAT)
+    if value is not None:
+        if not isinstance(value, str) or not value.strip():
+            raise ValidationError(f"generated_at must be a non-blank string, got {value!r}")
+        return value
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch.isdigit():
+        return datetime.fromtimestamp(int(epoch), UTC).strftime(_TIMESTAMP_FORMAT)
+    return time.strftime(_TIMESTAMP_FORMAT, time.gmtime())
+
+
+def encode_artifact(
+    graph: SemanticGraph,
+    *,
+    repository_revision: str | None = None,
+    generation_mode: str = GENERATION_MODE_FULL,
+    generated_at: str | datetime | None = None,
+    directed: bool = True,
+    provenance: Mapping[str, Any] | None = None,
+    parallel: bool = True,
+) -> bytes:
+    """The complete bytes of ``graph.cairn`` for ``graph`` (deterministic for fixed inputs).
+
+    ``parallel`` lets a forked worker print the occurrences; the bytes are the same.
+    """
+    meta = _metadata(repository_revision, generation_mode, generated_at, directed, provenance)
+    with gc_paused():
+        body = _fast_body(graph, meta, parallel=parallel)
+        if not body.isascii() and not unicodedata.is_normalized("NFC", body.decode("utf-8")):
+            body = canonical_bytes(_payload(graph, meta, fast=False))
+    return ARTIFACT_HEADER + seal(body) + b"\n"
+
+
+def _fast_body(graph: SemanticGraph, meta: dict[str, Any], *, parallel: bool) -> bytes:
+    """The body via orjson; a forked worker prints the occurrence section meanwhile."""
+    use_worker = parallel and graph.occurrence_count >= PARALLEL_MIN_WRITE_OBJECTS
+    with SharedWork(graph, PARALLEL_WORKERS, parallel=use_worker) as work:
+        work.submit(_occurrence_section)
+        payload = _payload(graph, meta, fast=True, with_occurrences=False)
+        [(owners, occurrences)] = work.drain()
+    payload["occurrence_owners"] = [orjson.Fragment(entry) for entry in owners]
+    payload["occurrences"] = orjson.Fragment(occurrences)
+    return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+
+
+def _occurrence_section(graph: SemanticGraph) -> tuple[list[bytes], bytes]:
+    """The owner table and the printed occurrence columns (run in a worker if possible)."""
+    occurrences = graph.occurrences()
+    owners, owner_rows = _table(list(map(_OWNER, occurrences)), _OWNER_KEY, OccurrenceOwner.to_json)
+    columns = _Writer(fast=True).occurrence_columns(occurrences, owner_rows)
+    return owners, orjson.dumps(columns, option=orjson.OPT_SORT_KEYS)
+
+
+def write_artifact(
+    path: str | os.PathLike[str],
+    graph: SemanticGraph,
+    *,
+    repository_revision: str | None = None,
+    generation_mode: str = GENERATION_MODE_FULL,
+    generated_at: str | datetime | None = None,
+    directed: bool = True,
+    provenance: Mapping[str, Any] | None = None,
+    parallel: bool = True,
+) -> int:
+    """Write ``graph`` to ``path`` atomically (temp file, fsync, rename); returns the size."""
+    data = encode_artifact(
+        graph,
+        repository_revision=repository_revision,
+        generation_mode=generation_mode,
+        generated_at=generated_at,
+        directed=directed,
+        provenance=provenance,
+        parallel=parallel,
+    )
+    atomic_write_bytes(path, data)
+    return len(data)
+
+
+def artifact_payload(
+    graph: SemanticGraph,
+    *,
+    repository_revision: str | None = None,
+    generation_mode: str = GENERATION_MODE_FULL,
+    generated_at: str | datetime | None = None,
+    directed: bool = True,
+    provenance: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The payload as plain JSON (lists, dicts, str): what the artifact body serialises.
+
+    ``payload_sha256`` holds the placeholder; the written body carries the digest.
+    """
+    meta = _metadata(repository_revision, generation_mode, generated_at, directed, provenance)
+    with gc_paused():
+        return _payload(graph, meta, fast=False)
+
+
+def _metadata(
+    repository_revision: str | None,
+    generation_mode: str,
+    generated_at: str | datetime | None,
+    directed: bool,
+    provenance: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    if repository_revision is not None and (
+        not isinstance(repository_revision, str) or not repository_revision.strip()
+    ):
+        raise ValidationError("repository_revision must be a non-blank string or None")
+    if not isinstance(generation_mode, str) or not generation_mode.strip():
+        raise ValidationError("generation_mode must be a non-blank string")
+    if type(directed) is not bool:
+        raise ValidationError("directed must be a boolean")
+    chosen = DEFAULT_PROVENANCE if provenance is None else provenance
+    if not isinstance(chosen, Mapping):
+        raise ValidationError("provenance must be a JSON object")
+    plain = thaw(chosen)
+    refuse_absolute_paths(plain, "provenance")
+    return {
+        "repository_revision": repository_revision,
+        "generation_mode": generation_mode,
+        "generated_at": resolve_generated_at(generated_at),
+        "directed": directed,
+        "provenance": plain,
+    }
+
+
+def refuse_absolute_paths(value: Any, where: str) -> None:
+    """Raise ``ValidationError`` when ``value`` holds an absolute path under a file key."""
+    found = absolute_path_fields(value, where)
+    if found:
+        raise ValidationError(
+            f"refusing to write an absolute path into the artifact at {found[0]}",
+            details={"fields": found},
+        )
+
+
+_IDENTITY_KEY = attrgetter("status", "reasons")
+_OWNER_KEY = attrgetter("adapter_id", "strategy", "adapter_version")
+_RANGE = attrgetter("start_line", "start_column", "end_line", "end_column")
+_SOURCE_SIDE = attrgetter("endpoint_identity.source")
+_TARGET_SIDE = attrgetter("endpoint_identity.target")
+
+
+def _discriminator_key(disc: Discriminator) -> Any:
+    # Types are part of the key: True, 1 and 1.0 are equal but print differently.
+    value = disc.value
+    key = (
+        disc.registry,
+        disc.policy_version,
+        disc.completeness,
+        disc.reasons,
+        tuple(value.items()),
+        tuple(map(type, value.values())),
+    )
+    try:
+        hash(key)
+    except TypeError:  # a nested value: fall back to the canonical bytes
+        return canonical_bytes(disc.to_json())
+    return key
+
+
+def _table(
+    objects: Sequence[Any], key: Callable[[Any], Any], to_json: Callable[[Any], Any]
+) -> tuple[list[bytes], list[int]]:
+    """Distinct values of ``objects`` sorted by canonical bytes, and each object's row.
+
+    ``key`` is a cheap hashable stand-in for the value, so the canonicaliser runs once
+    per distinct value and the per-object work stays in C (``map`` over ``key``).
+    """
+    keys = list(map(key, objects))
+    first: dict[Any, Any] = {}
+    for position, value_key in enumerate(keys):
+        first.setdefault(value_key, position)
+    encoded = {value_key: canonical_bytes(to_json(objects[at])) for value_key, at in first.items()}
+    entries = sorted(set(encoded.values()))
+    row_of_entry = {entry: row for row, entry in enumerate(entries)}
+    row_of_key = {value_key: row_of_entry[data] for value_key, data in encoded.items()}
+    return entries, list(map(row_of_key.__getitem__, keys))
+
+
+def _walk_free(value: Any, where: Callable[[], str]) -> tuple[Any, bool]:
+    """Thaw a free-form value, check file keys for absolute paths, flag unsafe numbers.
+
+    Returns the plain value and whether orjson prints it exactly as the reference does
+    (strings are covered by the whole-text NFC check).
+    """
+    kind = type(value)
+    if kind is str or value is None or kind is bool:
+        return value, True
+    if kind is int:
+        return value, -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    if kind is float:
+        if abs(value) > MAX_SAFE_INTEGER and value.is_integer():
+            # It would print as an integer literal that no reader can take back exactly.
+            raise CanonicalizationError(
+                f"{where()} holds {value!r}, which prints as an integer beyond ±2**53 "
+                "and cannot round-trip; store it as a string"
+            )
+        return value, _PLAIN_FLOAT_MIN <= abs(value) < _PLAIN_FLOAT_MAX and not value.is_integer()
+    if isinstance(value, Mapping):
+        plain: dict[str, Any] = {}
+        safe = True
+        for key, item in value.items():
+            if key in PATH_FIELD_NAMES and type(item) is str and is_absolute_path(item):
+                location = f"{where()}.{key}"
+                raise ValidationError(
+                    f"refusing to write an absolute path into the artifact at {location}",
+                    details={"field": location},
+                )
+            plain[key], item_safe = _walk_free(item, where)
+            safe = safe and item_safe and type(key) is str
+        return plain, safe
+    if kind is tuple or kind is list:
+        items: list[Any] = []
+        safe = True
+        for item in value:
+            plain_item, item_safe = _walk_free(item, where)
+            items.append(plain_item)
+            safe = safe and item_safe
+        return items, safe
+    return value, False  # not JSON: the canonicaliser names the problem
+
+
+class _Writer:
+    """Turns records into payload columns; ``fast`` emits fragments, tuples and enums."""
+
+    def __init__(self, fast: bool) -> None:
+        self.fast = fast
+        self._numbers: dict[Any, Any] = {}
+
+    def array(self, items: Sequence[Any]) -> Any:
+        """A JSON array: tuples pass through orjson; the plain payload uses lists."""
+        return items if self.fast else list(items)
+
+    def arrays(self, column: Iterable[Sequence[Any]]) -> list[Any]:
+        """A column of arrays (tuples pass through orjson unchanged in fast mode)."""
+        return list(column) if self.fast else [list(items) for items in column]
+
+    def table(self, entries: list[bytes]) -> list[Any]:
+        """A table as fragments (fast) or plain JSON values."""
+        if self.fast:
+            return [orjson.Fragment(entry) for entry in entries]
+        return [orjson.loads(entry) for entry in entries]
+
+    def free(self, value: Any, where: Callable[[], str]) -> Any:
+        """A free-form JSON value, after the absolute-path check."""
+        plain, safe = _walk_free(value, where)
+        if self.fast and not safe:
+            return orjson.Fragment(canonical_bytes(plain))
+        return plain
+
+    def free_items(self, items: Sequence[Any], where: Callable[[], str]) -> Any:
+        """A set-like array of free-form values."""
+        return [self.free(item, where) for item in items]
+
+    def number(self, value: int | float) -> Any:
+        """A schema number printed exactly as the reference canonicaliser prints it."""
+        if not isinstance(value, float):
+            if abs(value) > MAX_SAFE_INTEGER:
+                format_number(value)  # raises CanonicalizationError with the reason
+            return value
+        if not self.fast or (
+            _PLAIN_FLOAT_MIN <= abs(value) < _PLAIN_FLOAT_MAX and not value.is_integer()
+        ):
+            return value
+        cached = self._numbers.get(value)
+        if cached is None:
+            cached = orjson.Fragment(format_number(value).encode())
+            self._numbers[value] = cached
+        return cached
+
+    def ranges(self, column: Iterable[SourceRange | None]) -> list[Any]:
+        encoded = [None if item is None else _RANGE(item) for item in column]
+        present = [item for item in encoded if item is not None]
+        if present:
+            self.number(max(map(max, present)))
+        return encoded if self.fast else [None if item is None else list(item) for item in encoded]
+
+    def observations(self, items: Sequence[ConfidenceObservation]) -> Any:
+        return [
+            {"value": self.number(obs.value), "method": obs.method, "observer": obs.observer}
+            for obs in items
+        ]
+
+    # -------------------------------------------------------------- columns
+    def node_columns(self, nodes: Sequence[Node], identity_rows: list[int]) -> dict[str, Any]:
+        empty: dict[str, Any] = {}
+        return {
+            "id": list(map(_ID, nodes)),
+            "kind": list(map(_KIND, nodes)),
+            "identity": identity_rows,
+            "attributes": [
+                self.free(node.attributes, _where("nodes", node.id, ".attributes"))
+                if node.attributes
+                else empty
+                for node in nodes
+            ],
+        }
+
+    def fact_columns(
+        self,
+        facts: Sequence[SemanticFact],
+        source_rows: list[int],
+        target_rows: list[int],
+        discriminator_rows: list[int],
+    ) -> dict[str, Any]:
+        directions: Any = list(map(_DIRECTION, facts))
+        if not self.fast:
+            directions = [direction.value for direction in directions]
+        empty = self.array(())
+        return {
+            "id": list(map(_ID, facts)),
+            "direction": directions,
+            "source": list(map(_SOURCE, facts)),
+            "target": list(map(_TARGET, facts)),
+            "relation": list(map(_RELATION, facts)),
+            "discriminator": discriminator_rows,
+            "source_identity": source_rows,
+            "target_identity": target_rows,
+            "occurrence_ids": self.arrays(map(_OCCURRENCE_IDS, facts)),
+            "annotation_variants": [
+                self.free_items(
+                    fact.annotation_variants, _where("facts", fact.id, ".annotation_variants")
+                )
+                if fact.annotation_variants
+                else empty
+                for fact in facts
+            ],
+        }
+
+    def occurrence_columns(
+        self, occurrences: Sequence[EvidenceOccurrence], owner_rows: list[int]
+    ) -> dict[str, Any]:
+        empty = self.array(())
+        return {
+            "id": list(map(_ID, occurrences)),
+            "fact_id": list(map(_FACT_ID, occurrences)),
+            "owner": owner_rows,
+            "source_file": list(map(_SOURCE_FILE, occurrences)),
+            "source_range": self.ranges(map(_SOURCE_RANGE, occurrences)),
+            "target_file": list(map(_TARGET_FILE, occurrences)),
+            "target_range": self.ranges(map(_TARGET_RANGE, occurrences)),
+            "site_kind": list(map(_SITE_KIND, occurrences)),
+            "adapter_evidence_key": list(map(_EVIDENCE_KEY, occurrences)),
+            "provenance": [
+                self.free_items(item.provenance, _where("occurrences", item.id, ".provenance"))
+                if item.provenance
+                else empty
+                for item in occurrences
+            ],
+            "confidence_observations": [
+                self.observations(item.confidence_observations)
+                if item.confidence_observations
+                else empty
+                for item in occurrences
+            ],
+            "metadata_variants": [
+                self.free_items(
+                    item.metadata_variants, _where("occurrences", item.id, ".metadata_variants")
+                )
+                if item.metadata_variants
+                else empty
+                for item in occurrences
+            ],
+            "diagnostics": self.arrays(map(_DIAGNOSTICS, occurrences)),
+        }
+
+    def hyperedge(self, hyperedge: Hyperedge) -> dict[str, Any]:
+        attributes = hyperedge.attributes
+        return {
+            "id": hyperedge.id,
+            "relation": hyperedge.relation,
+            "members": list(hyperedge.members),
+            "attributes": self.free(attributes, _where("hyperedges", hyperedge.id, ".attributes"))
+            if attributes
+            else {},
+        }
+
+
+def _where(section: str, record_id: str, member: str) -> Callable[[], str]:
+    """A lazily formatted location, built only when an error names it."""
+    return lambda: f"{section}[{record_id}]{member}"
+
+
+def _payload(
+    graph: SemanticGraph, meta: dict[str, Any], *, fast: bool, with_occurrences: bool = True
+) -> dict[str, Any]:
+    writer = _Writer(fast)
+    nodes, facts = graph.nodes(), graph.facts()
+    identity_objects = [
+        *map(attrgetter("identity"), nodes),
+        *map(_SOURCE_SIDE, facts),
+        *map(_TARGET_SIDE, facts),
+    ]
+    identities, identity_rows = _table(identity_objects, _IDENTITY_KEY, EndpointIdentity.to_json)
+    node_rows = identity_rows[: len(nodes)]
+    source_rows = identity_rows[len(nodes) : len(nodes) + len(facts)]
+    target_rows = identity_rows[len(nodes) + len(facts) :]
+    discriminators, discriminator_rows = _table(
+        list(map(_DISCRIMINATOR, facts)), _discriminator_key, Discriminator.to_json
+    )
+    pairs = Counter(zip(source_rows, target_rows, strict=True))
+    table_identities = [EndpointIdentity.from_json(orjson.loads(entry)) for entry in identities]
+    provenance, provenance_safe = _walk_free(meta["provenance"], lambda: "provenance")
+    payload = {
+        "versions": expected_versions(graph.registry.identifier),
+        "repository_revision": meta["repository_revision"],
+        "generation_mode": meta["generation_mode"],
+        "generated_at": meta["generated_at"],
+        "directed": meta["directed"],
+        "endpoint_identities": writer.table(identities),
+        "discriminators": writer.table(discriminators),
+        "nodes": writer.node_columns(nodes, node_rows),
+        "facts": writer.fact_columns(facts, source_rows, target_rows, discriminator_rows),
+        "hyperedges": [writer.hyperedge(item) for item in graph.hyperedges()],
+        "community_labels": dict(graph.community_labels),
+        "counts": graph.counts().to_json(),
+        "admission": {
+            "admission_counts": dict(graph.admission_counts),
+            "unregistered_relation_admissions": dict(graph.unregistered_relation_admissions),
+        },
+        "integrity_receipt": receipt_from_pairs(
+            pairs, table_identities, graph.unregistered_relation_admissions
+        ),
+        "provenance": (
+            orjson.Fragment(canonical_bytes(provenance))
+            if fast and not provenance_safe
+            else provenance
+        ),
+        DIGEST_KEY: DIGEST_PLACEHOLDER,
+    }
+    if with_occurrences:
+        occurrences = graph.occurrences()
+        owners, owner_rows = _table(
+            list(map(_OWNER, occurrences)), _OWNER_KEY, OccurrenceOwner.to_json
+        )
+        payload["occurrence_owners"] = writer.table(owners)
+        payload["occurrences"] = writer.occurrence_columns(occurrences, owner_rows)
+    return payload
+
+
+_DISCRIMINATOR = attrgetter("discriminator")
+_OWNER = attrgetter("owner")
+_OCCURRENCE_IDS = attrgetter("occurrence_ids")
+_DIAGNOSTICS = attrgetter("diagnostics")
+_SOURCE_RANGE = attrgetter("source_range")
+_TARGET_RANGE = attrgetter("target_range")

@@ -1,0 +1,69 @@
+"""Absolute-path detection: an artifact is portable, so no file field may hold one (§11).
+
+Occurrence ``source_file`` and ``target_file`` are already validated as
+repository-relative by the graph. Free-form JSON (node and hyperedge attributes, fact
+annotations, occurrence provenance and metadata, the artifact's own provenance) is
+searched, at any depth, for object keys that name a file location
+(``PATH_FIELD_NAMES``); their string values must not be absolute. Strings under other
+keys are not judged, so a URL route such as ``/users/{id}`` belongs under a key like
+``route``, not ``path``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["PATH_FIELD_NAMES", "absolute_path_fields", "is_absolute_path"]
+
+PATH_FIELD_NAMES = frozenset(
+    {
+        "abs_path",
+        "absolute_path",
+        "checkout_root",
+        "cwd",
+        "file",
+        "file_path",
+        "filename",
+        "path",
+        "repository_root",
+        "root_dir",
+        "source_file",
+        "target_file",
+        "workspace_root",
+    }
+)
+"""Object keys whose string values are file locations and must be repository-relative."""
+
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
+def is_absolute_path(text: str) -> bool:
+    """Whether ``text`` is an absolute POSIX, home, Windows, UNC or ``file:`` location."""
+    return (
+        text.startswith(("/", "\\", "~"))
+        or text[:5].lower() == "file:"
+        or bool(_WINDOWS_DRIVE.match(text))
+    )
+
+
+def absolute_path_fields(value: Any, where: str) -> list[str]:
+    """Locations (``where.key...``) of absolute paths under file-naming keys in ``value``."""
+    found: list[str] = []
+    _walk(value, where, found)
+    return found
+
+
+def _walk(value: Any, where: str, found: list[str]) -> None:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            location = f"{where}.{key}"
+            if key in PATH_FIELD_NAMES and isinstance(item, str) and is_absolute_path(item):
+                found.append(location)
+            elif isinstance(item, Mapping | list | tuple):
+                _walk(item, location, found)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            if isinstance(item, Mapping | list | tuple):
+                _walk(item, f"{where}[{index}]", found)

@@ -1,0 +1,331 @@
+"""The indexing pipeline: scan, extract in parallel, resolve globally, build the graph.
+
+Phase one reads and parses each accepted file on its own (in worker processes when
+``workers > 1``) and yields a ``FileExtract`` that depends on that file's bytes and path
+only. Phase two runs in this process over every extract in path order: module maps,
+name resolution, routes, document links. Results are merged by path, never by arrival
+order, so the graph and its artifact are byte-identical for any worker count, file
+order or hash seed (code-graph §7).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import closing
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from cairn.codegraph.emit import GraphEmitter
+from cairn.codegraph.limits import (
+    ADAPTER_VERSION,
+    DEFAULT_OUT_DIRNAME,
+    GRAPH_FILENAME,
+    MANIFEST_FILENAME,
+)
+from cairn.codegraph.records import FileExtract
+from cairn.codegraph.resolve import PythonResolver
+from cairn.codegraph.scan import (
+    INDEXED,
+    FileOutcome,
+    Manifest,
+    ScannedFile,
+    ScanResult,
+    read_source,
+    scan_repository,
+)
+from cairn.codegraph.wire import gc_paused, worker_initializer, worker_tick
+from cairn.errors import ValidationError
+from cairn.graph import SemanticGraph, build_receipt, fully_stable_facts
+
+__all__ = [
+    "MAX_WORKERS",
+    "IndexResult",
+    "WrittenIndex",
+    "default_workers",
+    "extract_file",
+    "index_repository",
+    "index_summary",
+    "repository_revision",
+    "write_index",
+]
+
+MAX_WORKERS = 64
+"""Upper bound on ``--workers``."""
+
+CHUNK_FILES = 4
+"""Files handed to one worker at a time (amortises inter-process overhead).
+
+Jobs go out largest file first, so small chunks keep both workers busy to the end."""
+
+PYTHON = "python"
+"""The language resolved first (while the workers extract every other file)."""
+
+WORKER_PRELOAD = (
+    "cairn.codegraph.wire",
+    "cairn.codegraph.python",
+    "cairn.codegraph.markdown",
+    "cairn.codegraph.treesitter",
+)
+"""Modules the forkserver imports once, so each worker starts without importing them."""
+
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexResult:
+    """The product of indexing: the graph, the manifest and the wall time it took."""
+
+    root: Path
+    graph: SemanticGraph
+    manifest: Manifest
+    seconds: float
+
+
+def extract_file(path: str, language: str, data: bytes) -> FileExtract:
+    """Local extraction of one file by the adapter of its language (pure, cacheable)."""
+    if language == "python":
+        from cairn.codegraph.python import extract_python
+
+        return extract_python(path, data)
+    if language == "markdown":
+        from cairn.codegraph.markdown import extract_markdown
+
+        return extract_markdown(path, data)
+    if language in ("javascript", "typescript", "go", "gomod"):
+        from cairn.codegraph.treesitter import extract_treesitter
+
+        return extract_treesitter(path, language, data)
+    raise ValidationError(f"no adapter for language {language!r}")
+
+
+def _extract_one(job: tuple[str, ScannedFile]) -> tuple[FileOutcome, FileExtract]:
+    root, scanned = job
+    read = read_source(Path(root), scanned)
+    empty = FileExtract(scanned.path, scanned.language)
+    if read.data is None:
+        return read.outcome, empty
+    try:
+        return read.outcome, extract_file(scanned.path, scanned.language, read.data)
+    except (SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError) as exc:
+        return replace(read.outcome, outcome=f"failed:{type(exc).__name__}"), empty
+    finally:
+        worker_tick()
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    methods = multiprocessing.get_all_start_methods()
+    if "forkserver" in methods:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(list(WORKER_PRELOAD))
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def _extract_phases(
+    root: Path,
+    phases: Sequence[Sequence[ScannedFile]],
+    workers: int,
+    progress: ProgressCallback | None,
+) -> Generator[list[tuple[FileOutcome, FileExtract]], None, None]:
+    """Extract each phase's files, yielding one phase's results at a time (any order).
+
+    With workers, every phase is queued at once, first phase first, so the caller can
+    resolve the first phase (Python) while the workers are still on later ones; within a
+    phase, files go out largest first (longest-processing-time scheduling). Results are
+    re-sorted by path by the caller, so neither order shows in the graph.
+    """
+    total = sum(len(files) for files in phases)
+    seen = [0]
+
+    def collect(
+        stream: Iterable[tuple[FileOutcome, FileExtract]],
+    ) -> list[tuple[FileOutcome, FileExtract]]:
+        results: list[tuple[FileOutcome, FileExtract]] = []
+        for item in stream:
+            results.append(item)
+            seen[0] += 1
+            if progress is not None:
+                progress(seen[0], total)
+        return results
+
+    if workers <= 1 or total < 2:
+        for files in phases:
+            yield collect(map(_extract_one, [(str(root), scanned) for scanned in files]))
+        return
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=_pool_context(), initializer=worker_initializer
+    ) as pool:
+        streams = []
+        for files in phases:
+            ordered = sorted(files, key=lambda scanned: (-scanned.size, scanned.path))
+            jobs = [(str(root), scanned) for scanned in ordered]
+            streams.append(pool.map(_extract_one, jobs, chunksize=CHUNK_FILES))
+        for stream in streams:
+            yield collect(stream)
+
+
+def _by_language(extracts: Iterable[FileExtract], *languages: str) -> list[FileExtract]:
+    return sorted((e for e in extracts if e.language in languages), key=lambda e: e.path)
+
+
+def index_repository(
+    root: Path | str,
+    *,
+    excludes: Sequence[str] = (),
+    workers: int = 1,
+    progress: ProgressCallback | None = None,
+) -> IndexResult:
+    """Index the repository at ``root`` into a semantic graph plus manifest."""
+    if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
+        raise ValidationError(f"workers must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
+    started = time.perf_counter()
+    with gc_paused():  # ~10^5 acyclic records: the collector would only rescan them
+        scan = scan_repository(root, excludes=excludes)
+        manifest, graph = _index(scan, workers, progress)
+    return IndexResult(scan.root, graph, manifest, time.perf_counter() - started)
+
+
+def _index(
+    scan: ScanResult, workers: int, progress: ProgressCallback | None
+) -> tuple[Manifest, SemanticGraph]:
+    """Extract, resolve and admit: the body of ``index_repository`` (collector paused)."""
+    manifest = Manifest()
+    for skipped in scan.skipped:
+        manifest.add(skipped)
+    python_files = [scanned for scanned in scan.files if scanned.language == PYTHON]
+    other_files = [scanned for scanned in scan.files if scanned.language != PYTHON]
+    emitter = GraphEmitter()
+    with closing(
+        _extract_phases(scan.root, (python_files, other_files), workers, progress)
+    ) as phases:
+        pairs = next(phases)
+        python = PythonResolver(_by_language([e for _, e in pairs], PYTHON), emitter)
+        python.run()
+        emitter.flush()  # admit the Python facts while the workers finish the other files
+        pairs.extend(next(phases))
+    pairs.sort(key=lambda pair: pair[0].path)
+    extracts = [extract for _, extract in pairs]
+    call_stats: dict[str, Counter[str]] = dict(python.call_stats)
+    code = _by_language(extracts, "javascript", "typescript", "go", "gomod")
+    if code:
+        from cairn.codegraph.tsresolve import CodeResolver
+
+        code_resolver = CodeResolver(code, emitter)
+        code_resolver.run()
+        call_stats.update(code_resolver.call_stats)
+    docs = _by_language(extracts, "markdown")
+    all_paths = [outcome.path for outcome, _ in pairs]
+    if docs:
+        from cairn.codegraph.markdown import MarkdownResolver
+
+        MarkdownResolver(docs, emitter, all_paths).run()
+    for outcome, _ in pairs:
+        stats = call_stats.get(outcome.path)
+        if stats and outcome.outcome == INDEXED:
+            outcome = replace(outcome, counts=tuple(sorted(stats.items())))
+            manifest.calls.update(stats)
+        manifest.add(outcome)
+    return manifest, emitter.graph
+
+
+def index_summary(result: IndexResult) -> dict[str, Any]:
+    """The summary ``cairn index`` prints: files, nodes, facts, occurrences, stability, time."""
+    graph = result.graph
+    nodes = Counter(node.kind for node in graph.nodes())
+    facts = Counter(fact.relation for fact in graph.facts())
+    receipt = build_receipt(graph)
+    stable = fully_stable_facts(receipt)
+    calls = dict(sorted(result.manifest.calls.items()))
+    return {
+        "files": result.manifest.summary(),
+        "outcomes": result.manifest.outcome_counts(),
+        "nodes_by_kind": dict(sorted(nodes.items())),
+        "facts_by_relation": dict(sorted(facts.items())),
+        "counts": graph.counts().to_json(),
+        "stable_fact_share": round(stable / graph.fact_count, 6) if graph.fact_count else 1.0,
+        "calls": calls,
+        "unresolved_calls": calls.get("unresolved", 0) + calls.get("dynamic", 0),
+        "seconds": round(result.seconds, 3),
+    }
+
+
+def default_workers() -> int:
+    """A sensible default worker count: the CPUs this process may use."""
+    try:
+        return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, min(MAX_WORKERS, os.cpu_count() or 1))
+
+
+def iter_outcomes(result: IndexResult) -> Iterator[FileOutcome]:
+    """Manifest rows in path order."""
+    yield from result.manifest.sorted_entries()
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenIndex:
+    """Where ``write_index`` put the artifact and the manifest, and their sizes."""
+
+    graph_path: Path
+    manifest_path: Path
+    graph_bytes: int
+    manifest_bytes: int
+
+
+def repository_revision(root: Path) -> str | None:
+    """The checked-out Git commit of ``root`` read from ``.git`` files, or None."""
+    git = root / ".git"
+    try:
+        head = (git / "HEAD").read_text("utf-8").strip()
+        if not head.startswith("ref: "):
+            return head or None
+        ref = head[len("ref: ") :]
+        ref_file = git / ref
+        if ref_file.is_file():
+            return ref_file.read_text("utf-8").strip() or None
+        packed = git / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text("utf-8").splitlines():
+                sha, _, name = line.partition(" ")
+                if name == ref:
+                    return sha
+    except OSError:
+        return None
+    return None
+
+
+def write_index(
+    result: IndexResult,
+    out_dir: Path | str | None = None,
+    *,
+    generated_at: str | None = None,
+) -> WrittenIndex:
+    """Write ``graph.cairn`` and the manifest into ``out_dir`` (default ``ROOT/.cairn``).
+
+    ``generated_at`` is injected for reproducible output; when omitted the artifact
+    writer uses ``SOURCE_DATE_EPOCH`` or the current time.
+    """
+    from cairn.artifact.atomic import atomic_write_bytes
+    from cairn.artifact.format import write_artifact
+    from cairn.canonical import canonical_bytes
+
+    target = Path(out_dir) if out_dir is not None else result.root / DEFAULT_OUT_DIRNAME
+    target.mkdir(parents=True, exist_ok=True)
+    graph_path = target / GRAPH_FILENAME
+    graph_bytes = write_artifact(
+        graph_path,
+        result.graph,
+        repository_revision=repository_revision(result.root),
+        generated_at=generated_at,
+        provenance={"producer": "cairn.codegraph", "adapter_version": ADAPTER_VERSION},
+    )
+    manifest = canonical_bytes(result.manifest.to_json()) + b"\n"
+    manifest_path = target / MANIFEST_FILENAME
+    atomic_write_bytes(manifest_path, manifest)
+    return WrittenIndex(graph_path, manifest_path, graph_bytes, len(manifest))

@@ -1,0 +1,130 @@
+"""Terminal side of ``cairn index``: a progress bar on a terminal, quiet otherwise, a summary.
+
+The CLI stays thin: it parses options and calls ``index_and_write``, which indexes,
+writes the artifact and the manifest, loads the database next to them, and prints
+readable tables unless JSON was asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cairn.codegraph.build import (
+    ProgressCallback,
+    default_workers,
+    index_repository,
+    index_summary,
+    write_index,
+)
+from cairn.graph.multigraph import SemanticGraph
+from cairn.store.locate import DATABASE_FILE
+
+__all__ = ["index_and_write", "print_summary"]
+
+
+@contextmanager
+def _progress(console: Console, enabled: bool) -> Iterator[ProgressCallback | None]:
+    if not enabled:
+        yield None
+        return
+    bar = Progress(
+        TextColumn("[bold]indexing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    task = bar.add_task("files", total=None)
+
+    def update(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    with bar:
+        yield update
+
+
+def index_and_write(
+    path: str | Path,
+    *,
+    out: str | Path | None = None,
+    workers: int | None = None,
+    excludes: Sequence[str] = (),
+    generated_at: str | None = None,
+    as_json: bool = False,
+    load: bool = True,
+) -> dict[str, Any]:
+    """Index ``path``, write ``graph.cairn`` and the manifest, load the database, summarise.
+
+    The database is ``cairn.db`` next to ``graph.cairn`` (``PATH/.cairn/cairn.db`` by
+    default); loading applies only what changed, as one atomic command.
+    """
+    console = Console(stderr=as_json)
+    count = workers if workers is not None else default_workers()
+    with _progress(console, console.is_terminal and not as_json) as progress:
+        result = index_repository(path, excludes=excludes, workers=count, progress=progress)
+    written = write_index(result, out, generated_at=generated_at)
+    summary = index_summary(result)
+    summary["workers"] = count
+    summary["graph_path"] = str(written.graph_path)
+    summary["manifest_path"] = str(written.manifest_path)
+    summary["graph_bytes"] = written.graph_bytes
+    if load:
+        summary["load"] = _load(written.graph_path.parent / DATABASE_FILE, result.graph)
+    if not as_json:
+        print_summary(console, summary)
+    return summary
+
+
+def _load(db_path: Path, graph: SemanticGraph) -> dict[str, Any]:
+    from cairn.store import open as open_database
+    from cairn.store.load import load_semantic_graph, load_summary
+
+    with open_database(db_path) as db:
+        receipt = load_semantic_graph(db, graph)
+    return {"db": str(db_path), **load_summary(receipt)}
+
+
+def _table(title: str, header: str, rows: dict[str, Any]) -> Table:
+    table = Table(title=title)
+    table.add_column(header)
+    table.add_column("count", justify="right")
+    for name, value in rows.items():
+        table.add_row(name, str(value))
+    return table
+
+
+def print_summary(console: Console, summary: dict[str, Any]) -> None:
+    """Readable tables: files by language and outcome, nodes, facts, calls, totals."""
+    files = Table(title="Files by language and outcome")
+    files.add_column("language")
+    files.add_column("outcome")
+    files.add_column("files", justify="right")
+    for language, outcomes in summary["files"].items():
+        for outcome, value in outcomes.items():
+            files.add_row(language, outcome, str(value))
+    console.print(files)
+    console.print(_table("Nodes by kind", "kind", summary["nodes_by_kind"]))
+    console.print(_table("Facts by relation", "relation", summary["facts_by_relation"]))
+    console.print(_table("Call sites", "resolution", summary["calls"]))
+    counts = summary["counts"]
+    console.print(
+        f"[bold]{counts['node_count']}[/] nodes, [bold]{counts['fact_count']}[/] facts, "
+        f"[bold]{counts['endpoint_pair_count']}[/] endpoint pairs, "
+        f"[bold]{counts['occurrence_count']}[/] occurrences; "
+        f"stable x stable facts {summary['stable_fact_share']:.2%}; "
+        f"unresolved calls {summary['unresolved_calls']}; "
+        f"{summary['seconds']:.2f} s with {summary['workers']} worker(s)"
+    )
+    console.print(f"wrote {summary['graph_path']} and {summary['manifest_path']}")
+    if "load" in summary:
+        load = summary["load"]
+        state = f"{load['changes']} changes" if load["changes"] else "already up to date"
+        console.print(f"loaded {load['db']}: {state} (position {load['position']})")

@@ -1,0 +1,132 @@
+"""Turning resolved records into graph nodes, facts and occurrences, one site at a time.
+
+``GraphEmitter`` wraps a ``SemanticGraph``: it adds each node once (externals are made
+on demand, with attributes derived from their ID alone so any order gives the same
+node), and it admits one fact candidate per evidence site with that site's occurrence.
+It never de-duplicates: merging exact duplicates is the graph's own admission policy.
+Fact candidates are queued in call order and admitted in one ``SemanticGraph.add_facts``
+batch when ``graph`` is read (the same state ``add_fact`` one by one gives, much faster).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from cairn.codegraph.limits import ADAPTER_VERSION
+from cairn.codegraph.records import Range
+from cairn.graph import EndpointIdentity, OccurrenceInput, SemanticGraph, SourceRange
+from cairn.graph.multigraph import FactCandidate
+
+__all__ = ["GraphEmitter", "external_id", "file_id", "symbol_id"]
+
+
+def file_id(path: str) -> str:
+    """Node ID of a file."""
+    return f"file:{path}"
+
+
+def symbol_id(kind: str, path: str, qualname: str) -> str:
+    """Node ID of a symbol, route or section: ``kind:path#qualified-part``."""
+    return f"{kind}:{path}#{qualname}"
+
+
+def external_id(language: str, dotted: str) -> str:
+    """Node ID of a symbol or module outside the repository."""
+    return f"external:{language}:{dotted}"
+
+
+_STABLE = EndpointIdentity.stable()
+"""One shared (immutable) stable identity instead of one per node."""
+
+
+class GraphEmitter:
+    """Adds nodes and one fact per evidence site to a ``SemanticGraph``."""
+
+    def __init__(self) -> None:
+        self._graph = SemanticGraph()
+        self._pending: list[FactCandidate] = []
+        self.relations: Counter[str] = Counter()
+
+    @property
+    def graph(self) -> SemanticGraph:
+        """The graph, with every fact candidate queued so far admitted (in call order)."""
+        self.flush()
+        return self._graph
+
+    def flush(self) -> None:
+        """Admit every queued fact candidate now, in call order, as one batch."""
+        if self._pending:
+            pending, self._pending = self._pending, []
+            self._graph.add_facts(pending)
+
+    def node(
+        self,
+        node_id: str,
+        kind: str,
+        attributes: Mapping[str, Any],
+        identity: EndpointIdentity | None = None,
+    ) -> str:
+        """Add a node unless it already exists; returns its ID."""
+        if not self._graph.has_node(node_id):
+            attrs = {key: value for key, value in attributes.items() if value is not None}
+            self._graph.add_node(
+                node_id,
+                kind,
+                identity=identity or _STABLE,
+                attributes={"kind": kind, **attrs},
+            )
+        return node_id
+
+    def external(self, language: str, dotted: str) -> str:
+        """The external node for ``dotted`` in ``language`` (created on first use)."""
+        node_id = external_id(language, dotted)
+        if not self._graph.has_node(node_id):
+            separators = "./" if language in ("python", "go") else "/"
+            name = dotted
+            for sep in separators:
+                name = name.rsplit(sep, 1)[-1]
+            self.node(
+                node_id,
+                "external",
+                {"name": name or dotted, "qualified_name": dotted, "language": language},
+            )
+        return node_id
+
+    def fact(
+        self,
+        source: str,
+        target: str,
+        relation: str,
+        discriminator: Mapping[str, Any] | None,
+        *,
+        adapter: str,
+        strategy: str,
+        path: str,
+        rng: Range | None,
+        site_kind: str,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Queue one fact candidate with the occurrence of one evidence site.
+
+        The mappings are copied: a caller may reuse its dict before the batch is admitted.
+        """
+        self._pending.append(
+            (
+                source,
+                target,
+                relation,
+                dict(discriminator) if discriminator else None,
+                OccurrenceInput(
+                    adapter_id=adapter,
+                    strategy=strategy,
+                    adapter_version=ADAPTER_VERSION,
+                    source_file=path,
+                    source_range=SourceRange(*rng) if rng is not None else None,
+                    site_kind=site_kind,
+                    metadata=dict(metadata) if metadata else None,
+                ),
+            )
+        )
+        self.relations[relation] += 1

@@ -1,0 +1,130 @@
+"""Named defaults and limits of the code-graph producer, kept in one place.
+
+Every cap the scanner and the adapters apply is declared here so that a reader can see
+what is bounded and by how much, and so tests can refer to the same numbers.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ADAPTER_VERSION",
+    "BINARY_SNIFF_BYTES",
+    "DEFAULT_EXCLUDED_DIRS",
+    "DEFAULT_OUT_DIRNAME",
+    "GRAPH_FILENAME",
+    "LANGUAGE_BY_NAME",
+    "LANGUAGE_BY_SUFFIX",
+    "MANIFEST_FILENAME",
+    "MANIFEST_SCHEMA",
+    "MAX_DOCSTRING_CHARS",
+    "MAX_FILE_BYTES",
+    "MAX_RESOLUTION_DEPTH",
+    "MAX_SIGNATURE_CHARS",
+    "SECRET_FILENAMES",
+    "SECRET_SUFFIXES",
+]
+
+ADAPTER_VERSION = "1"
+"""Version of every Cairn adapter; outside identity, recorded on occurrences."""
+
+MAX_FILE_BYTES = 1024 * 1024
+"""Files larger than this (1 MiB) are skipped as ``skipped:too_large``."""
+
+BINARY_SNIFF_BYTES = 8192
+"""How many leading bytes are checked for a NUL byte to call a file binary."""
+
+MAX_DOCSTRING_CHARS = 500
+"""Docstrings stored on nodes are cut to this many characters."""
+
+MAX_SIGNATURE_CHARS = 300
+"""Signatures stored on nodes are cut to this many characters."""
+
+MAX_RESOLUTION_DEPTH = 32
+"""How many re-export / alias hops name resolution follows before giving up."""
+
+DEFAULT_OUT_DIRNAME = ".cairn"
+GRAPH_FILENAME = "graph.cairn"
+MANIFEST_FILENAME = "manifest.json"
+MANIFEST_SCHEMA = "cairn.index-manifest/1"
+
+DEFAULT_EXCLUDED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".cairn",
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".env",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".eggs",
+        "build",
+        "dist",
+        "site-packages",
+        ".next",
+        ".nuxt",
+        "coverage",
+        "target",
+    }
+)
+"""Directory names never descended into (VCS, virtualenvs, caches, build output)."""
+
+SECRET_FILENAMES = frozenset(
+    {
+        "id_rsa",
+        "id_dsa",
+        "id_ecdsa",
+        "id_ed25519",
+        ".netrc",
+        ".pgpass",
+        ".npmrc",
+        ".pypirc",
+        "credentials",
+        "credentials.json",
+        "secrets.json",
+        "secrets.yaml",
+        "secrets.yml",
+    }
+)
+"""File names treated as secrets: skipped by path alone, never read."""
+
+SECRET_SUFFIXES = (
+    ".pem",
+    ".key",
+    ".p12",
+    ".pfx",
+    ".crt",
+    ".cer",
+    ".der",
+    ".jks",
+    ".keystore",
+    ".kdbx",
+    ".gpg",
+    ".asc",
+)
+"""File suffixes of keys and certificates: skipped by path alone, never read."""
+
+LANGUAGE_BY_SUFFIX = {
+    ".py": "python",
+    ".js": "javascript",
+    ".jsx": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".go": "go",
+    ".md": "markdown",
+    ".markdown": "markdown",
+}
+"""File suffix -> language of the adapter that reads it."""
+
+LANGUAGE_BY_NAME = {"go.mod": "gomod"}
+"""Exact file name -> language, checked before the suffix (Go module files)."""

@@ -1,0 +1,756 @@
+"""The Python adapter: exact local extraction with the standard ``ast`` module.
+
+``extract_python(path, data)`` reads one file and returns a ``FileExtract`` holding its
+symbols (classes, functions, methods, module-level variables), lexical scopes with their
+name bindings, and the raw sites of imports, calls, base classes, decorators, route
+registrations, router mounts and Django URL patterns. Nothing here looks at another
+file: resolving a name to its definition is the global phase in ``resolve.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from cairn.codegraph.limits import MAX_DOCSTRING_CHARS, MAX_SIGNATURE_CHARS
+from cairn.codegraph.records import (
+    RETURN_NAME,
+    SELF_PREFIX,
+    YIELD_NAME,
+    Binding,
+    CallSite,
+    ClassBase,
+    DecoratorSite,
+    FileExtract,
+    ImportSite,
+    MountSite,
+    PatternSite,
+    Range,
+    Ref,
+    RouteSite,
+    Scope,
+    Symbol,
+)
+
+__all__ = [
+    "ADAPTER_ID",
+    "ROUTE_DECORATORS",
+    "STRATEGY",
+    "Positions",
+    "bounded",
+    "extract_python",
+]
+
+ADAPTER_ID = "cairn.python"
+STRATEGY = "ast"
+ROUTE_DECORATORS = frozenset(
+    {"route", "get", "post", "put", "delete", "patch", "head", "options", "trace", "api_route"}
+)
+ROUTE_CALLS = {
+    "add_url_rule": (0, "rule", 2, "view_func"),
+    "add_api_route": (0, "path", 1, "endpoint"),
+}
+MOUNT_CALLS = {"register_blueprint": "url_prefix", "include_router": "prefix"}
+CTOR_KWARGS = frozenset({"url_prefix", "prefix"})
+URLCONF_NAME = "urlpatterns"
+URLCONF_SETTING = "ROOT_URLCONF"
+TYPE_CHECKING = "TYPE_CHECKING"
+OPAQUE: Binding = ("opaque",)
+CONST: Binding = ("const",)
+TRACKED_ARGS = frozenset({"ref", "ctor"})
+"""Argument bindings worth recording on a call site (they may carry callables)."""
+ITER_PROTOCOL = ("__iter__", "__next__")
+
+
+def bounded(text: str | None, limit: int) -> str | None:
+    """``text`` cut to ``limit`` characters (with an ellipsis), or None."""
+    if text is None:
+        return None
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+class Positions:
+    """Converts ``ast`` positions (UTF-8 byte columns) into 1-based character ranges."""
+
+    def __init__(self, data: bytes) -> None:
+        self._lines = data.split(b"\n")
+        self._ascii: dict[int, bool] = {}
+
+    def column(self, line: int, byte_col: int) -> int:
+        """0-based character column of a 0-based byte column on 1-based ``line``."""
+        if line < 1 or line > len(self._lines):
+            return byte_col
+        ascii_line = self._ascii.get(line)
+        if ascii_line is None:
+            ascii_line = self._lines[line - 1].isascii()
+            self._ascii[line] = ascii_line
+        if ascii_line:
+            return byte_col
+        return len(self._lines[line - 1][:byte_col].decode("utf-8", errors="replace"))
+
+    def range_of(self, node: ast.AST) -> Range:
+        """The inclusive 1-based range of an ``ast`` node."""
+        line = getattr(node, "lineno", 1)
+        end_line = getattr(node, "end_lineno", None) or line
+        start = self.column(line, getattr(node, "col_offset", 0)) + 1
+        end_col = getattr(node, "end_col_offset", None)
+        end = self.column(end_line, end_col) if end_col is not None else start
+        if (end_line, end) < (line, start):
+            end_line, end = line, start
+        return (line, start, end_line, max(end, 1))
+
+
+@dataclass(slots=True)
+class _ScopeBuilder:
+    qualname: str
+    kind: str
+    parent: str | None
+    owner_class: str | None
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    globals: set[str] = field(default_factory=set)
+
+    def bind(self, name: str, binding: Binding) -> None:
+        found = self.bindings.setdefault(name, [])
+        if binding not in found:
+            found.append(binding)
+
+    def build(self) -> Scope:
+        items = tuple((name, tuple(self.bindings[name])) for name in sorted(self.bindings))
+        return Scope(self.qualname, self.kind, self.parent, self.owner_class, items)
+
+
+@dataclass(slots=True)
+class _SymbolBuilder:
+    qualname: str
+    kind: str
+    name: str
+    parent: str | None
+    ranges: list[Range]
+    signature: str | None
+    docstring: str | None
+
+
+def _const_str(node: ast.AST | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def _arg(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == keyword:
+            return kw.value
+    if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:index]):
+        return call.args[index]
+    return None
+
+
+def _kwarg(call: ast.Call, keyword: str) -> ast.expr | None:
+    return next((kw.value for kw in call.keywords if kw.arg == keyword), None)
+
+
+def _str_list(node: ast.AST | None) -> tuple[str, ...] | None:
+    if not isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return None
+    values = [_const_str(item) for item in node.elts]
+    if any(value is None for value in values):
+        return None
+    return tuple(sorted({value.upper() for value in values if value is not None}))
+
+
+class _Extractor(ast.NodeVisitor):
+    """One pass over a module's tree, keeping a stack of lexical scopes."""
+
+    def __init__(self, path: str, data: bytes) -> None:
+        self.path = path
+        self.pos = Positions(data)
+        self.scopes: dict[str, _ScopeBuilder] = {}
+        self.stack: list[_ScopeBuilder] = []
+        self.symbols: dict[tuple[str, str], _SymbolBuilder] = {}
+        self.imports: list[ImportSite] = []
+        self.calls: list[CallSite] = []
+        self.bases: list[ClassBase] = []
+        self.decorators: list[DecoratorSite] = []
+        self.routes: list[RouteSite] = []
+        self.mounts: list[MountSite] = []
+        self.patterns: list[PatternSite] = []
+        self.constants: list[tuple[str, str]] = []
+        self.type_only = 0
+
+    # ------------------------------------------------------------- helpers
+    @property
+    def scope(self) -> _ScopeBuilder:
+        return self.stack[-1]
+
+    def _push(self, qualname: str, kind: str, owner: str | None) -> _ScopeBuilder:
+        existing = self.scopes.get(qualname)
+        if existing is None:
+            parent = self.stack[-1].qualname if self.stack else None
+            existing = _ScopeBuilder(qualname, kind, parent, owner)
+            self.scopes[qualname] = existing
+        self.stack.append(existing)
+        return existing
+
+    def _qualname(self, name: str) -> str:
+        prefix = self.scope.qualname
+        return f"{prefix}.{name}" if prefix else name
+
+    def _bind(self, name: str, binding: Binding) -> None:
+        scope = self.scope
+        if name in scope.globals:
+            scope = self.scopes[""]
+        scope.bind(name, binding)
+
+    def _symbol(
+        self,
+        qualname: str,
+        kind: str,
+        name: str,
+        node: ast.AST,
+        signature: str | None = None,
+        docstring: str | None = None,
+    ) -> None:
+        parent = self.scope.qualname or None
+        key = (kind, qualname)
+        rng = self.pos.range_of(node)
+        found = self.symbols.get(key)
+        if found is None:
+            self.symbols[key] = _SymbolBuilder(
+                qualname, kind, name, parent, [rng], signature, docstring
+            )
+        elif rng not in found.ranges:
+            found.ranges.append(rng)
+
+    def ref(self, node: ast.AST | None) -> Ref | None:
+        """A ``Ref`` for a name/attribute chain, ``super().x`` or ``Call().x``; else None."""
+        attrs: list[str] = []
+        while True:
+            if isinstance(node, ast.Attribute):
+                attrs.append(node.attr)
+                node = node.value
+            elif isinstance(node, ast.Subscript) and (key := subscript_key(node.slice)):
+                attrs.append(key)
+                node = node.value
+            else:
+                break
+        attrs.reverse()
+        here = self.scope.qualname
+        if isinstance(node, ast.Name):
+            return Ref("name", node.id, here, tuple(attrs))
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id == "super" and attrs:
+                return Ref("super", "", here, tuple(attrs))
+            inner = self.ref(node.func)
+            if inner is not None:
+                return Ref("new", "", here, tuple(attrs), inner)
+        if isinstance(node, ast.Subscript):
+            return self.ref(node.value) if not attrs else None
+        return None
+
+    # ---------------------------------------------------------- statements
+    def visit_Module(self, node: ast.Module) -> None:
+        self._push("", "module", None)
+        self.generic_visit(node)
+        self.stack.pop()
+
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        outer = self.scope
+        kind = "method" if outer.kind == "class" else "function"
+        qualname = self._qualname(node.name)
+        prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
+        signature = f"{prefix} {node.name}({ast.unparse(node.args)})"
+        if node.returns is not None:
+            signature += f" -> {ast.unparse(node.returns)}"
+        doc = bounded(ast.get_docstring(node), MAX_DOCSTRING_CHARS)
+        self._symbol(qualname, kind, node.name, node, bounded(signature, MAX_SIGNATURE_CHARS), doc)
+        applied = tuple(self.ref(deco) for deco in node.decorator_list)
+        if applied and all(ref is not None for ref in applied):
+            self._bind(node.name, ("decorated", qualname, applied))
+        else:
+            self._bind(node.name, ("def", qualname))
+        self._decorators(qualname, node.decorator_list)
+        for default in (*node.args.defaults, *node.args.kw_defaults):
+            if default is not None:
+                self.visit(default)
+        owner = outer.qualname if kind == "method" else outer.owner_class
+        scope = self._push(qualname, "function", owner)
+        self._bind_params(scope, node, kind == "method")
+        for stmt in node.body:
+            self.visit(stmt)
+        self.stack.pop()
+
+    visit_FunctionDef = _visit_function
+    visit_AsyncFunctionDef = _visit_function
+
+    def _bind_params(
+        self, scope: _ScopeBuilder, node: ast.FunctionDef | ast.AsyncFunctionDef, method: bool
+    ) -> None:
+        args = node.args
+        positional = [*args.posonlyargs, *args.args]
+        with_default = positional[len(positional) - len(args.defaults) :]
+        defaults = {a.arg: d for a, d in zip(with_default, args.defaults, strict=True)}
+        for kwonly, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+            if default is not None:
+                defaults[kwonly.arg] = default
+        decorators = {d.id for d in node.decorator_list if isinstance(d, ast.Name)}
+        first = positional[0].arg if positional else None
+        for index, param in enumerate((*positional, *args.kwonlyargs)):
+            name = param.arg
+            if method and name == first and "staticmethod" not in decorators:
+                tag = "cls" if "classmethod" in decorators or name == "cls" else "self"
+                assert scope.owner_class is not None
+                scope.bind(name, (tag, scope.owner_class))
+                continue
+            default = defaults.get(name)
+            default_value = self._value(default) if default is not None else None
+            position = index if index < len(positional) else -1
+            scope.bind(name, ("param", scope.qualname, position, name, default_value))
+        for rest in (args.vararg, args.kwarg):
+            if rest is not None:
+                scope.bind(rest.arg, OPAQUE)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self.visit(node.body)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        qualname = self._qualname(node.name)
+        bases = ", ".join(ast.unparse(base) for base in node.bases)
+        signature = bounded(f"class {node.name}({bases})", MAX_SIGNATURE_CHARS)
+        doc = bounded(ast.get_docstring(node), MAX_DOCSTRING_CHARS)
+        self._symbol(qualname, "class", node.name, node, signature, doc)
+        self._bind(node.name, ("def", qualname))
+        self._decorators(qualname, node.decorator_list)
+        for base in node.bases:
+            ref = self.ref(base)
+            if ref is not None:
+                self.bases.append(ClassBase(qualname, ref, "extends", self.pos.range_of(base)))
+            self.visit(base)
+        for kw in node.keywords:
+            self.visit(kw.value)
+        self._push(qualname, "class", qualname)
+        for stmt in node.body:
+            self.visit(stmt)
+        self.stack.pop()
+
+    def _decorators(self, target: str, decorators: Sequence[ast.expr]) -> None:
+        for deco in decorators:
+            call = deco if isinstance(deco, ast.Call) else None
+            func = call.func if call is not None else deco
+            ref = self.ref(func)
+            rng = self.pos.range_of(deco)
+            if ref is not None:
+                self.decorators.append(DecoratorSite(target, ref, ref.dotted(), rng))
+            if call is not None:
+                for arg in (*call.args, *(kw.value for kw in call.keywords)):
+                    self.visit(arg)
+                if isinstance(func, ast.Attribute) and func.attr in ROUTE_DECORATORS:
+                    self._route_decorator(target, call, func, rng)
+
+    def _route_decorator(
+        self, target: str, call: ast.Call, func: ast.Attribute, rng: Range
+    ) -> None:
+        path = _const_str(_arg(call, 0, "rule")) or _const_str(_arg(call, 0, "path"))
+        if path is None:
+            return
+        methods = _str_list(_kwarg(call, "methods")) or ()
+        self.routes.append(
+            RouteSite(
+                self.ref(func.value), func.attr, path, methods, target, None, "decorator", rng
+            )
+        )
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.scope.globals.update(node.names)
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self.scope.globals.difference_update(node.names)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        phase = "type" if self.type_only else "runtime"
+        rng = self.pos.range_of(node)
+        for alias in node.names:
+            self.imports.append(
+                ImportSite(alias.name, 0, None, "module", phase, "static", rng, self.scope.qualname)
+            )
+            if alias.asname:
+                self._bind(alias.asname, ("import", alias.name, 0, None))
+            else:
+                head = alias.name.split(".", 1)[0]
+                self._bind(head, ("import", head, 0, None))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        phase = "type" if self.type_only else "runtime"
+        rng = self.pos.range_of(node)
+        module = node.module or ""
+        for alias in node.names:
+            kind = "wildcard" if alias.name == "*" else "named"
+            self.imports.append(
+                ImportSite(
+                    module, node.level, alias.name, kind, phase, "static", rng, self.scope.qualname
+                )
+            )
+            if alias.name != "*":
+                self._bind(alias.asname or alias.name, ("import", module, node.level, alias.name))
+
+    def visit_If(self, node: ast.If) -> None:
+        test = node.test
+        guarded = (isinstance(test, ast.Name) and test.id == TYPE_CHECKING) or (
+            isinstance(test, ast.Attribute) and test.attr == TYPE_CHECKING
+        )
+        self.visit(test)
+        if guarded:
+            self.type_only += 1
+        for stmt in node.body:
+            self.visit(stmt)
+        if guarded:
+            self.type_only -= 1
+        for stmt in node.orelse:
+            self.visit(stmt)
+
+    def _value(self, value: ast.expr | None) -> Binding:
+        """The binding of an expression's value: alias, call result, literal or opaque."""
+        if isinstance(value, ast.Call):
+            ref = self.ref(value.func)
+            if ref is None:
+                return OPAQUE
+            kwargs = tuple(
+                sorted(
+                    (kw.arg, text)
+                    for kw in value.keywords
+                    if kw.arg in CTOR_KWARGS and (text := _const_str(kw.value)) is not None
+                )
+            )
+            return ("ctor", ref, kwargs)
+        if isinstance(value, ast.Name | ast.Attribute):
+            ref = self.ref(value)
+            return ("ref", ref) if ref is not None else OPAQUE
+        if isinstance(value, ast.Constant | ast.JoinedStr | ast.Lambda):
+            return CONST
+        if isinstance(value, ast.List | ast.Tuple) and not any(
+            isinstance(item, ast.Starred) for item in value.elts
+        ):
+            return ("items", tuple((f"[{i}]", self._value(e)) for i, e in enumerate(value.elts)))
+        if isinstance(value, ast.Dict):
+            keys = [subscript_key(key) if key is not None else None for key in value.keys]
+            if all(key is not None for key in keys):
+                return (
+                    "items",
+                    tuple(
+                        (str(k), self._value(v)) for k, v in zip(keys, value.values, strict=True)
+                    ),
+                )
+        return OPAQUE
+
+    def _assign_value(self, targets: Sequence[ast.expr], value: ast.expr | None) -> None:
+        if value is not None:
+            self.visit(value)
+        module_level = self.scope.kind == "module"
+        for target in targets:
+            if isinstance(target, ast.Name):
+                self._bind_assigned(target, value, module_level)
+            elif isinstance(target, ast.Tuple | ast.List):
+                self._destructure(target, value, module_level)
+            else:
+                self._self_attribute(target, value)
+                if not isinstance(target, ast.Starred):
+                    self.visit(target)
+
+    def _destructure(
+        self, target: ast.Tuple | ast.List, value: ast.expr | None, module: bool
+    ) -> None:
+        """Bind ``a, (b, *c) = x, (y, z, w)`` element-wise when the shapes match exactly."""
+        elements: list[ast.expr | None] = [None] * len(target.elts)
+        starred: ast.expr | None = None
+        literal = isinstance(value, ast.Tuple | ast.List) and not any(
+            isinstance(item, ast.Starred) for item in value.elts
+        )
+        stars = [i for i, item in enumerate(target.elts) if isinstance(item, ast.Starred)]
+        if literal and isinstance(value, ast.Tuple | ast.List) and len(stars) <= 1:
+            items = value.elts
+            if not stars and len(items) == len(target.elts):
+                elements = list(items)
+            elif stars and len(items) >= len(target.elts) - 1:
+                star = stars[0]
+                after = len(target.elts) - star - 1
+                elements = [*items[:star], None, *(items[len(items) - after :] if after else [])]
+                starred = ast.List(list(items[star : len(items) - after]), ast.Load())
+        for element, item in zip(target.elts, elements, strict=True):
+            if isinstance(element, ast.Name):
+                self._bind_assigned(element, item, module)
+            elif isinstance(element, ast.Tuple | ast.List):
+                self._destructure(element, item, module)
+            elif isinstance(element, ast.Starred) and isinstance(element.value, ast.Name):
+                self._bind_assigned(element.value, starred, module)
+            else:
+                self._self_attribute(element, item)
+                self.visit(element)
+
+    def _self_attribute(self, target: ast.expr, value: ast.expr | None) -> None:
+        """Record ``self.attr = value`` in a method as a class-scope instance binding.
+
+        Also ``name[key] = value`` for a constant key and a name bound in this scope: an
+        item binding added to the name (a container may hold it).
+        """
+        if isinstance(target, ast.Subscript):
+            item: Binding = self._value(value)
+            node: ast.expr = target
+            while isinstance(node, ast.Subscript) and (key := subscript_key(node.slice)):
+                item = ("items", ((key, item),))
+                node = node.value
+            if isinstance(node, ast.Name) and node.id in self.scope.bindings:
+                self.scope.bind(node.id, item)
+            return
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
+            return
+        scope = self.scope
+        if scope.kind != "function" or scope.owner_class is None:
+            return
+        if ("self", scope.owner_class) not in scope.bindings.get(target.value.id, ()):
+            return
+        owner = self.scopes.get(scope.owner_class)
+        if owner is not None and scope.parent == owner.qualname:
+            owner.bind(SELF_PREFIX + target.attr, self._value(value))
+
+    def _bind_assigned(self, target: ast.Name, value: ast.expr | None, module: bool) -> None:
+        name = target.id
+        binding = self._value(value)
+        if module and not (name.startswith("__") and name.endswith("__")):
+            self._symbol(name, "variable", name, target)
+            if binding in (OPAQUE, CONST):
+                binding = ("var", name)
+            if name == URLCONF_SETTING and (text := _const_str(value)) is not None:
+                self.constants.append((name, text))
+        self._bind(name, binding)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self._assign_value(node.targets, node.value)
+        if self.scope.kind == "module" and any(
+            isinstance(t, ast.Name) and t.id == URLCONF_NAME for t in node.targets
+        ):
+            self._urlpatterns(node.value, "", False)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.visit(node.annotation)
+        self._assign_value([node.target], node.value)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self.visit(node.value)
+        target = node.target
+        if isinstance(target, ast.Name):
+            if self.scope.kind == "module" and target.id == URLCONF_NAME:
+                self._urlpatterns(node.value, "", False)
+            if self.scope.kind != "module":
+                self._bind(target.id, ("opaque",))
+        else:
+            self.visit(target)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Store | ast.Del):
+            self._bind(node.id, ("opaque",))
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.name:
+            self._bind(node.name, ("opaque",))
+        self.generic_visit(node)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+        if self.scope.kind == "function":
+            self.scope.bind(RETURN_NAME, self._value(node.value) if node.value else CONST)
+
+    def visit_Yield(self, node: ast.Yield) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+        if self.scope.kind == "function":
+            self.scope.bind(YIELD_NAME, self._value(node.value) if node.value else CONST)
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        if isinstance(node.exc, ast.Name | ast.Attribute):
+            ref = self.ref(node.exc)
+            rng = self.pos.range_of(node.exc)
+            self.calls.append(CallSite(self.scope.qualname, ref, rng, implicit=True))
+        self.generic_visit(node)
+
+    def visit_For(self, node: ast.For) -> None:
+        base: ast.expr = node.iter
+        rng = self.pos.range_of(node.iter)
+        for attr in ITER_PROTOCOL:
+            func = ast.Attribute(base, attr, ast.Load())
+            ref = self.ref(func)
+            if ref is not None:
+                self.calls.append(CallSite(self.scope.qualname, ref, rng, implicit=True))
+            base = ast.Call(func, [], [])
+        self.visit(node.iter)
+        if isinstance(node.target, ast.Name):
+            self._bind(node.target.id, ("iter", self._value(node.iter)))
+        else:
+            self.visit(node.target)
+        for stmt in (*node.body, *node.orelse):
+            self.visit(stmt)
+
+    def _call_args(
+        self, node: ast.Call
+    ) -> tuple[tuple[Binding, ...], tuple[tuple[str, Binding], ...]]:
+        args: list[Binding] = []
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                break
+            args.append(self._value(arg))
+        while args and args[-1][0] not in TRACKED_ARGS:
+            args.pop()
+        keywords = tuple(
+            (kw.arg, binding)
+            for kw in node.keywords
+            if kw.arg is not None and (binding := self._value(kw.value))[0] in TRACKED_ARGS
+        )
+        if not any(binding[0] in TRACKED_ARGS for binding in args):
+            args = []
+        return tuple(args), keywords
+
+    def visit_Call(self, node: ast.Call) -> None:
+        ref = self.ref(node.func)
+        args, keywords = self._call_args(node) if ref is not None else ((), ())
+        self.calls.append(
+            CallSite(
+                self.scope.qualname, ref, self.pos.range_of(node), args=args, keywords=keywords
+            )
+        )
+        if isinstance(node.func, ast.Attribute):
+            self._special_call(node, node.func)
+        elif isinstance(node.func, ast.Name) and node.func.id == "__import__":
+            self._dynamic_import(node)
+        self.generic_visit(node)
+
+    # -------------------------------------------------------- special calls
+    def _special_call(self, node: ast.Call, func: ast.Attribute) -> None:
+        attr = func.attr
+        rng = self.pos.range_of(node)
+        if attr == "import_module":
+            self._dynamic_import(node)
+        elif attr in ROUTE_CALLS:
+            path_i, path_kw, view_i, view_kw = ROUTE_CALLS[attr]
+            path = _const_str(_arg(node, path_i, path_kw))
+            view = self.ref(_arg(node, view_i, view_kw))
+            if path is not None and view is not None:
+                methods = _str_list(_kwarg(node, "methods")) or ()
+                obj = self.ref(func.value)
+                self.routes.append(RouteSite(obj, attr, path, methods, None, view, "call", rng))
+        elif attr in MOUNT_CALLS and node.args:
+            prefix_node = _kwarg(node, MOUNT_CALLS[attr])
+            prefix = _const_str(prefix_node)
+            self.mounts.append(MountSite(self.ref(func.value), self.ref(node.args[0]), prefix, rng))
+
+    def _dynamic_import(self, node: ast.Call) -> None:
+        name = _const_str(node.args[0]) if node.args else None
+        if name is None or name.startswith("."):
+            return
+        phase = "type" if self.type_only else "runtime"
+        self.imports.append(
+            ImportSite(
+                name,
+                0,
+                None,
+                "module",
+                phase,
+                "dynamic",
+                self.pos.range_of(node),
+                self.scope.qualname,
+            )
+        )
+
+    def _urlpatterns(self, value: ast.AST, prefix: str, regex: bool) -> None:
+        for element in _pattern_elements(value):
+            if not isinstance(element, ast.Call):
+                continue
+            func = self.ref(element.func)
+            route = _const_str(element.args[0]) if element.args else None
+            if func is None or route is None:
+                continue
+            is_regex = regex or func.dotted().rsplit(".", 1)[-1] in ("re_path", "url")
+            full = prefix + route
+            target = element.args[1] if len(element.args) > 1 else _kwarg(element, "view")
+            if target is None:
+                continue
+            rng = self.pos.range_of(element)
+            if isinstance(target, ast.Call) and _call_name(target) == "include":
+                inner = target.args[0] if target.args else None
+                if isinstance(inner, ast.Tuple) and inner.elts:
+                    inner = inner.elts[0]
+                if isinstance(inner, ast.List | ast.Tuple | ast.BinOp):
+                    self._urlpatterns(inner, full, is_regex)
+                    continue
+                module = _const_str(inner)
+                include_ref = None if module is not None else self.ref(inner)
+                self.patterns.append(
+                    PatternSite(func, full, is_regex, None, module, include_ref, rng)
+                )
+                continue
+            if isinstance(target, ast.Call):
+                view_ref = self.ref(target.func)
+                if view_ref is not None and view_ref.attrs and view_ref.attrs[-1] == "as_view":
+                    view_ref = Ref(
+                        view_ref.kind, view_ref.head, view_ref.scope, view_ref.attrs[:-1]
+                    )
+                else:
+                    view_ref = None
+            else:
+                view_ref = self.ref(target)
+            if view_ref is not None:
+                self.patterns.append(PatternSite(func, full, is_regex, view_ref, None, None, rng))
+
+    # -------------------------------------------------------------- output
+    def result(self) -> FileExtract:
+        symbols = tuple(
+            Symbol(s.qualname, s.kind, s.name, s.parent, tuple(s.ranges), s.signature, s.docstring)
+            for s in sorted(self.symbols.values(), key=lambda s: (s.qualname, s.kind))
+        )
+        scopes = tuple(self.scopes[key].build() for key in sorted(self.scopes))
+        return FileExtract(
+            path=self.path,
+            language="python",
+            symbols=symbols,
+            scopes=scopes,
+            imports=tuple(self.imports),
+            calls=tuple(self.calls),
+            bases=tuple(self.bases),
+            decorators=tuple(self.decorators),
+            routes=tuple(self.routes),
+            mounts=tuple(self.mounts),
+            patterns=tuple(self.patterns),
+            constants=tuple(sorted(set(self.constants))),
+        )
+
+
+def subscript_key(node: ast.expr) -> str | None:
+    """The pseudo-attribute (``[0]``, ``['a']``) of a constant int/str subscript, else None."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, str):
+        return f"[{node.value!r}]"
+    return None
+
+
+def _call_name(node: ast.Call) -> str | None:
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _pattern_elements(value: ast.AST) -> Iterator[ast.AST]:
+    if isinstance(value, ast.List | ast.Tuple):
+        yield from value.elts
+    elif isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        yield from _pattern_elements(value.left)
+        yield from _pattern_elements(value.right)
+
+
+def extract_python(path: str, data: bytes) -> FileExtract:
+    """Parse one Python file and return its local extraction (``SyntaxError`` propagates)."""
+    tree = ast.parse(data, filename=path, type_comments=False)
+    extractor = _Extractor(path, data)
+    extractor.visit(tree)
+    return extractor.result()

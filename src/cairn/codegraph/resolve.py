@@ -1,0 +1,1222 @@
+"""Global resolution for Python: from per-file extracts to nodes and facts.
+
+This is the second phase of indexing (design §5). It sees every file's ``FileExtract``
+at once, derives module names from the package layout (``__init__.py`` chains), and
+resolves each reference lexically: function and class scopes, module namespaces,
+absolute and relative imports, aliases, ``__init__`` re-exports, ``self``/``cls``,
+``super()``, the method resolution order of in-repository classes, locals bound to
+constructor calls and module attributes. A reference that cannot be resolved exactly is
+counted, never guessed. Routes (Flask, FastAPI, Django) are assembled here too, because
+their prefixes come from other files.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cairn.codegraph.emit import GraphEmitter, file_id, symbol_id
+from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
+from cairn.codegraph.python import ADAPTER_ID, STRATEGY
+from cairn.codegraph.records import (
+    RETURN_NAME,
+    SELF_PREFIX,
+    YIELD_NAME,
+    Binding,
+    CallSite,
+    FileExtract,
+    Range,
+    Ref,
+    Symbol,
+)
+from cairn.graph.registry import normalize_route_path
+
+__all__ = ["PythonResolver", "module_names"]
+
+LANGUAGE = "python"
+BUILTIN_NAMES = frozenset(dir(builtins))
+FRAMEWORK_CLASSES = {
+    "flask.Flask": "flask",
+    "flask.Blueprint": "flask",
+    "flask.app.Flask": "flask",
+    "flask.blueprints.Blueprint": "flask",
+    "fastapi.FastAPI": "fastapi",
+    "fastapi.APIRouter": "fastapi",
+    "fastapi.applications.FastAPI": "fastapi",
+    "fastapi.routing.APIRouter": "fastapi",
+}
+OWN_PREFIX_KWARG = {"flask": "url_prefix", "fastapi": "prefix"}
+DEFAULT_METHOD_ATTRS = frozenset({"route", "api_route", "add_url_rule", "add_api_route"})
+DJANGO_PATH_FUNCS = frozenset({"path", "re_path", "url"})
+MAX_FLOW_ROUNDS = 2
+"""Rounds of argument-to-parameter propagation (each resolves the call sites with arguments)."""
+FLOW_TAGS = frozenset({"ref", "ctor"})
+CONSTRUCTOR = "__init__"
+CALLABLE_KINDS = frozenset({"function", "method"})
+_REGEX_GROUP = re.compile(r"\(\?P<([A-Za-z_][A-Za-z0-9_]*)>")
+
+
+# ------------------------------------------------------------------ values
+@dataclass(frozen=True, slots=True)
+class VModule:
+    """A module: in the repository (``path`` set) or outside it."""
+
+    name: str
+    path: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class VSymbol:
+    """An in-repository symbol node."""
+
+    node_id: str
+    kind: str
+    path: str
+    qualname: str
+    canonical: str
+
+
+@dataclass(frozen=True, slots=True)
+class VInstance:
+    """An instance of an in-repository class or of an external class."""
+
+    cls: VSymbol | None
+    external: str | None
+    origin: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class VExternal:
+    """A symbol outside the repository, by dotted name."""
+
+    dotted: str
+
+
+@dataclass(frozen=True, slots=True)
+class VContainer:
+    """A list, tuple or dict literal with constant keys: its items' bindings by key."""
+
+    path: str
+    items: tuple[tuple[str, Binding], ...]
+
+
+Value = VModule | VSymbol | VInstance | VExternal | VContainer
+
+
+@dataclass(frozen=True, slots=True)
+class _Builtin:
+    name: str
+
+
+_BUILTIN_MARK = _Builtin("")
+
+
+@dataclass(slots=True)
+class _Module:
+    name: str
+    path: str
+    is_package: bool
+    extract: FileExtract
+    scopes: dict[str, dict[str, tuple[Binding, ...]]]
+    scope_kind: dict[str, str]
+    scope_parent: dict[str, str | None]
+    scope_owner: dict[str, str | None]
+    symbols: dict[str, list[Symbol]] = field(default_factory=dict)
+    members: dict[str, dict[str, Symbol]] = field(default_factory=dict)
+
+
+def module_names(paths: Iterable[str]) -> dict[str, str]:
+    """Map each Python file path to its dotted module name from the package layout.
+
+    A module's package chain is the run of parent directories holding ``__init__.py``;
+    the directory above the topmost one is its import root.
+    """
+    paths = sorted(paths)
+    inits = {p.rsplit("/", 1)[0] if "/" in p else "" for p in paths if p.endswith("__init__.py")}
+    names: dict[str, str] = {}
+    for path in paths:
+        parts = path[: -len(".py")].split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+            directory_parts = parts
+        else:
+            directory_parts = parts[:-1]
+        start = len(directory_parts)
+        while start > 0 and "/".join(directory_parts[:start]) in inits:
+            start -= 1
+        dotted = ".".join(parts[start:])
+        if dotted:
+            names[path] = dotted
+    return names
+
+
+def _is_base(value: Value) -> bool:
+    if isinstance(value, VSymbol):
+        return value.kind == "class"
+    return isinstance(value, VExternal)
+
+
+def _django_regex(route: str) -> str:
+    text = route.removeprefix("^").removesuffix("$")
+    out: list[str] = []
+    index = 0
+    while index < len(text):
+        match = _REGEX_GROUP.match(text, index)
+        if match is None:
+            out.append(text[index])
+            index += 1
+            continue
+        depth, cursor = 1, match.end()
+        while cursor < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[cursor], 0)
+            cursor += 1
+        out.append("{" + match.group(1) + "}")
+        index = cursor
+    return "".join(out).replace("\\", "")
+
+
+class PythonResolver:
+    """Resolves every Python extract and emits its nodes and facts."""
+
+    def __init__(self, extracts: Sequence[FileExtract], emitter: GraphEmitter) -> None:
+        self.emit = emitter
+        names = module_names(e.path for e in extracts)
+        self.by_name: dict[str, _Module] = {}
+        self.by_path: dict[str, _Module] = {}
+        ambiguous: set[str] = set()
+        for extract in sorted(extracts, key=lambda e: e.path):
+            name = names.get(extract.path)
+            if name is None:
+                continue
+            module = self._module(name, extract)
+            self.by_path[extract.path] = module
+            if name in self.by_name:
+                ambiguous.add(name)
+            else:
+                self.by_name[name] = module
+        for name in ambiguous:
+            del self.by_name[name]
+        self.tops = {name.split(".", 1)[0] for name in names.values()}
+        self.call_stats: dict[str, Counter[str]] = {p: Counter() for p in self.by_path}
+        self._namespace_cache: dict[tuple[str, str], tuple[Value, ...] | _Builtin] = {}
+        self._in_progress: set[tuple[str, str]] = set()
+        self._mro_cache: dict[str, tuple[VSymbol | VExternal, ...]] = {}
+        self.own_kwargs: dict[str, dict[str, str]] = {}
+        self.flows: dict[tuple[str, str], tuple[tuple[str, Binding], ...]] = {}
+        self._returns_cache: dict[str, tuple[Value, ...]] = {}
+        self._param_cache: dict[tuple[str, str], tuple[Value, ...] | None] = {}
+
+    @staticmethod
+    def _module(name: str, extract: FileExtract) -> _Module:
+        module = _Module(
+            name=name,
+            path=extract.path,
+            is_package=extract.path.endswith("__init__.py"),
+            extract=extract,
+            scopes={s.qualname: dict(s.bindings) for s in extract.scopes},
+            scope_kind={s.qualname: s.kind for s in extract.scopes},
+            scope_parent={s.qualname: s.parent for s in extract.scopes},
+            scope_owner={s.qualname: s.owner_class for s in extract.scopes},
+        )
+        for symbol in extract.symbols:
+            module.symbols.setdefault(symbol.qualname, []).append(symbol)
+            if symbol.parent is not None and symbol.kind in ("method", "class"):
+                module.members.setdefault(symbol.parent, {})[symbol.name] = symbol
+        return module
+
+    # ------------------------------------------------------------- values
+    def _vsymbol(self, module: _Module, symbol: Symbol) -> VSymbol:
+        return VSymbol(
+            symbol_id(symbol.kind, module.path, symbol.qualname),
+            symbol.kind,
+            module.path,
+            symbol.qualname,
+            f"{module.name}.{symbol.qualname}",
+        )
+
+    def _module_value(self, name: str) -> VModule | None:
+        module = self.by_name.get(name)
+        if module is not None:
+            return VModule(name, module.path)
+        if name.split(".", 1)[0] in self.tops:
+            return None
+        return VModule(name, None)
+
+    def _absolute(self, module: _Module, target: str, level: int) -> str | None:
+        if level == 0:
+            return target
+        package = module.name if module.is_package else module.name.rpartition(".")[0]
+        parts = package.split(".") if package else []
+        if level - 1 > len(parts):
+            return None
+        base = parts[: len(parts) - (level - 1)]
+        full = [*base, *([target] if target else [])]
+        return ".".join(full) or None
+
+    def lookup(
+        self, module: _Module, scope: str, name: str, depth: int = 0
+    ) -> tuple[Value, ...] | _Builtin:
+        """Resolve a bare name used in ``scope`` of ``module`` (lexical rules)."""
+        if depth > MAX_RESOLUTION_DEPTH:
+            return ()
+        current: str | None = scope
+        first = True
+        while current is not None:
+            kind = module.scope_kind.get(current)
+            if kind is None:
+                break
+            if kind == "module":
+                return self.namespace(module, name, depth)
+            if kind != "class" or first:
+                bindings = module.scopes[current].get(name)
+                if bindings is not None:
+                    return self._local(module, current, name, bindings, depth)
+            first = False
+            current = module.scope_parent.get(current)
+        return self.namespace(module, name, depth)
+
+    def _local(
+        self, module: _Module, scope: str, name: str, bindings: Sequence[Binding], depth: int
+    ) -> tuple[Value, ...]:
+        key = (f"{module.path}#{scope}", name)
+        if key in self._in_progress:
+            return ()
+        self._in_progress.add(key)
+        try:
+            return self._bindings(module, scope, name, bindings, depth + 1)
+        finally:
+            self._in_progress.discard(key)
+
+    def namespace(self, module: _Module, name: str, depth: int = 0) -> tuple[Value, ...] | _Builtin:
+        """Resolve ``name`` in a module's global namespace (memoised, cycle-safe)."""
+        key = (module.name, name)
+        cached = self._namespace_cache.get(key)
+        if cached is not None:
+            return cached
+        if key in self._in_progress or depth > MAX_RESOLUTION_DEPTH:
+            return ()
+        self._in_progress.add(key)
+        try:
+            bindings = module.scopes.get("", {}).get(name)
+            result: tuple[Value, ...] | _Builtin
+            starred = self._wildcard(module, name, depth) if bindings is None else ()
+            if bindings is not None:
+                result = self._bindings(module, "", name, bindings, depth)
+            elif starred:
+                result = starred
+            elif name in BUILTIN_NAMES:
+                result = _Builtin(name)
+            else:
+                result = ()
+        finally:
+            self._in_progress.discard(key)
+        self._namespace_cache[key] = result
+        return result
+
+    def _wildcard(self, module: _Module, name: str, depth: int) -> tuple[Value, ...]:
+        """``name`` bound by a module-level ``from m import *`` of an in-repository module."""
+        if name.startswith("_"):
+            return ()
+        for site in module.extract.imports:
+            if site.binding_kind != "wildcard" or site.scope:
+                continue
+            absolute = self._absolute(module, site.module, site.level)
+            source = self.by_name.get(absolute) if absolute is not None else None
+            if source is None or source is module:
+                continue
+            found = self.namespace(source, name, depth + 1)
+            if isinstance(found, tuple) and found:
+                return found
+            sub = self.by_name.get(f"{source.name}.{name}")
+            if sub is not None and any(
+                s.binding_kind == "module" or s.name == name for s in source.extract.imports
+            ):
+                return (VModule(sub.name, sub.path),)
+        return ()
+
+    def _bindings(
+        self,
+        module: _Module,
+        scope: str,
+        name: str,
+        bindings: Sequence[Binding],
+        depth: int,
+    ) -> tuple[Value, ...]:
+        values: list[Value] = []
+        for binding in bindings:
+            found = self._binding(module, scope, name, binding, depth)
+            if found is None:
+                return ()
+            for value in found:
+                if value not in values:
+                    values.append(value)
+        return tuple(values)
+
+    def _binding(
+        self, module: _Module, scope: str, name: str, binding: Binding, depth: int
+    ) -> tuple[Value, ...] | None:
+        tag = binding[0]
+        if tag == "def":
+            qualname = str(binding[1])
+            return tuple(
+                self._vsymbol(module, s)
+                for s in module.symbols.get(qualname, ())
+                if s.kind in ("class", "function", "method")
+            )
+        if tag == "var":
+            symbols = module.symbols.get(str(binding[1]), ())
+            return tuple(self._vsymbol(module, s) for s in symbols if s.kind == "variable")
+        if tag == "const":
+            return ()
+        if tag == "items":
+            items = binding[1]
+            assert isinstance(items, tuple)
+            return (VContainer(module.path, items),)
+        if tag == "ref":
+            ref = binding[1]
+            assert isinstance(ref, Ref)
+            resolved = self.resolve(module, ref, depth + 1)
+            values = () if isinstance(resolved, _Builtin) else tuple(v for v, _ in resolved)
+            if values:
+                return values
+            return self._module_variable(module, scope, name)
+        if tag == "param":
+            return self._param(module, binding, depth)
+        if tag == "decorated":
+            return self._decorated(module, binding, depth)
+        if tag == "iter":
+            inner = binding[1]
+            assert isinstance(inner, tuple)
+            return self._iterated(module, inner, depth) or None
+        if tag in ("self", "cls"):
+            cls = self._class(module, str(binding[1]))
+            if cls is None:
+                return None
+            return (VInstance(cls, None, None),) if tag == "self" else (cls,)
+        if tag == "ctor":
+            ref, kwargs = binding[1], binding[2]
+            assert isinstance(ref, Ref) and isinstance(kwargs, tuple)
+            origin = (
+                symbol_id("variable", module.path, name)
+                if scope == ""
+                else f"local:{module.path}#{scope}.{name}"
+            )
+            self.own_kwargs[origin] = dict(kwargs)
+            made = self._call_result(module, ref, origin, depth)
+            if made:
+                return made
+            return self._module_variable(module, scope, name)
+        if tag == "import":
+            target, level, imported = str(binding[1]), int(str(binding[2])), binding[3]
+            absolute = self._absolute(module, target, level)
+            if absolute is None:
+                return None
+            if imported is None:
+                head = self._module_value(absolute)
+                return (head,) if head is not None else None
+            base = self._module_value(absolute)
+            if base is None:
+                return None
+            return self.getattr(base, str(imported), depth + 1) or None
+        return None
+
+    def _module_variable(self, module: _Module, scope: str, name: str) -> tuple[Value, ...] | None:
+        """Fallback for a module-level name whose value is not resolved: its variable node."""
+        if scope != "":
+            return None
+        symbols = module.symbols.get(name, ())
+        return tuple(self._vsymbol(module, s) for s in symbols if s.kind == "variable")
+
+    def _call_result(
+        self, module: _Module, ref: Ref, origin: str | None, depth: int
+    ) -> tuple[Value, ...]:
+        """Values of ``ref(...)``: instances of classes, return values of functions."""
+        resolved = self.resolve(module, ref, depth + 1)
+        made: list[Value] = []
+        for value, _ in () if isinstance(resolved, _Builtin) else resolved:
+            found: tuple[Value, ...] = ()
+            if isinstance(value, VSymbol) and value.kind == "class":
+                found = (VInstance(value, None, origin),)
+            elif isinstance(value, VSymbol) and value.kind in CALLABLE_KINDS:
+                found = self.returns(value, depth + 1)
+            elif isinstance(value, VExternal) and value.dotted in FRAMEWORK_CLASSES:
+                found = (VInstance(None, value.dotted, origin),)
+            made.extend(item for item in found if item not in made)
+        return tuple(made)
+
+    def returns(self, function: VSymbol, depth: int = 0) -> tuple[Value, ...]:
+        """The values a function or method may return (its ``return`` expressions)."""
+        cached = self._returns_cache.get(function.node_id)
+        if cached is not None:
+            return cached
+        module = self.by_path[function.path]
+        bindings = module.scopes.get(function.qualname, {}).get(RETURN_NAME, ())
+        key = (function.node_id, RETURN_NAME)
+        if not bindings or key in self._in_progress or depth > MAX_RESOLUTION_DEPTH:
+            return ()
+        self._in_progress.add(key)
+        try:
+            values = self._may_values(module, function.qualname, bindings, depth)
+        finally:
+            self._in_progress.discard(key)
+        self._returns_cache[function.node_id] = values
+        return values
+
+    def _may_values(
+        self, module: _Module, scope: str, bindings: Iterable[Binding], depth: int
+    ) -> tuple[Value, ...]:
+        """Union of the values of the bindings that resolve (a may-analysis: unknowns add none)."""
+        values: list[Value] = []
+        for binding in bindings:
+            if binding[0] == "ctor":
+                ref = binding[1]
+                assert isinstance(ref, Ref)
+                found: tuple[Value, ...] | None = self._call_result(module, ref, None, depth)
+            else:
+                found = self._binding(module, scope, RETURN_NAME, binding, depth + 1)
+            values.extend(v for v in found or () if v not in values)
+        return tuple(values)
+
+    def _decorated(self, module: _Module, binding: Binding, depth: int) -> tuple[Value, ...]:
+        """A decorated function's value: what its in-repository decorators return.
+
+        When any decorator is not an in-repository function whose return values resolve
+        (``property``, ``functools.wraps``, framework decorators), the function itself is
+        the value, as for an undecorated definition.
+        """
+        qualname, refs = str(binding[1]), binding[2]
+        assert isinstance(refs, tuple)
+        plain = self._binding(module, "", qualname, ("def", qualname), depth) or ()
+        values: tuple[Value, ...] = plain
+        for ref in reversed(refs):
+            assert isinstance(ref, Ref)
+            resolved = self.resolve(module, ref, depth + 1)
+            if isinstance(resolved, _Builtin) or not resolved:
+                return plain
+            made: list[Value] = []
+            for value, _ in resolved:
+                if not (isinstance(value, VSymbol) and value.kind == "function"):
+                    return plain
+                made.extend(v for v in self.returns(value, depth + 1) if v not in made)
+            if not made:
+                return plain
+            values = tuple(made)
+        return values
+
+    def _iterated(self, module: _Module, iterable: Binding, depth: int) -> tuple[Value, ...]:
+        """What a ``for`` loop over ``iterable`` yields: container items, generator yields,
+        or ``__iter__().__next__()`` of an in-repository instance."""
+        values: list[Value] = []
+
+        def add(found: Iterable[Value]) -> None:
+            values.extend(v for v in found if v not in values)
+
+        if iterable[0] == "ctor":
+            ref = iterable[1]
+            assert isinstance(ref, Ref)
+            resolved = self.resolve(module, ref, depth + 1)
+            for value, _ in () if isinstance(resolved, _Builtin) else resolved:
+                if isinstance(value, VSymbol) and value.kind in CALLABLE_KINDS:
+                    owner = self.by_path[value.path]
+                    yields = owner.scopes.get(value.qualname, {}).get(YIELD_NAME, ())
+                    add(self._may_values(owner, value.qualname, yields, depth + 1))
+        for value in self._may_values(module, "", (iterable,), depth + 1):
+            if isinstance(value, VContainer):
+                owner = self.by_path[value.path]
+                add(self._may_values(owner, "", [b for _, b in value.items], depth + 1))
+            elif isinstance(value, VInstance) and value.cls is not None:
+                for iterator in self._member(value.cls, "__iter__", skip_self=False):
+                    if not isinstance(iterator, VSymbol) or iterator.kind != "method":
+                        continue
+                    for item in self.returns(iterator, depth + 1):
+                        for step in self.getattr(item, "__next__", depth + 1):
+                            if isinstance(step, VSymbol) and step.kind == "method":
+                                add(self.returns(step, depth + 1))
+        return tuple(values)
+
+    def _param(self, module: _Module, binding: Binding, depth: int) -> tuple[Value, ...] | None:
+        """Values flowing into a parameter from resolved call sites, plus its default."""
+        function, index, name, default = binding[1], binding[2], binding[3], binding[4]
+        fid = f"{module.path}#{function}"
+        cache_key = (fid, f"param:{index}:{name}")
+        if cache_key in self._param_cache:
+            return self._param_cache[cache_key]
+        if cache_key in self._in_progress:
+            return ()
+        self._in_progress.add(cache_key)
+        try:
+            result = self._param_values(module, fid, index, name, default, depth)
+        finally:
+            self._in_progress.discard(cache_key)
+        self._param_cache[cache_key] = result
+        return result
+
+    def _param_values(
+        self, module: _Module, fid: str, index: object, name: object, default: object, depth: int
+    ) -> tuple[Value, ...] | None:
+        """Uncached body of ``_param``."""
+        sources: list[tuple[str, Binding]] = []
+        for key in (str(index), f"={name}"):
+            sources.extend(self.flows.get((fid, key), ()))
+        if default is not None:
+            assert isinstance(default, tuple)
+            sources.append((module.path, default))
+        if not sources:
+            return None
+        values: list[Value] = []
+        for path, source in sources:
+            found = self._may_values(self.by_path[path], "", (source,), depth + 1)
+            values.extend(v for v in found if v not in values)
+        return tuple(values)
+
+    def _callee(self, value: Value, dispatch: str) -> tuple[str, int] | None:
+        """``(path#qualname, first argument's parameter index)`` of a call target, or None."""
+        if isinstance(value, VSymbol) and value.kind == "class":
+            init = self._member(value, CONSTRUCTOR, skip_self=False)
+            if len(init) != 1 or not isinstance(init[0], VSymbol):
+                return None
+            return self._callee(init[0], "method")
+        if not isinstance(value, VSymbol) or value.kind not in CALLABLE_KINDS:
+            return None
+        fid = f"{value.path}#{value.qualname}"
+        if value.kind == "function":
+            return fid, 0
+        module = self.by_path[value.path]
+        tags = {b[0] for bs in module.scopes.get(value.qualname, {}).values() for b in bs}
+        if "cls" in tags or ("self" in tags and dispatch == "method"):
+            return fid, 1
+        return fid, 0
+
+    def _collect_flows(self) -> None:
+        """Propagate arguments into parameters until stable (at most ``MAX_FLOW_ROUNDS``)."""
+        sites: list[tuple[_Module, CallSite]] = [
+            (self.by_path[path], site)
+            for path in sorted(self.by_path)
+            for site in self.by_path[path].extract.calls
+            if site.ref is not None and (site.args or site.keywords)
+        ]
+        for _ in range(MAX_FLOW_ROUNDS):
+            flows: dict[tuple[str, str], list[tuple[str, Binding]]] = {}
+            for module, site in sites:
+                assert site.ref is not None
+                resolved = self.resolve(module, site.ref)
+                if isinstance(resolved, _Builtin):
+                    continue
+                for value, dispatch in resolved:
+                    callee = self._callee(value, dispatch)
+                    if callee is None:
+                        continue
+                    fid, shift = callee
+                    for index, arg in enumerate(site.args):
+                        if arg[0] in FLOW_TAGS:
+                            items = flows.setdefault((fid, str(index + shift)), [])
+                            if (module.path, arg) not in items:
+                                items.append((module.path, arg))
+                    for name, arg in site.keywords:
+                        items = flows.setdefault((fid, f"={name}"), [])
+                        if (module.path, arg) not in items:
+                            items.append((module.path, arg))
+            self._decorator_flows(flows)
+            frozen = {key: tuple(items) for key, items in sorted(flows.items())}
+            if frozen == self.flows:
+                return
+            self.flows = frozen
+            self._namespace_cache.clear()
+            self._returns_cache.clear()
+            self._param_cache.clear()
+
+    def _decorator_flows(self, flows: dict[tuple[str, str], list[tuple[str, Binding]]]) -> None:
+        """``@d1 @d2 def f``: ``f`` flows into ``d2``'s first parameter, ``d2(f)`` into ``d1``'s."""
+        for path in sorted(self.by_path):
+            module = self.by_path[path]
+            for bindings in module.scopes.values():
+                for binding in (b for bs in bindings.values() for b in bs):
+                    if binding[0] != "decorated":
+                        continue
+                    qualname, refs = binding[1], binding[2]
+                    assert isinstance(refs, tuple)
+                    for index, ref in enumerate(refs):
+                        assert isinstance(ref, Ref)
+                        rest = refs[index + 1 :]
+                        arg: Binding = ("decorated", qualname, rest) if rest else ("def", qualname)
+                        resolved = self.resolve(module, ref)
+                        for value, dispatch in () if isinstance(resolved, _Builtin) else resolved:
+                            callee = self._callee(value, dispatch)
+                            if callee is not None:
+                                items = flows.setdefault((callee[0], str(callee[1])), [])
+                                if (path, arg) not in items:
+                                    items.append((path, arg))
+
+    def _class(self, module: _Module, qualname: str) -> VSymbol | None:
+        for symbol in module.symbols.get(qualname, ()):
+            if symbol.kind == "class":
+                return self._vsymbol(module, symbol)
+        return None
+
+    def getattr(self, value: Value, attr: str, depth: int = 0) -> tuple[Value, ...]:
+        """The values of ``value.attr``; empty when it cannot be resolved exactly."""
+        if depth > MAX_RESOLUTION_DEPTH:
+            return ()
+        if isinstance(value, VModule):
+            if value.path is None:
+                return (VExternal(f"{value.name}.{attr}"),)
+            module = self.by_path[value.path]
+            found = self.namespace(module, attr, depth + 1)
+            if isinstance(found, tuple) and found:
+                return found
+            sub = self.by_name.get(f"{value.name}.{attr}")
+            return (VModule(sub.name, sub.path),) if sub is not None else ()
+        if isinstance(value, VExternal):
+            return (VExternal(f"{value.dotted}.{attr}"),)
+        if isinstance(value, VContainer):
+            module = self.by_path[value.path]
+            items = [binding for key, binding in value.items if key == attr]
+            return self._may_values(module, "", items, depth + 1)
+        if isinstance(value, VInstance):
+            if value.cls is None:
+                return (VExternal(f"{value.external}.{attr}"),) if value.external else ()
+            return self._member(value.cls, attr, skip_self=False)
+        if value.kind == "class":
+            return self._member(value, attr, skip_self=False)
+        return ()
+
+    def _member(self, cls: VSymbol, attr: str, *, skip_self: bool) -> tuple[Value, ...]:
+        mro = self.mro(cls)
+        for entry in mro[1:] if skip_self else mro:
+            if isinstance(entry, VExternal):
+                return (VExternal(f"{entry.dotted}.{attr}"),)
+            module = self.by_path[entry.path]
+            member = module.members.get(entry.qualname, {}).get(attr)
+            if member is not None:
+                return (self._vsymbol(module, member),)
+            bindings = module.scopes.get(entry.qualname, {}).get(attr)
+            if bindings is not None:
+                return self._local(module, entry.qualname, attr, bindings, 0)
+        return self._instance_attribute(mro, attr)
+
+    def _instance_attribute(
+        self, mro: Sequence[VSymbol | VExternal], attr: str
+    ) -> tuple[Value, ...]:
+        """``self.attr`` values assigned in the methods of any class of the MRO (one instance)."""
+        values: list[Value] = []
+        for entry in mro:
+            if isinstance(entry, VExternal):
+                continue
+            module = self.by_path[entry.path]
+            bindings = module.scopes.get(entry.qualname, {}).get(SELF_PREFIX + attr)
+            if bindings is not None:
+                found = self._local(module, entry.qualname, SELF_PREFIX + attr, bindings, 0)
+                values.extend(v for v in found if v not in values)
+        return tuple(values)
+
+    def bases_of(self, cls: VSymbol) -> list[VSymbol | VExternal]:
+        """The resolved direct bases of an in-repository class (builtins as externals)."""
+        module = self.by_path[cls.path]
+        found: list[VSymbol | VExternal] = []
+        for base in module.extract.bases:
+            if base.cls != cls.qualname:
+                continue
+            resolved = self.resolve(module, base.ref)
+            if isinstance(resolved, _Builtin):
+                if resolved.name != "object":
+                    found.append(VExternal(f"builtins.{resolved.name}"))
+                continue
+            for value, _ in resolved:
+                if _is_base(value) and value != cls:
+                    assert isinstance(value, VSymbol | VExternal)
+                    found.append(value)
+        return found
+
+    def mro(self, cls: VSymbol) -> tuple[VSymbol | VExternal, ...]:
+        """C3 linearisation over in-repository classes; externals end a branch."""
+        cached = self._mro_cache.get(cls.node_id)
+        if cached is not None:
+            return cached
+        self._mro_cache[cls.node_id] = (cls,)  # cycle guard
+        sequences: list[list[VSymbol | VExternal]] = []
+        bases = self.bases_of(cls)
+        for base in bases:
+            sequences.append(list(self.mro(base)) if isinstance(base, VSymbol) else [base])
+        sequences.append(list(bases))
+        result: list[VSymbol | VExternal] = [cls]
+        while any(sequences):
+            sequences = [seq for seq in sequences if seq]
+            head = next(
+                (
+                    seq[0]
+                    for seq in sequences
+                    if not any(seq[0] in other[1:] for other in sequences)
+                ),
+                None,
+            )
+            if head is None:  # inconsistent hierarchy: fall back to depth-first order
+                for seq in sequences:
+                    result.extend(item for item in seq if item not in result)
+                break
+            result.append(head)
+            sequences = [seq[1:] if seq[0] == head else seq for seq in sequences]
+        final = tuple(result)
+        self._mro_cache[cls.node_id] = final
+        return final
+
+    def resolve(
+        self, module: _Module, ref: Ref, depth: int = 0
+    ) -> tuple[tuple[Value, str], ...] | _Builtin:
+        """Resolve a reference to ``(value, dispatch)`` pairs, or a builtin marker."""
+        if depth > MAX_RESOLUTION_DEPTH:
+            return ()
+        attrs = ref.attrs
+        if ref.kind == "super":
+            owner = self._owner_class(module, ref.scope)
+            if owner is None or not attrs:
+                return ()
+            current: tuple[Value, ...] = self._member(owner, attrs[0], skip_self=True)
+            attrs = attrs[1:]
+            dispatch = "method"
+        elif ref.kind == "new":
+            assert ref.inner is not None
+            inner = self.resolve(module, ref.inner, depth + 1)
+            if isinstance(inner, _Builtin):
+                return ()
+            made: list[Value] = []
+            for value, _ in inner:
+                if isinstance(value, VSymbol) and value.kind == "class":
+                    made.append(VInstance(value, None, None))
+                elif isinstance(value, VSymbol) and value.kind in CALLABLE_KINDS:
+                    made.extend(v for v in self.returns(value, depth + 1) if v not in made)
+            current = tuple(made)
+            dispatch = "method" if attrs else "direct"
+        else:
+            head = self.lookup(module, ref.scope, ref.head, depth + 1)
+            if isinstance(head, _Builtin):
+                return head if not attrs else ()
+            current = head
+            dispatch = "direct"
+        for attr in attrs:
+            step: list[Value] = []
+            via_instance = any(isinstance(v, VInstance) for v in current)
+            for value in current:
+                for found in self.getattr(value, attr, depth + 1):
+                    if found not in step:
+                        step.append(found)
+            current = tuple(step)
+            dispatch = "method" if via_instance else "attribute"
+            if not current:
+                return ()
+        return tuple((value, dispatch) for value in current)
+
+    def _owner_class(self, module: _Module, scope: str) -> VSymbol | None:
+        current: str | None = scope
+        while current is not None:
+            owner = module.scope_owner.get(current)
+            if owner is not None:
+                return self._class(module, owner)
+            current = module.scope_parent.get(current)
+        return None
+
+    # ------------------------------------------------------------ emitting
+    def run(self) -> None:
+        """Emit every node and fact of every Python module, in path order."""
+        for path in sorted(self.by_path):
+            self._emit_structure(self.by_path[path])
+        self._collect_flows()
+        for path in sorted(self.by_path):
+            module = self.by_path[path]
+            self._emit_imports(module)
+            self._emit_calls(module)
+            self._emit_bases(module)
+            self._emit_decorators(module)
+        self._emit_routes()
+
+    def _fact(
+        self,
+        source: str,
+        target: str,
+        relation: str,
+        disc: dict[str, Any] | None,
+        module: _Module,
+        rng: Range,
+        site: str,
+    ) -> None:
+        self.emit.fact(
+            source,
+            target,
+            relation,
+            disc,
+            adapter=ADAPTER_ID,
+            strategy=STRATEGY,
+            path=module.path,
+            rng=rng,
+            site_kind=site,
+        )
+
+    def _scope_node(self, module: _Module, scope: str) -> str:
+        if not scope:
+            return file_id(module.path)
+        symbols = module.symbols.get(scope, ())
+        wanted = ("class",) if module.scope_kind.get(scope) == "class" else ("method", "function")
+        for kind in wanted:
+            for symbol in symbols:
+                if symbol.kind == kind:
+                    return symbol_id(kind, module.path, scope)
+        return file_id(module.path)
+
+    def _emit_structure(self, module: _Module) -> None:
+        file_node = self.emit.node(
+            file_id(module.path),
+            "file",
+            {
+                "name": module.path.rsplit("/", 1)[-1],
+                "qualified_name": module.name,
+                "path": module.path,
+                "language": LANGUAGE,
+            },
+        )
+        for symbol in module.extract.symbols:
+            node_id = symbol_id(symbol.kind, module.path, symbol.qualname)
+            self.emit.node(
+                node_id,
+                symbol.kind,
+                {
+                    "name": symbol.name,
+                    "qualified_name": f"{module.name}.{symbol.qualname}",
+                    "path": module.path,
+                    "range": list(symbol.ranges[0]),
+                    "language": LANGUAGE,
+                    "signature": symbol.signature,
+                    "docstring": symbol.docstring,
+                },
+            )
+        for symbol in module.extract.symbols:
+            node_id = symbol_id(symbol.kind, module.path, symbol.qualname)
+            parent = file_node if symbol.parent is None else self._scope_node(module, symbol.parent)
+            for rng in symbol.ranges:
+                self._fact(parent, node_id, "contains", None, module, rng, "definition")
+
+    def _emit_imports(self, module: _Module) -> None:
+        source = file_id(module.path)
+        for site in module.extract.imports:
+            absolute = self._absolute(module, site.module, site.level)
+            specifier = "." * site.level + site.module
+            target: str | None = None
+            resolution = "unresolved"
+            if absolute is not None:
+                candidates = [absolute]
+                if site.name and site.name != "*":
+                    candidates.insert(0, f"{absolute}.{site.name}")
+                for name in candidates:
+                    found = self.by_name.get(name)
+                    if found is not None:
+                        target, resolution = file_id(found.path), "internal"
+                        break
+                if target is None and absolute.split(".", 1)[0] not in self.tops:
+                    resolution = "external"
+            if target is None:
+                target = self.emit.external(LANGUAGE, absolute or specifier)
+            imported = site.name if site.name is not None else site.module
+            disc = {
+                "specifier": specifier,
+                "binding_kind": site.binding_kind,
+                "imported_name": imported,
+                "phase": site.phase,
+                "form": site.form,
+                "resolution": resolution,
+            }
+            self._fact(source, target, "imports", disc, module, site.range, "import")
+
+    def _target_node(self, value: Value) -> tuple[str, bool] | None:
+        if isinstance(value, VSymbol):
+            if value.kind in ("class", "function", "method"):
+                return value.node_id, value.kind == "class"
+            return None
+        if isinstance(value, VExternal):
+            return self.emit.external(LANGUAGE, value.dotted), False
+        return None
+
+    def _emit_calls(self, module: _Module) -> None:
+        stats = self.call_stats[module.path]
+        for site in module.extract.calls:
+            if site.ref is None:
+                stats["dynamic"] += 1
+                continue
+            resolved = self.resolve(module, site.ref)
+            if site.implicit:
+                resolved = () if isinstance(resolved, _Builtin) else self._implicit(resolved)
+                if not resolved:
+                    continue
+            if isinstance(resolved, _Builtin):
+                stats["builtin"] += 1
+                continue
+            targets: list[tuple[str, bool, str, bool]] = []
+            for value, dispatch in resolved:
+                node = self._target_node(value)
+                if node is not None and all(node[0] != t[0] for t in targets):
+                    targets.append((*node, dispatch, isinstance(value, VExternal)))
+            if not targets:
+                stats["unresolved"] += 1
+                continue
+            caller = self._scope_node(module, site.caller)
+            if len(targets) > 1:
+                stats["ambiguous"] += 1
+            else:
+                stats["external" if targets[0][3] else "resolved"] += 1
+            for target, is_class, dispatch, external in targets:
+                if len(targets) > 1:
+                    resolution = "ambiguous"
+                else:
+                    resolution = "external" if external else "resolved"
+                disc = {
+                    "invocation": "construct" if is_class else "call",
+                    "dispatch": dispatch,
+                    "optional_chaining": False,
+                    "resolution": resolution,
+                }
+                self._fact(caller, target, "calls", disc, module, site.range, "call")
+
+    @staticmethod
+    def _implicit(resolved: tuple[tuple[Value, str], ...]) -> tuple[tuple[Value, str], ...]:
+        """Targets of an implicit call: only in-repository classes (raise) and methods (for)."""
+        return tuple(
+            (value, dispatch)
+            for value, dispatch in resolved
+            if isinstance(value, VSymbol) and value.kind in ("class", "method")
+        )
+
+    def _emit_bases(self, module: _Module) -> None:
+        for base in module.extract.bases:
+            cls = self._class(module, base.cls)
+            if cls is None:
+                continue
+            resolved = self.resolve(module, base.ref)
+            targets: list[str] = []
+            if isinstance(resolved, _Builtin):
+                if resolved.name != "object":
+                    targets.append(self.emit.external(LANGUAGE, f"builtins.{resolved.name}"))
+            else:
+                for value, _ in resolved:
+                    if isinstance(value, VSymbol) and value.kind == "class":
+                        targets.append(value.node_id)
+                    elif isinstance(value, VExternal):
+                        targets.append(self.emit.external(LANGUAGE, value.dotted))
+            for target in targets:
+                disc = {"kind": base.kind}
+                self._fact(cls.node_id, target, "inherits", disc, module, base.range, "base")
+
+    def _emit_decorators(self, module: _Module) -> None:
+        for site in module.extract.decorators:
+            decorated = self._decorated_node(module, site.target)
+            if decorated is None:
+                continue
+            resolved = self.resolve(module, site.ref)
+            targets: list[str] = []
+            if isinstance(resolved, _Builtin):
+                targets.append(self.emit.external(LANGUAGE, f"builtins.{resolved.name}"))
+            else:
+                for value, _ in resolved:
+                    node = self._target_node(value)
+                    if node is not None and node[0] not in targets:
+                        targets.append(node[0])
+            for target in targets:
+                disc = {"decorator": site.text}
+                self._fact(target, decorated, "decorates", disc, module, site.range, "decorator")
+
+    def _decorated_node(self, module: _Module, qualname: str) -> str | None:
+        for symbol in module.symbols.get(qualname, ()):
+            if symbol.kind in ("class", "function", "method"):
+                return symbol_id(symbol.kind, module.path, qualname)
+        return None
+
+    # --------------------------------------------------------------- routes
+    def _framework(self, value: Value) -> str | None:
+        if isinstance(value, VInstance):
+            if value.external is not None:
+                return FRAMEWORK_CLASSES.get(value.external)
+            if value.cls is not None:
+                for entry in self.mro(value.cls):
+                    name = entry.dotted if isinstance(entry, VExternal) else entry.canonical
+                    if name in FRAMEWORK_CLASSES:
+                        return FRAMEWORK_CLASSES[name]
+        return None
+
+    def _router(self, module: _Module, ref: Ref | None) -> tuple[str, str] | None:
+        """``(framework, origin)`` of the app/blueprint/router object ``ref`` names."""
+        if ref is None:
+            return None
+        resolved = self.resolve(module, ref)
+        if isinstance(resolved, _Builtin):
+            return None
+        found = {
+            (framework, value.origin)
+            for value, _ in resolved
+            if isinstance(value, VInstance)
+            and value.origin is not None
+            and (framework := self._framework(value)) is not None
+        }
+        return next(iter(found)) if len(found) == 1 else None
+
+    def _mount_table(self) -> dict[str, list[tuple[str, str | None, str]]]:
+        mounts: dict[str, list[tuple[str, str | None, str]]] = {}
+        for path in sorted(self.by_path):
+            module = self.by_path[path]
+            for site in module.extract.mounts:
+                parent = self._router(module, site.parent)
+                child = self._router(module, site.child)
+                if parent is None or child is None:
+                    continue
+                mounts.setdefault(child[1], []).append((parent[1], site.prefix, child[0]))
+        return mounts
+
+    def _prefixes(
+        self,
+        origin: str,
+        mounts: dict[str, list[tuple[str, str | None, str]]],
+        seen: frozenset[str] = frozenset(),
+    ) -> list[str]:
+        own_kwargs = self.own_kwargs.get(origin, {})
+        parents = mounts.get(origin)
+        if not parents or origin in seen:
+            return [own_kwargs.get("url_prefix") or own_kwargs.get("prefix") or ""]
+        found: set[str] = set()
+        for parent, prefix, framework in parents:
+            own = own_kwargs.get(OWN_PREFIX_KWARG[framework], "")
+            for base in self._prefixes(parent, mounts, seen | {origin}):
+                if framework == "flask":
+                    found.add(base + (prefix if prefix is not None else own))
+                else:
+                    found.add(base + (prefix or "") + own)
+        return sorted(found)
+
+    def _emit_routes(self) -> None:
+        mounts = self._mount_table()
+        for path in sorted(self.by_path):
+            module = self.by_path[path]
+            for site in module.extract.routes:
+                router = self._router(module, site.obj)
+                if router is None:
+                    continue
+                framework, origin = router
+                handler = self._route_handler(module, site.handler, site.handler_ref)
+                if handler is None:
+                    continue
+                if site.methods:
+                    methods = site.methods
+                elif site.attr in DEFAULT_METHOD_ATTRS:
+                    methods = ("GET",)
+                else:
+                    methods = (site.attr.upper(),)
+                for prefix in self._prefixes(origin, mounts):
+                    route_path = normalize_route_path(prefix + site.path)
+                    for method in methods:
+                        self._route(
+                            module,
+                            method,
+                            route_path,
+                            framework,
+                            site.registration,
+                            handler,
+                            site.range,
+                        )
+        self._emit_django()
+
+    def _route_handler(self, module: _Module, qualname: str | None, ref: Ref | None) -> str | None:
+        if qualname is not None:
+            return self._decorated_node(module, qualname)
+        if ref is None:
+            return None
+        resolved = self.resolve(module, ref)
+        if isinstance(resolved, _Builtin):
+            return None
+        nodes = {
+            value.node_id
+            for value, _ in resolved
+            if isinstance(value, VSymbol) and value.kind in ("function", "method", "class")
+        }
+        return next(iter(nodes)) if len(nodes) == 1 else None
+
+    def _route(
+        self,
+        module: _Module,
+        method: str,
+        route_path: str,
+        framework: str,
+        registration: str,
+        handler: str,
+        rng: Range,
+    ) -> None:
+        name = f"{method} {route_path}"
+        route = self.emit.node(
+            symbol_id("route", module.path, name),
+            "route",
+            {
+                "name": name,
+                "qualified_name": name,
+                "path": module.path,
+                "language": LANGUAGE,
+                "method": method,
+                "route": route_path,
+                "framework": framework,
+            },
+        )
+        disc = {
+            "method": method,
+            "path": route_path,
+            "framework": framework,
+            "registration": registration,
+        }
+        self._fact(route, handler, "handles_route", disc, module, rng, "route")
+
+    def _is_django_path(self, module: _Module, ref: Ref) -> bool:
+        resolved = self.resolve(module, ref)
+        if isinstance(resolved, _Builtin):
+            return False
+        for value, _ in resolved:
+            name = value.dotted if isinstance(value, VExternal) else getattr(value, "canonical", "")
+            if name.startswith("django.") and name.rsplit(".", 1)[-1] in DJANGO_PATH_FUNCS:
+                return True
+        return False
+
+    def _emit_django(self) -> None:
+        included: dict[str, list[tuple[str, str]]] = {}
+        for path in sorted(self.by_path):
+            module = self.by_path[path]
+            for site in module.extract.patterns:
+                if site.view is not None or not self._is_django_path(module, site.func):
+                    continue
+                child: str | None = site.include_module
+                if child is None and site.include_ref is not None:
+                    resolved = self.resolve(module, site.include_ref)
+                    if not isinstance(resolved, _Builtin):
+                        names = {v.name for v, _ in resolved if isinstance(v, VModule)}
+                        child = next(iter(names)) if len(names) == 1 else None
+                if child is not None:
+                    route = _django_regex(site.route) if site.regex else site.route
+                    included.setdefault(child, []).append((module.name, route))
+
+        def prefixes(name: str, seen: frozenset[str]) -> list[str]:
+            parents = included.get(name)
+            if not parents or name in seen:
+                return [""]
+            return sorted(
+                {
+                    base + route
+                    for parent, route in parents
+                    for base in prefixes(parent, seen | {name})
+                }
+            )
+
+        for path in sorted(self.by_path):
+            module = self.by_path[path]
+            for site in module.extract.patterns:
+                if site.view is None or not self._is_django_path(module, site.func):
+                    continue
+                handler = self._route_handler(module, None, site.view)
+                if handler is None:
+                    continue
+                route = _django_regex(site.route) if site.regex else site.route
+                for base in prefixes(module.name, frozenset()):
+                    route_path = normalize_route_path(base + route)
+                    self._route(module, "ANY", route_path, "django", "call", handler, site.range)

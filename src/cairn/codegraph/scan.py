@@ -1,0 +1,293 @@
+"""Repository scanning: which files are read, which are skipped and why (code-graph §1).
+
+The scanner walks the tree in sorted order, honours ``.gitignore`` and ``.cairnignore``
+at every level plus caller excludes, prunes default directories (VCS, virtualenvs,
+caches, build output) and applies the secret-path policy *before* any read, so a secret
+file's contents never reach the graph. Every file it sees ends with one outcome in the
+manifest: ``indexed``, ``skipped:<reason>`` or ``failed:<error>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pathspec
+
+from cairn.codegraph.limits import (
+    BINARY_SNIFF_BYTES,
+    DEFAULT_EXCLUDED_DIRS,
+    LANGUAGE_BY_NAME,
+    LANGUAGE_BY_SUFFIX,
+    MANIFEST_SCHEMA,
+    MAX_FILE_BYTES,
+    SECRET_FILENAMES,
+    SECRET_SUFFIXES,
+)
+from cairn.errors import ValidationError
+
+__all__ = [
+    "INDEXED",
+    "OTHER_LANGUAGE",
+    "FileOutcome",
+    "Manifest",
+    "ScanResult",
+    "ScannedFile",
+    "SourceRead",
+    "is_secret_path",
+    "language_of",
+    "read_source",
+    "scan_repository",
+]
+
+INDEXED = "indexed"
+OTHER_LANGUAGE = "other"
+IGNORE_FILES = (".gitignore", ".cairnignore")
+
+SKIP_DEFAULT_EXCLUDE = "skipped:default_exclude"
+SKIP_IGNORED = "skipped:ignored"
+SKIP_EXCLUDED = "skipped:excluded"
+SKIP_SECRET = "skipped:secret_path"
+SKIP_TOO_LARGE = "skipped:too_large"
+SKIP_BINARY = "skipped:binary"
+SKIP_SYMLINK = "skipped:symlink"
+SKIP_UNSUPPORTED = "skipped:unsupported_language"
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedFile:
+    """A file the scanner accepted for reading: repository-relative POSIX path and language."""
+
+    path: str
+    language: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileOutcome:
+    """One manifest row: what happened to one file (or one pruned directory)."""
+
+    path: str
+    language: str
+    outcome: str
+    size: int | None = None
+    sha256: str | None = None
+    counts: tuple[tuple[str, int], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON form."""
+        return {
+            "path": self.path,
+            "language": self.language,
+            "outcome": self.outcome,
+            "size": self.size,
+            "sha256": self.sha256,
+            "counts": dict(self.counts),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    """Files to read, plus the outcomes of everything skipped while walking."""
+
+    root: Path
+    files: tuple[ScannedFile, ...]
+    skipped: tuple[FileOutcome, ...]
+
+
+@dataclass(slots=True)
+class Manifest:
+    """The indexing manifest: one outcome per file and a per-language summary."""
+
+    entries: list[FileOutcome] = field(default_factory=list)
+    calls: Counter[str] = field(default_factory=Counter)
+
+    def add(self, entry: FileOutcome) -> None:
+        """Record one file's outcome."""
+        self.entries.append(entry)
+
+    def sorted_entries(self) -> tuple[FileOutcome, ...]:
+        """Entries ordered by path (the order they are written in)."""
+        return tuple(sorted(self.entries, key=lambda entry: entry.path))
+
+    def summary(self) -> dict[str, dict[str, int]]:
+        """Counts of files by language and by outcome (``{language: {outcome: n}}``)."""
+        table: dict[str, Counter[str]] = {}
+        for entry in self.entries:
+            table.setdefault(entry.language, Counter())[entry.outcome] += 1
+        return {lang: dict(sorted(table[lang].items())) for lang in sorted(table)}
+
+    def outcome_counts(self) -> dict[str, int]:
+        """Counts of files by outcome, over every language."""
+        return dict(sorted(Counter(entry.outcome for entry in self.entries).items()))
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain, deterministic JSON form (no timings, no absolute paths)."""
+        return {
+            "schema": MANIFEST_SCHEMA,
+            "summary": self.summary(),
+            "outcomes": self.outcome_counts(),
+            "calls": dict(sorted(self.calls.items())),
+            "files": [entry.to_json() for entry in self.sorted_entries()],
+        }
+
+
+def language_of(path: str) -> str:
+    """The language of ``path`` by its name or suffix, or ``other``."""
+    by_name = LANGUAGE_BY_NAME.get(path.rsplit("/", 1)[-1])
+    if by_name is not None:
+        return by_name
+    return LANGUAGE_BY_SUFFIX.get(os.path.splitext(path)[1].lower(), OTHER_LANGUAGE)
+
+
+def is_secret_path(path: str) -> bool:
+    """Whether the secret-path policy forbids reading ``path`` (``.env*``, keys, certs)."""
+    name = path.rsplit("/", 1)[-1].lower()
+    if name.startswith(".env") or name in SECRET_FILENAMES:
+        return True
+    return name.endswith(SECRET_SUFFIXES)
+
+
+@dataclass(slots=True)
+class _IgnoreChain:
+    """Ignore specs from the root down to one directory; the deepest decision wins."""
+
+    layers: tuple[tuple[str, pathspec.GitIgnoreSpec], ...] = ()
+
+    def extended(self, base: str, directory: Path) -> _IgnoreChain:
+        layers = list(self.layers)
+        for name in IGNORE_FILES:
+            spec_file = directory / name
+            if spec_file.is_file() and not spec_file.is_symlink():
+                lines = spec_file.read_text("utf-8", errors="replace").splitlines()
+                layers.append((base, pathspec.GitIgnoreSpec.from_lines(lines)))
+        return _IgnoreChain(tuple(layers)) if len(layers) != len(self.layers) else self
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        decision = False
+        for base, spec in self.layers:
+            local = rel[len(base) + 1 :] if base else rel
+            result = spec.check_file(local + "/" if is_dir else local)
+            if result.include is not None:
+                decision = result.include
+        return decision
+
+
+def _exclude_spec(excludes: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
+    for pattern in excludes:
+        if not isinstance(pattern, str) or not pattern.strip():
+            raise ValidationError(f"exclude pattern must be a non-blank string, got {pattern!r}")
+    return pathspec.GitIgnoreSpec.from_lines(excludes) if excludes else None
+
+
+def scan_repository(root: Path | str, *, excludes: Sequence[str] = ()) -> ScanResult:
+    """Walk ``root`` in sorted order and decide, by path alone, what to read."""
+    base = Path(root).resolve()
+    if not base.is_dir():
+        raise ValidationError(f"repository root {str(root)!r} is not a directory")
+    exclude = _exclude_spec(excludes)
+    files: list[ScannedFile] = []
+    skipped: list[FileOutcome] = []
+    _walk(base, "", _IgnoreChain().extended("", base), exclude, files, skipped)
+    return ScanResult(base, tuple(files), tuple(skipped))
+
+
+def _walk(
+    directory: Path,
+    rel_dir: str,
+    chain: _IgnoreChain,
+    exclude: pathspec.GitIgnoreSpec | None,
+    files: list[ScannedFile],
+    skipped: list[FileOutcome],
+) -> None:
+    try:
+        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+    except OSError as exc:
+        skipped.append(FileOutcome(rel_dir + "/", OTHER_LANGUAGE, f"failed:{type(exc).__name__}"))
+        return
+    for entry in entries:
+        rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+        if entry.is_dir(follow_symlinks=False):
+            outcome = _directory_outcome(entry.name, rel, chain, exclude)
+            if outcome is not None:
+                skipped.append(FileOutcome(rel + "/", OTHER_LANGUAGE, outcome))
+                continue
+            sub = Path(entry.path)
+            _walk(sub, rel, chain.extended(rel, sub), exclude, files, skipped)
+            continue
+        scanned, skip = _file_outcome(entry, rel, chain, exclude)
+        if scanned is not None:
+            files.append(scanned)
+        elif skip is not None:
+            skipped.append(skip)
+
+
+def _directory_outcome(
+    name: str, rel: str, chain: _IgnoreChain, exclude: pathspec.GitIgnoreSpec | None
+) -> str | None:
+    if name in DEFAULT_EXCLUDED_DIRS:
+        return SKIP_DEFAULT_EXCLUDE
+    if chain.ignored(rel, True):
+        return SKIP_IGNORED
+    if exclude is not None and exclude.match_file(rel + "/"):
+        return SKIP_EXCLUDED
+    return None
+
+
+def _file_outcome(
+    entry: os.DirEntry[str],
+    rel: str,
+    chain: _IgnoreChain,
+    exclude: pathspec.GitIgnoreSpec | None,
+) -> tuple[ScannedFile | None, FileOutcome | None]:
+    language = language_of(rel)
+    if entry.is_symlink():
+        return None, FileOutcome(rel, language, SKIP_SYMLINK)
+    if not entry.is_file(follow_symlinks=False):
+        return None, None  # sockets, fifos and devices are not files of the repository
+    if chain.ignored(rel, False):
+        return None, FileOutcome(rel, language, SKIP_IGNORED)
+    if exclude is not None and exclude.match_file(rel):
+        return None, FileOutcome(rel, language, SKIP_EXCLUDED)
+    if is_secret_path(rel):
+        return None, FileOutcome(rel, language, SKIP_SECRET)
+    size = entry.stat(follow_symlinks=False).st_size
+    if size > MAX_FILE_BYTES:
+        return None, FileOutcome(rel, language, SKIP_TOO_LARGE, size)
+    if language == OTHER_LANGUAGE:
+        return None, FileOutcome(rel, language, SKIP_UNSUPPORTED, size)
+    return ScannedFile(rel, language, size), None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRead:
+    """The bytes of one accepted file, or the outcome that stopped reading it."""
+
+    data: bytes | None
+    outcome: FileOutcome
+
+
+def read_source(root: Path, scanned: ScannedFile) -> SourceRead:
+    """Read one accepted file, re-checking the size cap and sniffing for binary content."""
+    base = FileOutcome(scanned.path, scanned.language, INDEXED, scanned.size)
+    try:
+        with open(root / scanned.path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        return SourceRead(None, replace(base, outcome=f"failed:{type(exc).__name__}"))
+    if len(data) > MAX_FILE_BYTES:
+        return SourceRead(None, replace(base, outcome=SKIP_TOO_LARGE, size=len(data)))
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        return SourceRead(None, replace(base, outcome=SKIP_BINARY, size=len(data)))
+    digest = hashlib.sha256(data).hexdigest()
+    return SourceRead(data, replace(base, size=len(data), sha256=digest))
+
+
+def iter_paths(result: ScanResult) -> Iterable[str]:
+    """Every path the scan saw (accepted and skipped), sorted."""
+    return sorted([f.path for f in result.files] + [s.path for s in result.skipped])

@@ -1,0 +1,872 @@
+"""Tree-sitter adapters: JavaScript, TypeScript and Go local extraction.
+
+Grammars come from maintained wheels (``tree-sitter-javascript``, ``tree-sitter-typescript``,
+``tree-sitter-go``); nothing is downloaded at run time. Like the Python adapter, each
+function here reads one file and returns a ``FileExtract`` of symbols, scopes with
+bindings, and raw import, export, call, heritage, route and mount sites; resolution
+across files happens in ``tsresolve.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import tree_sitter_go
+import tree_sitter_javascript
+import tree_sitter_typescript
+from tree_sitter import Language, Node, Parser
+
+from cairn.codegraph.limits import MAX_SIGNATURE_CHARS
+from cairn.codegraph.python import bounded
+from cairn.codegraph.records import (
+    Binding,
+    CallSite,
+    ClassBase,
+    FileExtract,
+    ImportSite,
+    MountSite,
+    Range,
+    Ref,
+    RouteSite,
+    Scope,
+    Symbol,
+)
+
+__all__ = [
+    "COMMONJS_EXPORT",
+    "EXPRESS_METHODS",
+    "GO_ADAPTER_ID",
+    "JS_ADAPTER_ID",
+    "STRATEGY",
+    "extract_treesitter",
+    "go_binding_name",
+]
+
+JS_ADAPTER_ID = "cairn.javascript"
+GO_ADAPTER_ID = "cairn.go"
+STRATEGY = "tree-sitter"
+EXPRESS_METHODS = frozenset({"get", "post", "put", "delete", "patch", "all", "options", "head"})
+COMMONJS_EXPORT = "module.exports"
+GO_ROUTE_CALLS = frozenset({"HandleFunc", "Handle"})
+_GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
+_GO_VERSION_SUFFIX = re.compile(r"^v[0-9]+$")
+
+
+@cache
+def _parser(language: str, tsx: bool) -> Parser:
+    if language == "go":
+        return Parser(Language(tree_sitter_go.language()))
+    if language == "typescript":
+        grammar = (
+            tree_sitter_typescript.language_tsx()
+            if tsx
+            else tree_sitter_typescript.language_typescript()
+        )
+        return Parser(Language(grammar))
+    return Parser(Language(tree_sitter_javascript.language()))
+
+
+class _Lines:
+    """Converts tree-sitter byte columns into 1-based character ranges."""
+
+    def __init__(self, data: bytes) -> None:
+        self.lines = data.split(b"\n")
+
+    def col(self, row: int, byte_col: int) -> int:
+        if row >= len(self.lines):
+            return byte_col
+        line = self.lines[row]
+        if line.isascii():
+            return byte_col
+        return len(line[:byte_col].decode("utf-8", errors="replace"))
+
+    def range(self, node: Node) -> Range:
+        (row, col), (end_row, end_col) = node.start_point, node.end_point
+        start = self.col(row, col) + 1
+        end = self.col(end_row, end_col)
+        if end_col == 0 and end_row > row:
+            end_row -= 1
+            end = max(1, len(self.lines[end_row].decode("utf-8", errors="replace")))
+        if (end_row, end) < (row, start):
+            end_row, end = row, start
+        return (row + 1, start, end_row + 1, max(1, end))
+
+
+def _text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", errors="replace")
+
+
+def _string_value(node: Node | None) -> str | None:
+    if node is None:
+        return None
+    if node.type in ("string", "interpreted_string_literal", "raw_string_literal"):
+        parts = [
+            c
+            for c in node.named_children
+            if c.type.endswith("content") or c.type.endswith("fragment")
+        ]
+        if parts:
+            return "".join(_text(p) for p in parts)
+        raw = _text(node)
+        return raw[1:-1] if len(raw) >= 2 else ""
+    if node.type == "template_string" and not any(
+        c.type == "template_substitution" for c in node.named_children
+    ):
+        return _text(node)[1:-1]
+    return None
+
+
+class _Base:
+    """Scope bookkeeping shared by the JavaScript and Go walkers."""
+
+    def __init__(self, path: str, data: bytes) -> None:
+        self.path = path
+        self.lines = _Lines(data)
+        self.scopes: dict[str, tuple[str, str | None, str | None, dict[str, list[Binding]]]] = {}
+        self.stack: list[str] = []
+        self.symbols: dict[tuple[str, str], tuple[Symbol, list[Range]]] = {}
+        self.imports: list[ImportSite] = []
+        self.calls: list[CallSite] = []
+        self.bases: list[ClassBase] = []
+        self.routes: list[RouteSite] = []
+        self.mounts: list[MountSite] = []
+        self.exports: list[tuple[str, str, str, Range]] = []
+
+    @property
+    def scope(self) -> str:
+        return self.stack[-1]
+
+    def push(self, qualname: str, kind: str, owner: str | None) -> None:
+        if qualname not in self.scopes:
+            parent = self.stack[-1] if self.stack else None
+            self.scopes[qualname] = (kind, parent, owner, {})
+        self.stack.append(qualname)
+
+    def pop(self) -> None:
+        self.stack.pop()
+
+    def bind(self, name: str, binding: Binding, scope: str | None = None) -> None:
+        bindings = self.scopes[self.scope if scope is None else scope][3]
+        found = bindings.setdefault(name, [])
+        if binding not in found:
+            found.append(binding)
+
+    def qualname(self, name: str) -> str:
+        return f"{self.scope}.{name}" if self.scope else name
+
+    def symbol(
+        self,
+        qualname: str,
+        kind: str,
+        name: str,
+        node: Node,
+        parent: str | None,
+        signature: str | None = None,
+    ) -> None:
+        rng = self.lines.range(node)
+        key = (kind, qualname)
+        found = self.symbols.get(key)
+        if found is None:
+            self.symbols[key] = (
+                Symbol(qualname, kind, name, parent, (), bounded(signature, MAX_SIGNATURE_CHARS)),
+                [rng],
+            )
+        elif rng not in found[1]:
+            found[1].append(rng)
+
+    def owner(self) -> str | None:
+        for qualname in reversed(self.stack):
+            owner = self.scopes[qualname][2]
+            if owner is not None:
+                return owner
+        return None
+
+    def result(self, language: str, package: str | None = None) -> FileExtract:
+        symbols = tuple(
+            Symbol(s.qualname, s.kind, s.name, s.parent, tuple(ranges), s.signature)
+            for s, ranges in sorted(self.symbols.values(), key=lambda v: (v[0].qualname, v[0].kind))
+        )
+        scopes = tuple(
+            Scope(
+                qualname,
+                kind,
+                parent,
+                owner,
+                tuple((name, tuple(b)) for name, b in sorted(bindings.items())),
+            )
+            for qualname, (kind, parent, owner, bindings) in sorted(self.scopes.items())
+        )
+        return FileExtract(
+            path=self.path,
+            language=language,
+            symbols=symbols,
+            scopes=scopes,
+            imports=tuple(self.imports),
+            calls=tuple(self.calls),
+            bases=tuple(self.bases),
+            routes=tuple(self.routes),
+            mounts=tuple(self.mounts),
+            package=package,
+            exports=tuple(self.exports),
+        )
+
+
+# ---------------------------------------------------------------- JavaScript
+_FUNCTION_VALUES = frozenset(
+    {"arrow_function", "function_expression", "function", "generator_function"}
+)
+_FUNCTION_DECLS = frozenset({"function_declaration", "generator_function_declaration"})
+_CLASS_DECLS = frozenset({"class_declaration", "abstract_class_declaration", "class"})
+
+
+class _JsWalker(_Base):
+    def __init__(self, path: str, data: bytes, typescript: bool) -> None:
+        super().__init__(path, data)
+        self.typescript = typescript
+
+    def ref(self, node: Node | None) -> Ref | None:
+        attrs: list[str] = []
+        while node is not None and node.type == "member_expression":
+            prop = node.child_by_field_name("property")
+            if prop is None or prop.type not in (
+                "property_identifier",
+                "private_property_identifier",
+            ):
+                return None
+            attrs.append(_text(prop))
+            node = node.child_by_field_name("object")
+        attrs.reverse()
+        if node is None:
+            return None
+        if node.type == "identifier":
+            return Ref("name", _text(node), self.scope, tuple(attrs))
+        if node.type == "this":
+            owner = self.owner()
+            return Ref("this", owner, self.scope, tuple(attrs)) if owner else None
+        if node.type == "new_expression" and attrs:
+            inner = self.ref(node.child_by_field_name("constructor"))
+            return Ref("new", "", self.scope, tuple(attrs), inner) if inner else None
+        if node.type == "parenthesized_expression" and node.named_child_count == 1:
+            inner_ref = self.ref(node.named_children[0])
+            if inner_ref is not None and attrs:
+                return Ref(
+                    inner_ref.kind,
+                    inner_ref.head,
+                    inner_ref.scope,
+                    (*inner_ref.attrs, *attrs),
+                    inner_ref.inner,
+                )
+            return inner_ref
+        return None
+
+    def walk(self, node: Node) -> None:
+        kind = node.type
+        if kind in _FUNCTION_DECLS:
+            self.function(node, node.child_by_field_name("name"), node)
+            return
+        if kind in _CLASS_DECLS and node.child_by_field_name("name") is not None:
+            self.klass(node)
+            return
+        if kind == "interface_declaration":
+            self.interface(node)
+            return
+        if kind in ("lexical_declaration", "variable_declaration"):
+            self.declaration(node)
+            return
+        if kind == "import_statement":
+            self.import_statement(node)
+            return
+        if kind == "export_statement":
+            self.export_statement(node)
+            return
+        if kind == "assignment_expression":
+            self.assignment(node)
+        elif kind == "call_expression":
+            self.call(node)
+        elif kind == "new_expression":
+            ref = self.ref(node.child_by_field_name("constructor"))
+            self.calls.append(CallSite(self.scope, ref, self.lines.range(node), construct=True))
+        for child in node.named_children:
+            self.walk(child)
+
+    def function(self, node: Node, name_node: Node | None, body_owner: Node) -> None:
+        if name_node is None:
+            for child in body_owner.named_children:
+                self.walk(child)
+            return
+        name = _text(name_node)
+        in_class = self.scopes[self.scope][0] == "class"
+        kind = "method" if in_class else "function"
+        qualname = self.qualname(name)
+        params = body_owner.child_by_field_name("parameters")
+        signature = f"{name}{_text(params)}" if params is not None else name
+        self.symbol(qualname, kind, name, node, self.scope or None, signature)
+        if not in_class:
+            self.bind(name, ("def", qualname))
+        owner = self.scope if in_class else None
+        self.push(qualname, "function", owner)
+        if params is not None:
+            for ident in _identifiers(params):
+                self.bind(ident, ("opaque",))
+        body = body_owner.child_by_field_name("body")
+        if body is not None:
+            self.walk(body)
+        self.pop()
+
+    def klass(self, node: Node) -> None:
+        name = _text(node.child_by_field_name("name"))
+        qualname = self.qualname(name)
+        self.symbol(qualname, "class", name, node, self.scope or None, f"class {name}")
+        self.bind(name, ("def", qualname))
+        for child in node.named_children:
+            if child.type == "class_heritage":
+                self.heritage(qualname, child)
+        self.push(qualname, "class", qualname)
+        body = node.child_by_field_name("body")
+        for member in body.named_children if body is not None else ():
+            if member.type == "method_definition":
+                self.function(member, member.child_by_field_name("name"), member)
+            elif member.type == "abstract_method_signature":
+                name_node = member.child_by_field_name("name")
+                if name_node is not None:
+                    name = _text(name_node)
+                    sig = name + _text(member.child_by_field_name("parameters"))
+                    self.symbol(f"{qualname}.{name}", "method", name, member, qualname, sig)
+            else:
+                self.walk(member)
+        self.pop()
+
+    def interface(self, node: Node) -> None:
+        name = _text(node.child_by_field_name("name"))
+        qualname = self.qualname(name)
+        self.symbol(qualname, "class", name, node, self.scope or None, f"interface {name}")
+        self.bind(name, ("def", qualname))
+        for child in node.named_children:
+            if child.type == "extends_type_clause":
+                for base in child.named_children:
+                    self.base(qualname, base, "extends")
+
+    def heritage(self, qualname: str, node: Node) -> None:
+        for clause in node.named_children:
+            if clause.type == "extends_clause":
+                for base in clause.named_children:
+                    self.base(qualname, base, "extends")
+            elif clause.type == "implements_clause":
+                for base in clause.named_children:
+                    self.base(qualname, base, "implements")
+            else:  # JavaScript: class_heritage holds the expression directly
+                self.base(qualname, clause, "extends")
+
+    def base(self, qualname: str, node: Node, kind: str) -> None:
+        if node.type in ("generic_type",):
+            node = node.child_by_field_name("name") or node
+        if node.type == "type_identifier":
+            ref: Ref | None = Ref("name", _text(node), self.scope)
+        elif node.type == "nested_type_identifier":
+            parts = _text(node).split(".")
+            ref = Ref("name", parts[0], self.scope, tuple(parts[1:]))
+        else:
+            ref = self.ref(node)
+        if ref is not None:
+            self.bases.append(ClassBase(qualname, ref, kind, self.lines.range(node)))
+
+    def declaration(self, node: Node) -> None:
+        constant = _text(node).startswith("const")
+        for declarator in node.named_children:
+            if declarator.type != "variable_declarator":
+                continue
+            name_node = declarator.child_by_field_name("name")
+            value = declarator.child_by_field_name("value")
+            if name_node is None:
+                continue
+            if value is not None and name_node.type == "identifier":
+                if value.type in _FUNCTION_VALUES:
+                    self.function(declarator, name_node, value)
+                    continue
+                if value.type == "class":
+                    self.walk(value)
+                    continue
+            if value is not None and self.require(name_node, value):
+                continue
+            if value is not None:
+                self.walk(value)
+            if name_node.type != "identifier":
+                for ident in _identifiers(name_node):
+                    self.bind(ident, ("opaque",))
+                continue
+            name = _text(name_node)
+            binding: Binding = ("opaque",)
+            if value is not None and value.type in ("new_expression", "call_expression"):
+                field = "constructor" if value.type == "new_expression" else "function"
+                ref = self.ref(value.child_by_field_name(field))
+                if ref is not None:
+                    binding = ("ctor", ref, ())
+            if not self.scope and constant:
+                self.symbol(name, "variable", name, declarator, None)
+                if binding == ("opaque",):
+                    binding = ("var", name)
+            self.bind(name, binding)
+
+    def require(self, name_node: Node, value: Node) -> bool:
+        spec = _require_specifier(value)
+        if spec is None:
+            return False
+        rng = self.lines.range(value)
+        if name_node.type == "identifier":
+            self.bind(_text(name_node), ("import", spec, 0, None))
+            self.imports.append(
+                ImportSite(
+                    spec, 0, _text(name_node), "require", "runtime", "static", rng, self.scope
+                )
+            )
+            return True
+        for key, local in _object_pattern(name_node):
+            self.bind(local, ("import", spec, 0, key))
+            self.imports.append(
+                ImportSite(spec, 0, key, "require", "runtime", "static", rng, self.scope)
+            )
+        return True
+
+    def import_statement(self, node: Node) -> None:
+        source = _string_value(node.child_by_field_name("source"))
+        if source is None:
+            return
+        rng = self.lines.range(node)
+        phase = "type" if any(c.type == "type" for c in node.children) else "runtime"
+        clause = next((c for c in node.named_children if c.type == "import_clause"), None)
+        if clause is None:
+            self.imports.append(ImportSite(source, 0, None, "side_effect", phase, "static", rng))
+            return
+        for part in clause.named_children:
+            if part.type == "identifier":
+                self.bind(_text(part), ("import", source, 0, "default"))
+                self.imports.append(
+                    ImportSite(source, 0, "default", "default", phase, "static", rng)
+                )
+            elif part.type == "namespace_import":
+                ident = next((c for c in part.named_children if c.type == "identifier"), None)
+                if ident is not None:
+                    self.bind(_text(ident), ("import", source, 0, None))
+                self.imports.append(ImportSite(source, 0, "*", "namespace", phase, "static", rng))
+            elif part.type == "named_imports":
+                for spec in part.named_children:
+                    if spec.type != "import_specifier":
+                        continue
+                    name = _text(spec.child_by_field_name("name"))
+                    alias = spec.child_by_field_name("alias")
+                    spec_phase = "type" if any(c.type == "type" for c in spec.children) else phase
+                    self.bind(_text(alias) if alias else name, ("import", source, 0, name))
+                    self.imports.append(
+                        ImportSite(source, 0, name, "named", spec_phase, "static", rng)
+                    )
+
+    def export_statement(self, node: Node) -> None:
+        declaration = node.child_by_field_name("declaration")
+        default = any(c.type == "default" for c in node.children)
+        site = self.lines.range(node)
+        source = _string_value(node.child_by_field_name("source"))
+        if declaration is not None:
+            for name in _declared_names(declaration):
+                self.exports.append(
+                    ("default" if default else name, name, "default" if default else "named", site)
+                )
+            self.walk(declaration)
+            return
+        value = node.child_by_field_name("value")
+        if default and value is not None:
+            if value.type == "identifier":
+                self.exports.append(("default", _text(value), "default", site))
+            self.walk(value)
+            return
+        rng = self.lines.range(node)
+        clause = next((c for c in node.named_children if c.type == "export_clause"), None)
+        if clause is None:
+            if source is not None:  # export * from './x'
+                self.exports.append(("*", f"{source}:*", "reexport", rng))
+                self.imports.append(
+                    ImportSite(source, 0, "*", "wildcard", "runtime", "static", rng)
+                )
+            return
+        for spec in clause.named_children:
+            if spec.type != "export_specifier":
+                continue
+            name = _text(spec.child_by_field_name("name"))
+            alias = spec.child_by_field_name("alias")
+            exported = _text(alias) if alias else name
+            if source is not None:
+                self.exports.append((exported, f"{source}:{name}", "reexport", rng))
+                self.imports.append(ImportSite(source, 0, name, "named", "runtime", "static", rng))
+            else:
+                self.exports.append((exported, name, "named", rng))
+
+    def assignment(self, node: Node) -> None:
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        if left is None or right is None or self.scope:
+            return
+        target = _text(left)
+        site = self.lines.range(node)
+        if target == "module.exports":
+            if right.type == "identifier":
+                self.exports.append((COMMONJS_EXPORT, _text(right), "default", site))
+            elif right.type == "object":
+                for key, local in _object_entries(right):
+                    self.exports.append((key, local, "named", site))
+        elif target.startswith(("exports.", "module.exports.")) and target.count(".") in (1, 2):
+            name = target.rsplit(".", 1)[-1]
+            if right.type == "identifier":
+                self.exports.append((name, _text(right), "named", site))
+            elif right.type in _FUNCTION_VALUES:
+                self.exports.append((name, name, "named", site))
+                self.function(node, left.child_by_field_name("property"), right)
+
+    def call(self, node: Node) -> None:
+        func = node.child_by_field_name("function")
+        args = node.child_by_field_name("arguments")
+        if func is None:
+            return
+        rng = self.lines.range(node)
+        if func.type == "import":  # dynamic import('./x')
+            spec = _string_value(args.named_children[0]) if args and args.named_children else None
+            if spec is not None:
+                self.imports.append(
+                    ImportSite(spec, 0, "*", "namespace", "runtime", "dynamic", rng, self.scope)
+                )
+            return
+        if func.type == "identifier" and _text(func) == "require":
+            spec = _require_specifier(node)
+            if spec is not None:
+                self.imports.append(
+                    ImportSite(spec, 0, None, "require", "runtime", "static", rng, self.scope)
+                )
+            return
+        optional = any(c.type == "optional_chain" for c in (*node.children, *func.children))
+        self.calls.append(CallSite(self.scope, self.ref(func), rng, optional=optional))
+        if func.type == "member_expression" and args is not None:
+            self.express(func, args, rng)
+
+    def express(self, func: Node, args: Node, rng: Range) -> None:
+        prop = _text(func.child_by_field_name("property"))
+        values = [a for a in args.named_children if a.type != "comment"]
+        if not values:
+            return
+        obj = self.ref(func.child_by_field_name("object"))
+        path = _string_value(values[0])
+        last = values[-1]
+        if prop in EXPRESS_METHODS and path is not None and len(values) >= 2:
+            handler_ref = (
+                self.ref(last) if last.type in ("identifier", "member_expression") else None
+            )
+            method = "ANY" if prop == "all" else prop.upper()
+            self.routes.append(
+                RouteSite(
+                    obj, prop, path, (method,), self.scope, handler_ref, "call", rng, "express"
+                )
+            )
+        elif prop == "use" and last.type in ("identifier", "member_expression"):
+            prefix = path if path is not None and len(values) >= 2 else ""
+            self.mounts.append(MountSite(obj, self.ref(last), prefix, rng))
+
+
+def _identifiers(node: Node) -> list[str]:
+    found: list[str] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type in ("identifier", "shorthand_property_identifier_pattern"):
+            found.append(_text(current))
+        elif current.type not in ("type_annotation", "property_identifier"):
+            stack.extend(current.named_children)
+    return sorted(set(found))
+
+
+def _require_specifier(node: Node) -> str | None:
+    if node.type != "call_expression":
+        return None
+    func = node.child_by_field_name("function")
+    args = node.child_by_field_name("arguments")
+    if func is None or func.type != "identifier" or _text(func) != "require" or args is None:
+        return None
+    values = args.named_children
+    return _string_value(values[0]) if len(values) == 1 else None
+
+
+def _object_pattern(node: Node) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for child in node.named_children:
+        if child.type == "shorthand_property_identifier_pattern":
+            pairs.append((_text(child), _text(child)))
+        elif child.type == "pair_pattern":
+            key = child.child_by_field_name("key")
+            value = child.child_by_field_name("value")
+            if key is not None and value is not None and value.type == "identifier":
+                pairs.append((_text(key), _text(value)))
+    return pairs
+
+
+def _object_entries(node: Node) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for child in node.named_children:
+        if child.type == "shorthand_property_identifier":
+            pairs.append((_text(child), _text(child)))
+        elif child.type == "pair":
+            key = child.child_by_field_name("key")
+            value = child.child_by_field_name("value")
+            if key is not None and value is not None and value.type == "identifier":
+                pairs.append((_text(key), _text(value)))
+    return pairs
+
+
+def _declared_names(node: Node) -> list[str]:
+    if node.type in ("lexical_declaration", "variable_declaration"):
+        names = []
+        for declarator in node.named_children:
+            name = declarator.child_by_field_name("name")
+            if declarator.type == "variable_declarator" and name and name.type == "identifier":
+                names.append(_text(name))
+        return names
+    name = node.child_by_field_name("name")
+    return [_text(name)] if name is not None else []
+
+
+# ------------------------------------------------------------------------ Go
+GO_BUILTINS = frozenset(
+    {
+        "append", "cap", "clear", "close", "complex", "copy", "delete", "imag", "len",
+        "make", "max", "min", "new", "panic", "print", "println", "real", "recover",
+        "bool", "byte", "complex64", "complex128", "error", "float32", "float64", "int",
+        "int8", "int16", "int32", "int64", "rune", "string", "uint", "uint8", "uint16",
+        "uint32", "uint64", "uintptr", "any",
+    }
+)  # fmt: skip
+
+
+def go_binding_name(import_path: str) -> str:
+    """The default package name bound by an import path (``gopkg.in/yaml.v3`` -> ``yaml``)."""
+    parts = import_path.split("/")
+    name = parts[-1]
+    if _GO_VERSION_SUFFIX.match(name) and len(parts) > 1:
+        name = parts[-2]
+    return name.split(".", 1)[0].replace("-", "_")
+
+
+class _GoWalker(_Base):
+    def ref(self, node: Node | None) -> Ref | None:
+        attrs: list[str] = []
+        while node is not None and node.type == "selector_expression":
+            attrs.append(_text(node.child_by_field_name("field")))
+            node = node.child_by_field_name("operand")
+        attrs.reverse()
+        if node is None:
+            return None
+        if node.type in ("identifier", "type_identifier", "package_identifier"):
+            return Ref("name", _text(node), self.scope, tuple(attrs))
+        if node.type == "qualified_type":
+            package = _text(node.child_by_field_name("package"))
+            name = _text(node.child_by_field_name("name"))
+            return Ref("name", package, self.scope, (name, *attrs))
+        if node.type in ("pointer_type", "parenthesized_expression", "unary_expression"):
+            inner = node.child_by_field_name("operand") or (
+                node.named_children[0] if node.named_children else None
+            )
+            return self.ref(inner) if not attrs else None
+        if node.type == "generic_type":
+            return self.ref(node.child_by_field_name("type")) if not attrs else None
+        return None
+
+    def walk(self, node: Node) -> None:
+        kind = node.type
+        if kind == "import_spec":
+            self.import_spec(node)
+            return
+        if kind == "function_declaration":
+            self.function(node, None)
+            return
+        if kind == "method_declaration":
+            self.method(node)
+            return
+        if kind == "type_spec":
+            self.type_spec(node)
+            return
+        if kind in ("var_spec", "const_spec") and not self.scope:
+            for name in node.children_by_field_name("name"):
+                self.symbol(_text(name), "variable", _text(name), node, None)
+                self.bind(_text(name), ("var", _text(name)))
+        elif kind == "short_var_declaration" or (kind in ("var_spec",) and self.scope):
+            self.local(node)
+        elif kind == "call_expression":
+            self.call(node)
+        for child in node.named_children:
+            self.walk(child)
+
+    def import_spec(self, node: Node) -> None:
+        path = _string_value(node.child_by_field_name("path"))
+        if path is None:
+            return
+        alias_node = node.child_by_field_name("name")
+        alias = _text(alias_node) if alias_node is not None else None
+        rng = self.lines.range(node)
+        if alias == "_":
+            self.imports.append(ImportSite(path, 0, None, "side_effect", "runtime", "static", rng))
+            return
+        if alias == ".":
+            self.imports.append(ImportSite(path, 0, "*", "wildcard", "runtime", "static", rng))
+            return
+        binding = alias or go_binding_name(path)
+        self.bind(binding, ("import", path, 0, None), "")
+        self.imports.append(ImportSite(path, 0, binding, "module", "runtime", "static", rng))
+
+    def function(self, node: Node, receiver: tuple[str, str | None] | None) -> None:
+        name = _text(node.child_by_field_name("name"))
+        params = node.child_by_field_name("parameters")
+        result = node.child_by_field_name("result")
+        signature = f"func {name}{_text(params)}" + (f" {_text(result)}" if result else "")
+        if receiver is None:
+            qualname, kind, parent = name, "function", None
+        else:
+            qualname, kind, parent = f"{receiver[0]}.{name}", "method", receiver[0]
+            recv_text = _text(node.child_by_field_name("receiver"))
+            signature = f"func {recv_text} {name}{_text(params)}" + (
+                f" {_text(result)}" if result else ""
+            )
+        self.symbol(qualname, kind, name, node, parent, signature)
+        self.push(qualname, "function", receiver[0] if receiver else None)
+        if receiver is not None and receiver[1]:
+            self.bind(receiver[1], ("self", receiver[0]))
+        if params is not None:
+            for decl in params.named_children:
+                for ident in decl.children_by_field_name("name"):
+                    self.bind(_text(ident), ("opaque",))
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.walk(body)
+        self.pop()
+
+    def method(self, node: Node) -> None:
+        receiver = node.child_by_field_name("receiver")
+        decl = receiver.named_children[0] if receiver and receiver.named_children else None
+        if decl is None:
+            return
+        type_node = decl.child_by_field_name("type")
+        while type_node is not None and type_node.type in ("pointer_type", "generic_type"):
+            type_node = type_node.named_children[0] if type_node.named_children else None
+        type_name = _text(type_node).split("[", 1)[0]
+        names = decl.children_by_field_name("name")
+        self.function(node, (type_name, _text(names[0]) if names else None))
+
+    def type_spec(self, node: Node) -> None:
+        name = _text(node.child_by_field_name("name"))
+        body = node.child_by_field_name("type")
+        kind_text = body.type.removesuffix("_type") if body is not None else "type"
+        self.symbol(name, "class", name, node, None, f"type {name} {kind_text}")
+        if body is None:
+            return
+        if body.type == "struct_type":
+            for field_list in body.named_children:
+                for field in field_list.named_children:
+                    if field.type == "field_declaration" and not field.children_by_field_name(
+                        "name"
+                    ):
+                        self.embedded(name, field.child_by_field_name("type"))
+        elif body.type == "interface_type":
+            for elem in body.named_children:
+                if elem.type in ("type_elem", "constraint_elem"):
+                    for inner in elem.named_children:
+                        self.embedded(name, inner)
+
+    def embedded(self, name: str, node: Node | None) -> None:
+        ref = self.ref(node)
+        if ref is not None and node is not None:
+            self.bases.append(ClassBase(name, ref, "extends", self.lines.range(node)))
+
+    def local(self, node: Node) -> None:
+        left = node.child_by_field_name("left") or node
+        right = node.child_by_field_name("right") or node.child_by_field_name("value")
+        names = [c for c in left.named_children if c.type == "identifier"]
+        if node.type == "var_spec":
+            names = list(node.children_by_field_name("name"))
+        values = right.named_children if right is not None else []
+        for index, ident in enumerate(names):
+            value = values[index] if index < len(values) and len(values) == len(names) else None
+            binding: Binding = ("opaque",)
+            if value is not None and value.type == "unary_expression":
+                value = value.child_by_field_name("operand")
+            if value is not None and value.type == "composite_literal":
+                ref = self.ref(value.child_by_field_name("type"))
+                if ref is not None:
+                    binding = ("ctor", ref, ("composite",))
+            elif value is not None and value.type == "call_expression":
+                ref = self.ref(value.child_by_field_name("function"))
+                if ref is not None:
+                    binding = ("ctor", ref, ())
+            self.bind(_text(ident), binding)
+
+    def call(self, node: Node) -> None:
+        func = node.child_by_field_name("function")
+        args = node.child_by_field_name("arguments")
+        rng = self.lines.range(node)
+        self.calls.append(CallSite(self.scope, self.ref(func), rng))
+        if func is None or func.type != "selector_expression" or args is None:
+            return
+        field = _text(func.child_by_field_name("field"))
+        values = args.named_children
+        if field not in GO_ROUTE_CALLS or len(values) != 2:
+            return
+        pattern = _string_value(values[0])
+        if pattern is None:
+            return
+        handler = values[1]
+        if handler.type in ("call_expression", "type_conversion_expression"):
+            inner = handler.child_by_field_name("arguments")
+            if inner is not None and len(inner.named_children) == 1:
+                handler = inner.named_children[0]
+            elif handler.child_by_field_name("operand") is not None:
+                handler = handler.child_by_field_name("operand") or handler
+        method, _, path = pattern.partition(" ") if " " in pattern.strip() else ("", "", pattern)
+        methods = (method.upper(),) if method else ("ANY",)
+        obj = self.ref(func.child_by_field_name("operand"))
+        self.routes.append(
+            RouteSite(
+                obj,
+                field,
+                path.strip(),
+                methods,
+                self.scope,
+                self.ref(handler),
+                "call",
+                rng,
+                "net_http",
+            )
+        )
+
+
+def _go_package(root: Node) -> str | None:
+    clause = next((c for c in root.named_children if c.type == "package_clause"), None)
+    if clause is None:
+        return None
+    ident = next((c for c in clause.named_children if c.type == "package_identifier"), None)
+    return _text(ident) if ident is not None else None
+
+
+def extract_treesitter(path: str, language: str, data: bytes) -> FileExtract:
+    """Local extraction of one JavaScript, TypeScript or Go file (or a ``go.mod``)."""
+    if language == "gomod":
+        match = _GO_MODULE.search(data.decode("utf-8", errors="replace"))
+        return FileExtract(path, language, package=match.group(1) if match else None)
+    parser = _parser(language, path.endswith(".tsx"))
+    tree = parser.parse(data)
+    root = tree.root_node
+    walker: _Base
+    if language == "go":
+        go = _GoWalker(path, data)
+        go.push("", "module", None)
+        go.walk(root)
+        return go.result(language, _go_package(root))
+    js = _JsWalker(path, data, language == "typescript")
+    js.push("", "module", None)
+    js.walk(root)
+    walker = js
+    return walker.result(language)

@@ -1,0 +1,679 @@
+"""Global resolution for JavaScript, TypeScript and Go extracts.
+
+JavaScript and TypeScript: relative specifiers resolve to files by the usual extension
+and ``index`` rules; ESM named, default and namespace imports, CommonJS ``require`` and
+``module.exports``/``exports.x``, and ``export ... from`` re-exports are followed; calls
+resolve through lexical scopes, imports, ``this`` and ``extends`` chains, and locals
+bound with ``new``. Express apps and routers are recognised from ``express()`` and
+``express.Router()`` and their ``use`` prefixes are composed. Go: a package is a
+directory; ``go.mod`` gives the module path that maps imports into the repository;
+receivers, embedded structs and ``net/http`` handler registrations are resolved. As in
+Python, whatever cannot be resolved exactly is counted, never guessed.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cairn.codegraph.emit import GraphEmitter, file_id, symbol_id
+from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
+from cairn.codegraph.records import Binding, FileExtract, Range, Ref, Symbol
+from cairn.codegraph.resolve import VExternal, VInstance, VModule, VSymbol
+from cairn.codegraph.treesitter import (
+    COMMONJS_EXPORT,
+    GO_ADAPTER_ID,
+    GO_BUILTINS,
+    JS_ADAPTER_ID,
+    STRATEGY,
+)
+from cairn.graph.registry import normalize_route_path
+
+__all__ = ["JS_BUILTINS", "CodeResolver"]
+
+JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
+JS_BUILTINS = frozenset(
+    {
+        "Array", "BigInt", "Boolean", "Buffer", "Date", "Error", "Intl", "JSON", "Map",
+        "Math", "Number", "Object", "Promise", "Proxy", "Reflect", "RegExp", "Set",
+        "String", "Symbol", "TypeError", "WeakMap", "WeakSet", "clearInterval",
+        "clearTimeout", "console", "decodeURIComponent", "document", "encodeURIComponent",
+        "exports", "fetch", "globalThis", "isNaN", "module", "parseFloat", "parseInt",
+        "process", "queueMicrotask", "require", "setInterval", "setTimeout",
+        "structuredClone", "window",
+    }
+)  # fmt: skip
+JS_FACTORIES = {"express": "express.Application", "express.Router": "express.Router"}
+GO_FACTORIES = {"net/http.NewServeMux": "net/http.ServeMux"}
+GO_ROUTERS = frozenset({"net/http", "net/http.ServeMux"})
+EXPRESS_TYPES = frozenset({"express.Application", "express.Router"})
+
+Value = VModule | VSymbol | VInstance | VExternal
+
+
+@dataclass(frozen=True, slots=True)
+class _Builtin:
+    name: str
+
+
+class _File:
+    def __init__(self, extract: FileExtract) -> None:
+        self.extract = extract
+        self.path = extract.path
+        self.language = extract.language
+        self.scopes = {s.qualname: dict(s.bindings) for s in extract.scopes}
+        self.parent = {s.qualname: s.parent for s in extract.scopes}
+        self.kind = {s.qualname: s.kind for s in extract.scopes}
+        self.symbols: dict[str, list[Symbol]] = {}
+        for symbol in extract.symbols:
+            self.symbols.setdefault(symbol.qualname, []).append(symbol)
+
+    @property
+    def directory(self) -> str:
+        return posixpath.dirname(self.path)
+
+
+class CodeResolver:
+    """Resolves JS/TS/Go extracts and emits their nodes and facts."""
+
+    def __init__(self, extracts: Sequence[FileExtract], emitter: GraphEmitter) -> None:
+        self.emit = emitter
+        ordered = sorted(extracts, key=lambda e: e.path)
+        self.files = {e.path: _File(e) for e in ordered if e.language != "gomod"}
+        self.gomods = {
+            posixpath.dirname(e.path): e.package for e in ordered if e.language == "gomod"
+        }
+        self.call_stats: dict[str, Counter[str]] = {p: Counter() for p in self.files}
+        self.members: dict[tuple[str, str], dict[str, tuple[_File, Symbol]]] = {}
+        self.package: dict[str, dict[str, list[tuple[_File, Symbol]]]] = {}
+        self.origins: dict[str, str] = {}
+        for file in self.files.values():
+            for symbol in file.extract.symbols:
+                if file.language == "go":
+                    self._index_go(file, symbol)
+                elif symbol.parent is not None and symbol.kind == "method":
+                    key = (file.path, symbol.parent)
+                    self.members.setdefault(key, {})[symbol.name] = (file, symbol)
+        self._mro_cache: dict[str, tuple[VSymbol | VExternal, ...]] = {}
+        self._export_guard: set[tuple[str, str]] = set()
+
+    def _index_go(self, file: _File, symbol: Symbol) -> None:
+        directory = file.directory
+        if symbol.kind == "method" and symbol.parent is not None:
+            key = (directory, symbol.parent)
+            self.members.setdefault(key, {})[symbol.name] = (file, symbol)
+        else:
+            self.package.setdefault(directory, {}).setdefault(symbol.name, []).append(
+                (file, symbol)
+            )
+
+    # --------------------------------------------------------------- values
+    @staticmethod
+    def _vsymbol(file: _File, symbol: Symbol) -> VSymbol:
+        return VSymbol(
+            symbol_id(symbol.kind, file.path, symbol.qualname),
+            symbol.kind,
+            file.path,
+            symbol.qualname,
+            f"{file.path}:{symbol.qualname}",
+        )
+
+    def _js_module(self, file: _File, spec: str) -> VModule | VExternal | None:
+        if not spec.startswith("."):
+            return VExternal(spec)
+        base = posixpath.normpath(posixpath.join(file.directory, spec))
+        stem, ext = posixpath.splitext(base)
+        candidates = [base]
+        if ext in (".js", ".jsx", ".mjs", ".cjs"):
+            candidates += [stem + e for e in JS_EXTENSIONS]
+        candidates += [base + e for e in JS_EXTENSIONS]
+        candidates += [f"{base}/index{e}" for e in JS_EXTENSIONS]
+        for candidate in candidates:
+            found = self.files.get(candidate)
+            if found is not None and found.language != "go":
+                return VModule(candidate, candidate)
+        return None
+
+    def _go_module(self, import_path: str) -> VModule:
+        for directory in sorted(self.gomods, key=len, reverse=True):
+            module = self.gomods[directory]
+            if module and (import_path == module or import_path.startswith(module + "/")):
+                rel = import_path[len(module) :].lstrip("/")
+                target = posixpath.join(directory, rel) if directory else rel
+                if target in self.package or any(d == target for d, _ in self.members):
+                    return VModule(import_path, target.rstrip("/"))
+        return VModule(import_path, None)
+
+    def lookup(
+        self, file: _File, scope: str, name: str, depth: int = 0
+    ) -> tuple[Value, ...] | _Builtin:
+        """Resolve a bare name used in ``scope`` of ``file``."""
+        if depth > MAX_RESOLUTION_DEPTH:
+            return ()
+        current: str | None = scope
+        while current is not None:
+            bindings = file.scopes.get(current, {}).get(name)
+            if bindings is not None and (file.language != "go" or current != ""):
+                key = (f"{file.path}#{current}", name)
+                if key in self._export_guard:
+                    return ()
+                self._export_guard.add(key)
+                try:
+                    return self._bindings(file, current, name, bindings, depth + 1)
+                finally:
+                    self._export_guard.discard(key)
+            current = file.parent.get(current)
+        if file.language == "go":
+            members = self.package.get(file.directory, {}).get(name)
+            if members:
+                return tuple(self._vsymbol(f, s) for f, s in members)
+            imported = file.scopes.get("", {}).get(name)
+            if imported is not None:
+                return self._bindings(file, "", name, imported, depth + 1)
+            return _Builtin(name) if name in GO_BUILTINS else ()
+        return _Builtin(name) if name in JS_BUILTINS else ()
+
+    def _bindings(
+        self, file: _File, scope: str, name: str, bindings: Sequence[Binding], depth: int
+    ) -> tuple[Value, ...]:
+        values: list[Value] = []
+        for binding in bindings:
+            found = self._binding(file, scope, name, binding, depth)
+            if found is None:
+                return ()
+            values.extend(v for v in found if v not in values)
+        return tuple(values)
+
+    def _binding(
+        self, file: _File, scope: str, name: str, binding: Binding, depth: int
+    ) -> tuple[Value, ...] | None:
+        if depth > MAX_RESOLUTION_DEPTH:
+            return None
+        tag = binding[0]
+        if tag in ("def", "var"):
+            kinds = ("variable",) if tag == "var" else ("class", "function", "method")
+            symbols = file.symbols.get(str(binding[1]), ())
+            return tuple(self._vsymbol(file, s) for s in symbols if s.kind in kinds)
+        if tag == "self":
+            cls = self._class(file, str(binding[1]))
+            return (VInstance(cls, None, None),) if cls is not None else None
+        if tag == "import":
+            spec, imported = str(binding[1]), binding[3]
+            if file.language == "go":
+                return (self._go_module(spec),)
+            module = self._js_module(file, spec)
+            if module is None:
+                return None
+            if isinstance(module, VExternal):
+                if imported in (None, "default"):
+                    return (module,)
+                return (VExternal(f"{spec}.{imported}"),)
+            if imported is None:
+                whole = self._export(module, COMMONJS_EXPORT, depth + 1)
+                return whole or (module,)
+            found = self._export(module, str(imported), depth + 1)
+            if not found and imported == "default":
+                found = self._export(module, COMMONJS_EXPORT, depth + 1)
+            return found or None
+        if tag == "ctor":
+            ref, extra = binding[1], binding[2]
+            assert isinstance(ref, Ref) and isinstance(extra, tuple)
+            origin = f"{file.path}#{scope}.{name}" if scope else f"{file.path}#{name}"
+            resolved = self.resolve(file, ref, depth + 1)
+            made: list[Value] = []
+            for value, _ in () if isinstance(resolved, _Builtin) else resolved:
+                if isinstance(value, VSymbol) and value.kind == "class":
+                    made.append(VInstance(value, None, origin))
+                elif isinstance(value, VExternal):
+                    factory = (GO_FACTORIES | JS_FACTORIES).get(value.dotted)
+                    if "composite" in extra:
+                        made.append(VInstance(None, value.dotted, origin))
+                    elif factory is not None:
+                        made.append(VInstance(None, factory, origin))
+            if made:
+                return tuple(made)
+            if not scope and file.language != "go":
+                symbols = file.symbols.get(name, ())
+                return tuple(self._vsymbol(file, s) for s in symbols if s.kind == "variable")
+            return None
+        return None
+
+    def _class(self, file: _File, qualname: str) -> VSymbol | None:
+        if file.language == "go":
+            for owner, symbol in self.package.get(file.directory, {}).get(qualname, ()):
+                if symbol.kind == "class":
+                    return self._vsymbol(owner, symbol)
+            return None
+        for symbol in file.symbols.get(qualname, ()):
+            if symbol.kind == "class":
+                return self._vsymbol(file, symbol)
+        return None
+
+    def _export(self, module: VModule, name: str, depth: int) -> tuple[Value, ...]:
+        file = self.files.get(module.path or "")
+        key = (module.name, name)
+        if file is None or depth > MAX_RESOLUTION_DEPTH or key in self._export_guard:
+            return ()
+        self._export_guard.add(key)
+        try:
+            for exported, target, form, _ in file.extract.exports:
+                if exported != name:
+                    continue
+                if form == "reexport":
+                    spec, _, inner = target.rpartition(":")
+                    other = self._js_module(file, spec)
+                    if isinstance(other, VModule):
+                        return self._export(other, inner, depth + 1)
+                    if isinstance(other, VExternal):
+                        return (VExternal(f"{spec}.{inner}"),)
+                    return ()
+                found = self.lookup(file, "", target, depth + 1)
+                return found if isinstance(found, tuple) else ()
+            for exported, target, form, _ in file.extract.exports:
+                if exported == "*" and form == "reexport":
+                    other = self._js_module(file, target.rpartition(":")[0])
+                    if isinstance(other, VModule):
+                        found = self._export(other, name, depth + 1)
+                        if found:
+                            return found
+            return ()
+        finally:
+            self._export_guard.discard(key)
+
+    def getattr(self, value: Value, attr: str, depth: int) -> tuple[Value, ...]:
+        """The values of ``value.attr``; empty when not resolvable exactly."""
+        if depth > MAX_RESOLUTION_DEPTH:
+            return ()
+        if isinstance(value, VModule):
+            if value.path is None:
+                return (VExternal(f"{value.name}.{attr}"),)
+            if value.path in self.files:
+                return self._export(value, attr, depth + 1)
+            members = self.package.get(value.path, {}).get(attr, ())
+            return tuple(self._vsymbol(f, s) for f, s in members)
+        if isinstance(value, VExternal):
+            return (VExternal(f"{value.dotted}.{attr}"),)
+        if isinstance(value, VInstance):
+            if value.cls is None:
+                return (VExternal(f"{value.external}.{attr}"),) if value.external else ()
+            return self._member(value.cls, attr)
+        if value.kind == "class":
+            return self._member(value, attr)
+        return ()
+
+    def _member_key(self, cls: VSymbol) -> tuple[str, str]:
+        file = self.files[cls.path]
+        return (file.directory if file.language == "go" else file.path, cls.qualname)
+
+    def _member(self, cls: VSymbol, attr: str, skip_self: bool = False) -> tuple[Value, ...]:
+        mro = self.mro(cls)
+        for entry in mro[1:] if skip_self else mro:
+            if isinstance(entry, VExternal):
+                return (VExternal(f"{entry.dotted}.{attr}"),)
+            found = self.members.get(self._member_key(entry), {}).get(attr)
+            if found is not None:
+                return (self._vsymbol(*found),)
+        return ()
+
+    def bases_of(
+        self, cls: VSymbol, kinds: tuple[str, ...] = ("extends",)
+    ) -> list[VSymbol | VExternal]:
+        """Resolved bases of an in-repository class (``extends`` only by default)."""
+        file = self.files[cls.path]
+        found: list[VSymbol | VExternal] = []
+        for base in file.extract.bases:
+            if base.cls != cls.qualname or base.kind not in kinds:
+                continue
+            resolved = self.resolve(file, base.ref)
+            for value, _ in () if isinstance(resolved, _Builtin) else resolved:
+                is_class = isinstance(value, VSymbol) and value.kind == "class"
+                if (is_class and value != cls) or isinstance(value, VExternal):
+                    assert isinstance(value, VSymbol | VExternal)
+                    found.append(value)
+        return found
+
+    def mro(self, cls: VSymbol) -> tuple[VSymbol | VExternal, ...]:
+        """Depth-first, left-to-right order over extends/embedding chains."""
+        cached = self._mro_cache.get(cls.node_id)
+        if cached is not None:
+            return cached
+        self._mro_cache[cls.node_id] = (cls,)
+        order: list[VSymbol | VExternal] = [cls]
+        for base in self.bases_of(cls):
+            chain = self.mro(base) if isinstance(base, VSymbol) else (base,)
+            order.extend(item for item in chain if item not in order)
+        result = tuple(order)
+        self._mro_cache[cls.node_id] = result
+        return result
+
+    def resolve(
+        self, file: _File, ref: Ref, depth: int = 0
+    ) -> tuple[tuple[Value, str], ...] | _Builtin:
+        """Resolve a reference to ``(value, dispatch)`` pairs, or a builtin marker."""
+        if depth > MAX_RESOLUTION_DEPTH:
+            return ()
+        current: tuple[Value, ...]
+        if ref.kind == "this":
+            cls = self._class(file, ref.head)
+            current = (VInstance(cls, None, None),) if cls is not None else ()
+            dispatch = "method"
+        elif ref.kind == "new":
+            assert ref.inner is not None
+            inner = self.resolve(file, ref.inner, depth + 1)
+            current = tuple(
+                VInstance(v, None, None)
+                for v, _ in (() if isinstance(inner, _Builtin) else inner)
+                if isinstance(v, VSymbol) and v.kind == "class"
+            )
+            dispatch = "method"
+        else:
+            head = self.lookup(file, ref.scope, ref.head, depth + 1)
+            if isinstance(head, _Builtin):
+                return head
+            current = head
+            dispatch = "direct"
+        for attr in ref.attrs:
+            via_instance = any(isinstance(v, VInstance) for v in current)
+            step: list[Value] = []
+            for value in current:
+                step.extend(v for v in self.getattr(value, attr, depth + 1) if v not in step)
+            current = tuple(step)
+            dispatch = "method" if via_instance else "attribute"
+            if not current:
+                return ()
+        return tuple((value, dispatch) for value in current)
+
+    # ------------------------------------------------------------- emitting
+    def run(self) -> None:
+        """Emit every node and fact, in path order."""
+        for file in self.files.values():
+            self._structure(file)
+        for file in self.files.values():
+            self._imports(file)
+            self._exports(file)
+            self._calls(file)
+            self._bases(file)
+        self._routes()
+
+    def _fact(
+        self,
+        file: _File,
+        source: str,
+        target: str,
+        relation: str,
+        disc: dict[str, Any] | None,
+        rng: Range,
+        site: str,
+    ) -> None:
+        adapter = GO_ADAPTER_ID if file.language == "go" else JS_ADAPTER_ID
+        self.emit.fact(
+            source,
+            target,
+            relation,
+            disc,
+            adapter=adapter,
+            strategy=STRATEGY,
+            path=file.path,
+            rng=rng,
+            site_kind=site,
+        )
+
+    def _lang(self, file: _File) -> str:
+        return "go" if file.language == "go" else "js"
+
+    def _structure(self, file: _File) -> None:
+        qualified = file.path
+        if file.language == "go":
+            qualified = self._go_import_path(file.directory) or file.extract.package or file.path
+        file_node = self.emit.node(
+            file_id(file.path),
+            "file",
+            {
+                "name": file.path.rsplit("/", 1)[-1],
+                "qualified_name": qualified,
+                "path": file.path,
+                "language": file.language,
+                "package": file.extract.package,
+            },
+        )
+        for symbol in file.extract.symbols:
+            self.emit.node(
+                symbol_id(symbol.kind, file.path, symbol.qualname),
+                symbol.kind,
+                {
+                    "name": symbol.name,
+                    "qualified_name": f"{qualified}.{symbol.qualname}",
+                    "path": file.path,
+                    "range": list(symbol.ranges[0]),
+                    "language": file.language,
+                    "signature": symbol.signature,
+                },
+            )
+        for symbol in file.extract.symbols:
+            node_id = symbol_id(symbol.kind, file.path, symbol.qualname)
+            parent = file_node
+            if symbol.parent is not None:
+                owner = self._class(file, symbol.parent)
+                if owner is not None:
+                    parent = owner.node_id
+                else:
+                    parent = self._scope_node(file, symbol.parent)
+            for rng in symbol.ranges:
+                self._fact(file, parent, node_id, "contains", None, rng, "definition")
+
+    def _go_import_path(self, directory: str) -> str | None:
+        for root in sorted(self.gomods, key=len, reverse=True):
+            module = self.gomods[root]
+            if module and (not root or directory == root or directory.startswith(root + "/")):
+                rel = directory[len(root) :].lstrip("/") if root else directory
+                return f"{module}/{rel}" if rel else module
+        return None
+
+    def _scope_node(self, file: _File, scope: str) -> str:
+        if not scope:
+            return file_id(file.path)
+        symbols = file.symbols.get(scope, ())
+        wanted = ("class",) if file.kind.get(scope) == "class" else ("method", "function")
+        for kind in wanted:
+            if any(s.kind == kind for s in symbols):
+                return symbol_id(kind, file.path, scope)
+        return file_id(file.path)
+
+    def _imports(self, file: _File) -> None:
+        source = file_id(file.path)
+        for site in file.extract.imports:
+            targets: list[str] = []
+            if file.language == "go":
+                module = self._go_module(site.module)
+                if module.path is None:
+                    resolution = "external"
+                    targets.append(self.emit.external("go", site.module))
+                else:
+                    resolution = "internal"
+                    targets.extend(
+                        file_id(p)
+                        for p, other in self.files.items()
+                        if other.language == "go" and other.directory == module.path
+                    )
+            else:
+                found = self._js_module(file, site.module)
+                if isinstance(found, VModule):
+                    resolution = "internal"
+                    targets.append(file_id(found.name))
+                elif isinstance(found, VExternal):
+                    resolution = "external"
+                    targets.append(self.emit.external("js", site.module))
+                else:
+                    resolution = "unresolved"
+                    targets.append(self.emit.external("js", site.module))
+            disc = {
+                "specifier": site.module,
+                "binding_kind": site.binding_kind,
+                "imported_name": site.name or site.module,
+                "phase": site.phase,
+                "form": site.form,
+                "resolution": resolution,
+            }
+            for target in targets:
+                self._fact(file, source, target, "imports", disc, site.range, "import")
+
+    def _exports(self, file: _File) -> None:
+        if file.language == "go":
+            return
+        module = VModule(file.path, file.path)
+        for exported, _, form, rng in file.extract.exports:
+            if exported == "*":
+                continue
+            for value in self._export(module, exported, 0):
+                if isinstance(value, VSymbol):
+                    disc = {"exported_name": exported, "form": form}
+                    self._fact(
+                        file, file_id(file.path), value.node_id, "exports", disc, rng, "export"
+                    )
+
+    def _target(self, file: _File, value: Value) -> tuple[str, bool] | None:
+        if isinstance(value, VSymbol):
+            if value.kind in ("function", "method"):
+                return value.node_id, False
+            if value.kind == "class" and file.language != "go":
+                return value.node_id, True
+            return None
+        if isinstance(value, VExternal):
+            return self.emit.external(self._lang(file), value.dotted), False
+        return None
+
+    def _calls(self, file: _File) -> None:
+        stats = self.call_stats[file.path]
+        for site in file.extract.calls:
+            if site.ref is None:
+                stats["dynamic"] += 1
+                continue
+            resolved = self.resolve(file, site.ref)
+            if isinstance(resolved, _Builtin):
+                stats["builtin"] += 1
+                continue
+            targets: list[tuple[str, bool, str, bool]] = []
+            for value, dispatch in resolved:
+                node = self._target(file, value)
+                if node is not None and all(node[0] != t[0] for t in targets):
+                    targets.append((*node, dispatch, isinstance(value, VExternal)))
+            if not targets:
+                stats["unresolved"] += 1
+                continue
+            caller = self._scope_node(file, site.caller)
+            many = len(targets) > 1
+            stats["ambiguous" if many else ("external" if targets[0][3] else "resolved")] += 1
+            for target, is_class, dispatch, external in targets:
+                resolution = "ambiguous" if many else ("external" if external else "resolved")
+                disc = {
+                    "invocation": "construct" if (is_class or site.construct) else "call",
+                    "dispatch": dispatch,
+                    "optional_chaining": site.optional,
+                    "resolution": resolution,
+                }
+                self._fact(file, caller, target, "calls", disc, site.range, "call")
+
+    def _bases(self, file: _File) -> None:
+        for base in file.extract.bases:
+            cls = self._class(file, base.cls)
+            if cls is None:
+                continue
+            resolved = self.resolve(file, base.ref)
+            for value, _ in () if isinstance(resolved, _Builtin) else resolved:
+                target = None
+                if isinstance(value, VSymbol) and value.kind == "class":
+                    target = value.node_id
+                elif isinstance(value, VExternal):
+                    target = self.emit.external(self._lang(file), value.dotted)
+                if target is not None and target != cls.node_id:
+                    disc = {"kind": base.kind}
+                    self._fact(file, cls.node_id, target, "inherits", disc, base.range, "base")
+
+    # --------------------------------------------------------------- routes
+    def _router(self, file: _File, ref: Ref | None) -> tuple[str, str] | None:
+        if ref is None:
+            return None
+        resolved = self.resolve(file, ref)
+        if isinstance(resolved, _Builtin):
+            return None
+        found: set[tuple[str, str]] = set()
+        for value, _ in resolved:
+            if isinstance(value, VInstance) and value.external in EXPRESS_TYPES and value.origin:
+                found.add(("express", value.origin))
+            elif isinstance(value, VInstance) and value.external in GO_ROUTERS:
+                found.add(("net_http", value.origin or "net/http"))
+            elif isinstance(value, VModule) and value.path is None and value.name in GO_ROUTERS:
+                found.add(("net_http", "net/http"))
+        return next(iter(found)) if len(found) == 1 else None
+
+    def _prefixes(
+        self, origin: str, mounts: dict[str, list[tuple[str, str]]], seen: frozenset[str]
+    ) -> list[str]:
+        parents = mounts.get(origin)
+        if not parents or origin in seen:
+            return [""]
+        return sorted(
+            {
+                base + prefix
+                for parent, prefix in parents
+                for base in self._prefixes(parent, mounts, seen | {origin})
+            }
+        )
+
+    def _routes(self) -> None:
+        mounts: dict[str, list[tuple[str, str]]] = {}
+        for file in self.files.values():
+            for mount in file.extract.mounts:
+                parent = self._router(file, mount.parent)
+                child = self._router(file, mount.child)
+                if parent is not None and child is not None:
+                    mounts.setdefault(child[1], []).append((parent[1], mount.prefix or ""))
+        for file in self.files.values():
+            for site in file.extract.routes:
+                router = self._router(file, site.obj)
+                if router is None:
+                    continue
+                handler = self._handler(file, site.handler, site.handler_ref)
+                if handler is None:
+                    continue
+                framework, origin = router
+                for prefix in self._prefixes(origin, mounts, frozenset()):
+                    path = normalize_route_path(prefix + site.path)
+                    for method in site.methods:
+                        self._route(file, method, path, framework, handler, site.range)
+
+    def _handler(self, file: _File, scope: str | None, ref: Ref | None) -> str | None:
+        if ref is None:
+            return self._scope_node(file, scope or "")
+        resolved = self.resolve(file, ref)
+        if isinstance(resolved, _Builtin):
+            return None
+        nodes = {
+            v.node_id
+            for v, _ in resolved
+            if isinstance(v, VSymbol) and v.kind in ("function", "method")
+        }
+        return next(iter(nodes)) if len(nodes) == 1 else None
+
+    def _route(
+        self, file: _File, method: str, path: str, framework: str, handler: str, rng: Range
+    ) -> None:
+        name = f"{method} {path}"
+        route = self.emit.node(
+            symbol_id("route", file.path, name),
+            "route",
+            {
+                "name": name,
+                "qualified_name": name,
+                "path": file.path,
+                "language": file.language,
+                "method": method,
+                "route": path,
+                "framework": framework,
+            },
+        )
+        disc = {"method": method, "path": path, "framework": framework, "registration": "call"}
+        self._fact(file, route, handler, "handles_route", disc, rng, "route")

@@ -1,0 +1,176 @@
+"""Scanning: ignore rules, default excludes, caps, secret paths and the manifest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cairn.codegraph import index_repository, scan_repository
+from cairn.codegraph.limits import MAX_FILE_BYTES
+from cairn.codegraph.scan import is_secret_path, language_of
+from cairn.errors import ValidationError
+
+
+def _write(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    _write(
+        tmp_path,
+        {
+            ".gitignore": "*.log\nbuild_out/\n!keep.log\n",
+            ".cairnignore": "generated/\n",
+            "app/main.py": "def main():\n    return 1\n",
+            "app/.gitignore": "local_*.py\n!local_keep.py\n",
+            "app/local_scratch.py": "x = 1\n",
+            "app/local_keep.py": "y = 2\n",
+            "app/debug.log": "log\n",
+            "keep.log": "kept\n",
+            "build_out/x.py": "z = 3\n",
+            "generated/g.py": "g = 1\n",
+            "node_modules/pkg/index.js": "module.exports = 1\n",
+            ".venv/lib/site.py": "v = 1\n",
+            "__pycache__/m.cpython-311.pyc": b"\x00\x01",
+            ".env": "SECRET=1\n",
+            ".env.production": "SECRET=2\n",
+            "certs/server.pem": "-----BEGIN CERTIFICATE-----\n",
+            "keys/id_rsa": "-----BEGIN RSA PRIVATE KEY-----\n",
+            "big.py": "#" * (MAX_FILE_BYTES + 1),
+            "blob.py": b"x = 1\x00\x00\x00",
+            "broken.py": "def broken(:\n",
+            "README.txt": "hello\n",
+            "docs/guide.md": "# Guide\n",
+            "web/app.ts": "export const x = 1;\n",
+        },
+    )
+    return tmp_path
+
+
+def test_scan_decides_by_path_before_reading(repo: Path) -> None:
+    result = scan_repository(repo)
+    accepted = [f.path for f in result.files]
+    assert accepted == [
+        "app/local_keep.py",
+        "app/main.py",
+        "blob.py",
+        "broken.py",
+        "docs/guide.md",
+        "web/app.ts",
+    ]
+    skipped = {s.path: s.outcome for s in result.skipped}
+    assert skipped == {
+        ".cairnignore": "skipped:unsupported_language",
+        ".env": "skipped:secret_path",
+        ".env.production": "skipped:secret_path",
+        ".gitignore": "skipped:unsupported_language",
+        ".venv/": "skipped:default_exclude",
+        "README.txt": "skipped:unsupported_language",
+        "__pycache__/": "skipped:default_exclude",
+        "app/.gitignore": "skipped:unsupported_language",
+        "app/debug.log": "skipped:ignored",
+        "app/local_scratch.py": "skipped:ignored",
+        "big.py": "skipped:too_large",
+        "build_out/": "skipped:ignored",
+        "certs/server.pem": "skipped:secret_path",
+        "generated/": "skipped:ignored",
+        "keep.log": "skipped:unsupported_language",
+        "keys/id_rsa": "skipped:secret_path",
+        "node_modules/": "skipped:default_exclude",
+    }
+
+
+def test_caller_excludes_apply_to_files_and_directories(repo: Path) -> None:
+    result = scan_repository(repo, excludes=["docs/", "*.ts"])
+    skipped = {s.path: s.outcome for s in result.skipped}
+    assert skipped["docs/"] == "skipped:excluded"
+    assert skipped["web/app.ts"] == "skipped:excluded"
+    assert [f.path for f in result.files] == [
+        "app/local_keep.py",
+        "app/main.py",
+        "blob.py",
+        "broken.py",
+    ]
+
+
+def test_manifest_records_every_outcome_and_a_parse_error_never_stops_the_run(
+    repo: Path,
+) -> None:
+    result = index_repository(repo)
+    rows = {row.path: row.outcome for row in result.manifest.sorted_entries()}
+    assert rows["broken.py"] == "failed:SyntaxError"
+    assert rows["blob.py"] == "skipped:binary"
+    assert rows["app/main.py"] == "indexed"
+    assert rows["docs/guide.md"] == "indexed"
+    assert result.graph.has_node("function:app/main.py#main")
+    assert result.graph.has_node("file:broken.py")
+    summary = result.manifest.summary()
+    assert summary["python"] == {
+        "failed:SyntaxError": 1,
+        "indexed": 2,
+        "skipped:binary": 1,
+        "skipped:ignored": 1,
+        "skipped:too_large": 1,
+    }
+    secret_text = "SECRET"
+    for node in result.graph.nodes():
+        assert secret_text not in str(node.to_json())
+    assert result.manifest.to_json()["files"][0]["path"] == ".cairnignore"
+
+
+def test_indexed_rows_carry_content_hashes(repo: Path) -> None:
+    result = index_repository(repo)
+    row = next(r for r in result.manifest.sorted_entries() if r.path == "app/main.py")
+    assert row.sha256 is not None and len(row.sha256) == 64
+    assert row.size == len("def main():\n    return 1\n")
+
+
+def test_symlinks_are_not_followed(tmp_path: Path) -> None:
+    _write(tmp_path, {"real.py": "a = 1\n"})
+    (tmp_path / "link.py").symlink_to(tmp_path / "real.py")
+    skipped = {s.path: s.outcome for s in scan_repository(tmp_path).skipped}
+    assert skipped == {"link.py": "skipped:symlink"}
+
+
+def test_bad_input_raises_typed_errors(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError):
+        scan_repository(tmp_path / "missing")
+    with pytest.raises(ValidationError):
+        scan_repository(tmp_path, excludes=[" "])
+    with pytest.raises(ValidationError):
+        index_repository(tmp_path, workers=0)
+
+
+@pytest.mark.parametrize(
+    ("path", "secret"),
+    [
+        (".env", True),
+        ("config/.env.local", True),
+        ("tls/server.key", True),
+        ("a/b/cert.crt", True),
+        ("home/id_ed25519", True),
+        ("src/environment.py", False),
+        ("src/keys.py", False),
+    ],
+)
+def test_secret_path_policy(path: str, secret: bool) -> None:
+    assert is_secret_path(path) is secret
+
+
+def test_languages_by_suffix() -> None:
+    assert [language_of(p) for p in ("a.py", "b.tsx", "c.mjs", "d.go", "e.md", "f.rs")] == [
+        "python",
+        "typescript",
+        "javascript",
+        "go",
+        "markdown",
+        "other",
+    ]

@@ -1,0 +1,534 @@
+"""Bounded graph traversal inside one read cut: neighbours and shortest paths (issue 8).
+
+``traverse(db, request, principal)`` answers "what is around these vertices" and "how
+does this vertex reach that one" for the HTTP API, the SDK, MCP and the CLI alike. It
+is authorised like a search walk (spec graph-search §5.2-5.3): ``graph_read`` on the
+graph, the ``/label`` use grant whenever ``relations`` is given (even empty), every
+seed and the target must be visible (else ``NotFoundError``, as if missing), and a
+hidden, deleted or unreadable vertex is neither reported nor passed through.
+
+The walk goes breadth-first, layer by layer, over stored fact orientation: ``out``
+follows source -> target, ``in`` target -> source, ``both`` either way. Each vertex
+keeps its first (shortest) hop, and its path is the lexicographically smallest
+sequence of references among all shortest paths from a seed (the rule of
+``cairn.search.walk``). Every fact record read counts against ``max_edges`` and the
+shared ``ReadBudget``; going past ``max_edges`` or ``max_vertices`` is
+``BudgetExceededError``, never a truncated success. Everything runs in exactly one
+read cut. Relation labels in the reply are redacted (``None``, with ``/label`` in
+``redacted_fields``) when the principal may not read the graph's ``/label`` field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from cairn.canonical import canonical_bytes
+from cairn.errors import (
+    BudgetExceededError,
+    CanonicalizationError,
+    NotFoundError,
+    PermissionDeniedError,
+    ValidationError,
+)
+from cairn.graph.model import thaw
+from cairn.search.budget import CancelToken, ReadBudget
+from cairn.search.contracts import DocumentResult, EntityRef
+from cairn.search.engine import LABEL_FIELD
+from cairn.search.limits import (
+    DEFAULT_MAX_EDGES,
+    DEFAULT_MAX_VERTICES,
+    MAX_DEPTH,
+    MAX_EDGES,
+    MAX_LABELS,
+    MAX_REQUEST_BYTES,
+    MAX_SEEDS,
+    MAX_VERTICES,
+    MIN_DEPTH,
+    MIN_EDGES,
+    MIN_VERTICES,
+)
+from cairn.search.walk import VertexVisibility
+from cairn.search.wire import TYPE_KEY, from_wire, to_json
+from cairn.store.apply import load_field_policies
+from cairn.store.graphs import Edge, graph_exists, in_edges, out_edges
+from cairn.store.limits import check_identifier
+from cairn.store.policy import Capability, field_allowed, require
+from cairn.store.reads import ReadCut, read_document
+
+if TYPE_CHECKING:
+    from cairn.store.database import Database, PrincipalLike
+
+__all__ = [
+    "DEFAULT_TRAVERSE_DEPTH",
+    "TRAVERSE_DIRECTIONS",
+    "TRAVERSE_REQUEST_ALIAS",
+    "TRAVERSE_RESULT_ALIAS",
+    "Direction",
+    "TraverseEdge",
+    "TraverseRequest",
+    "TraverseResult",
+    "TraverseVertex",
+    "admit_traverse",
+    "traverse",
+    "traverse_request_from_json",
+    "traverse_result_from_json",
+]
+
+Direction = Literal["out", "in", "both"]
+"""Which stored orientation a traversal follows."""
+
+TRAVERSE_DIRECTIONS: tuple[Direction, ...] = ("out", "in", "both")
+"""Every accepted ``direction``."""
+
+DEFAULT_TRAVERSE_DEPTH = 1
+"""Default depth: direct neighbours."""
+
+TRAVERSE_REQUEST_ALIAS = "cairn.contract.traverse-request.v1"
+"""Wire alias of ``TraverseRequest``."""
+
+TRAVERSE_RESULT_ALIAS = "cairn.contract.traverse-result.v1"
+"""Wire alias of ``TraverseResult``."""
+
+
+# ------------------------------------------------------------------ records
+@dataclass(frozen=True, slots=True)
+class TraverseRequest:
+    """Neighbours of ``seeds`` (no ``target``), or a shortest path from a seed to ``target``."""
+
+    database: str
+    graph: str
+    seeds: tuple[EntityRef, ...]
+    target: EntityRef | None = None
+    direction: Direction = "out"
+    relations: tuple[str, ...] | None = None
+    max_depth: int = DEFAULT_TRAVERSE_DEPTH
+    max_vertices: int = DEFAULT_MAX_VERTICES
+    max_edges: int = DEFAULT_MAX_EDGES
+    include_documents: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.seeds, list):
+            object.__setattr__(self, "seeds", tuple(self.seeds))
+        if isinstance(self.relations, list):
+            object.__setattr__(self, "relations", tuple(self.relations))
+
+    def to_json(self) -> dict[str, Any]:
+        """Tagged wire form."""
+        return {TYPE_KEY: TRAVERSE_REQUEST_ALIAS, **to_json(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class TraverseVertex:
+    """A reached vertex, its shortest hop count and (when asked) its projected document."""
+
+    ref: EntityRef
+    hops: int
+    document: DocumentResult | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraverseEdge:
+    """One fact between reached vertices, in stored orientation; ``relation`` may be redacted."""
+
+    source: EntityRef
+    target: EntityRef
+    relation: str | None
+    fact_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TraverseResult:
+    """Vertices by (hops, ref), the edges among them and, for a path request, the path."""
+
+    vertices: tuple[TraverseVertex, ...]
+    edges: tuple[TraverseEdge, ...]
+    path: tuple[EntityRef, ...] | None
+    edges_examined: int
+    position: int
+    redacted_fields: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """Tagged wire form."""
+        return {TYPE_KEY: TRAVERSE_RESULT_ALIAS, **to_json(self)}
+
+
+# ------------------------------------------------------------ JSON parsing
+_REQUEST_FIELDS = frozenset(
+    {
+        "database",
+        "graph",
+        "seeds",
+        "target",
+        "direction",
+        "relations",
+        "max_depth",
+        "max_vertices",
+        "max_edges",
+        "include_documents",
+    }
+)
+_REQUIRED_FIELDS = ("database", "graph", "seeds")
+
+
+def _object(value: Any, path: str, alias: str | None = None) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"{path} must be a JSON object")
+    body = dict(value)
+    if alias is not None:
+        tag = body.pop(TYPE_KEY, alias)
+        if tag != alias:
+            raise ValidationError(f"expected type {alias!r}, got {tag!r}")
+    return body
+
+
+def _string(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{path} must be a string")
+    return value
+
+
+def _integer(value: Any, path: str) -> int:
+    if type(value) is not int:
+        raise ValidationError(f"{path} must be an integer")
+    return value
+
+
+def _array(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list | tuple):
+        raise ValidationError(f"{path} must be an array")
+    return list(value)
+
+
+def _ref(value: Any, path: str) -> EntityRef:
+    body = _object(value, path)
+    unknown = sorted(set(body) - {"collection", "id"})
+    if unknown:
+        raise ValidationError(f"{path} has unknown fields {unknown}")
+    if "collection" not in body or "id" not in body:
+        raise ValidationError(f"{path} needs collection and id")
+    return EntityRef(
+        _string(body["collection"], f"{path}.collection"), _string(body["id"], f"{path}.id")
+    )
+
+
+def traverse_request_from_json(data: Any) -> TraverseRequest:
+    """Parse the wire form of a ``TraverseRequest`` strictly (unknown fields rejected)."""
+    body = _object(data, "TraverseRequest", TRAVERSE_REQUEST_ALIAS)
+    unknown = sorted(set(body) - _REQUEST_FIELDS)
+    if unknown:
+        raise ValidationError(f"TraverseRequest has unknown fields {unknown}")
+    for name in _REQUIRED_FIELDS:
+        if name not in body:
+            raise ValidationError(f"TraverseRequest.{name} is required")
+    seeds = tuple(
+        _ref(item, f"TraverseRequest.seeds[{i}]")
+        for i, item in enumerate(_array(body["seeds"], "TraverseRequest.seeds"))
+    )
+    target = body.get("target")
+    relations = body.get("relations")
+    include = body.get("include_documents", False)
+    if not isinstance(include, bool):
+        raise ValidationError("TraverseRequest.include_documents must be a boolean")
+    direction = _string(body.get("direction", "out"), "TraverseRequest.direction")
+    return TraverseRequest(
+        database=_string(body["database"], "TraverseRequest.database"),
+        graph=_string(body["graph"], "TraverseRequest.graph"),
+        seeds=seeds,
+        target=None if target is None else _ref(target, "TraverseRequest.target"),
+        direction=_direction(direction),
+        relations=None
+        if relations is None
+        else tuple(
+            _string(item, f"TraverseRequest.relations[{i}]")
+            for i, item in enumerate(_array(relations, "TraverseRequest.relations"))
+        ),
+        max_depth=_integer(body.get("max_depth", DEFAULT_TRAVERSE_DEPTH), "max_depth"),
+        max_vertices=_integer(body.get("max_vertices", DEFAULT_MAX_VERTICES), "max_vertices"),
+        max_edges=_integer(body.get("max_edges", DEFAULT_MAX_EDGES), "max_edges"),
+        include_documents=include,
+    )
+
+
+def _direction(value: str) -> Direction:
+    for allowed in TRAVERSE_DIRECTIONS:
+        if value == allowed:
+            return allowed
+    raise ValidationError(
+        f"direction must be one of {list(TRAVERSE_DIRECTIONS)}, got {value!r}",
+        details={"field": "direction"},
+    )
+
+
+def traverse_result_from_json(data: Any) -> TraverseResult:
+    """Parse the wire form of a ``TraverseResult`` (what the SDK receives)."""
+    body = _object(data, "TraverseResult", TRAVERSE_RESULT_ALIAS)
+    try:
+        vertices = tuple(
+            TraverseVertex(
+                _ref(item["ref"], "vertex.ref"),
+                _integer(item["hops"], "vertex.hops"),
+                None
+                if item.get("document") is None
+                else from_wire(DocumentResult, item["document"]),
+            )
+            for item in _array(body["vertices"], "vertices")
+        )
+        edges = tuple(
+            TraverseEdge(
+                _ref(item["source"], "edge.source"),
+                _ref(item["target"], "edge.target"),
+                item["relation"],
+                _string(item["fact_id"], "edge.fact_id"),
+            )
+            for item in _array(body["edges"], "edges")
+        )
+        path = body["path"]
+        return TraverseResult(
+            vertices,
+            edges,
+            None if path is None else tuple(_ref(item, "path") for item in _array(path, "path")),
+            _integer(body["edges_examined"], "edges_examined"),
+            _integer(body["position"], "position"),
+            tuple(_string(item, "redacted_fields") for item in body.get("redacted_fields", ())),
+        )
+    except (KeyError, TypeError) as exc:
+        raise ValidationError(f"malformed traverse result: {exc}") from exc
+
+
+# ---------------------------------------------------------------- admission
+def _check_range(value: int, low: int, high: int, what: str) -> None:
+    if type(value) is not int or not low <= value <= high:
+        raise ValidationError(
+            f"{what} must be an integer in {low}..{high}, got {value!r}", details={"field": what}
+        )
+
+
+def _check_refs(refs: Sequence[EntityRef], what: str) -> None:
+    for ref in refs:
+        if not isinstance(ref, EntityRef):
+            raise ValidationError(f"{what} must be entity refs")
+        check_identifier(ref.collection, f"{what} collection")
+        check_identifier(ref.id, f"{what} id")
+
+
+def admit_traverse(request: TraverseRequest) -> int:
+    """Check every rule before any read; return the request's canonical size in bytes."""
+    if not isinstance(request, TraverseRequest):
+        raise ValidationError("expected a TraverseRequest")
+    check_identifier(request.database, "database")
+    check_identifier(request.graph, "graph")
+    _check_range(request.max_depth, MIN_DEPTH, MAX_DEPTH, "max_depth")
+    _check_range(request.max_vertices, MIN_VERTICES, MAX_VERTICES, "max_vertices")
+    _check_range(request.max_edges, MIN_EDGES, MAX_EDGES, "max_edges")
+    if not isinstance(request.seeds, tuple) or not request.seeds:
+        raise ValidationError("seeds must be a non-empty array", details={"field": "seeds"})
+    limit = min(request.max_vertices, MAX_SEEDS)
+    if len(request.seeds) > limit:
+        raise ValidationError(
+            f"{len(request.seeds)} seeds; at most {limit} (max_vertices) allowed",
+            details={"field": "seeds", "limit": limit},
+        )
+    _check_refs(request.seeds, "seed")
+    if request.target is not None:
+        _check_refs((request.target,), "target")
+    _direction(request.direction)
+    if request.relations is not None:
+        if not isinstance(request.relations, tuple):
+            raise ValidationError("relations must be an array or null")
+        if len(request.relations) > MAX_LABELS:
+            raise ValidationError(
+                f"relations holds {len(request.relations)} labels; at most {MAX_LABELS}",
+                details={"field": "relations", "limit": MAX_LABELS},
+            )
+        for label in request.relations:
+            check_identifier(label, "relation")
+    if type(request.include_documents) is not bool:
+        raise ValidationError("include_documents must be a boolean")
+    try:
+        size = len(canonical_bytes(request.to_json()))
+    except CanonicalizationError as exc:
+        raise ValidationError(f"request is not serialisable: {exc.message}") from exc
+    if size > MAX_REQUEST_BYTES:
+        raise BudgetExceededError(
+            f"request is {size} bytes; at most {MAX_REQUEST_BYTES} are admitted",
+            details={"limit": MAX_REQUEST_BYTES, "size": size},
+        )
+    return size
+
+
+# ---------------------------------------------------------------- execution
+@dataclass(slots=True)
+class _Reach:
+    """What one traversal found: hops, predecessors, the edge that reached each vertex."""
+
+    hops: dict[EntityRef, int]
+    predecessor: dict[EntityRef, EntityRef]
+    via: dict[EntityRef, TraverseEdge]
+    edges: dict[str, TraverseEdge]
+    examined: int
+
+    def ordered(self) -> list[EntityRef]:
+        return sorted(self.hops, key=lambda ref: (self.hops[ref], ref))
+
+    def path(self, ref: EntityRef) -> tuple[EntityRef, ...]:
+        chain = [ref]
+        while chain[-1] in self.predecessor:
+            chain.append(self.predecessor[chain[-1]])
+        return tuple(reversed(chain))
+
+
+def traverse(
+    db: Database,
+    request: TraverseRequest,
+    principal: PrincipalLike = None,
+    cancel: CancelToken | None = None,
+) -> TraverseResult:
+    """Neighbours or a shortest path, authorised and bounded, in exactly one read cut."""
+    admit_traverse(request)
+    with db.read_cut(principal) as cut:
+        if request.database != cut.database:
+            raise NotFoundError(
+                f"no database {request.database!r} here (this is {cut.database!r})",
+                details={"database": request.database},
+            )
+        budget = ReadBudget(cancel=cancel)
+        budget.check()
+        label_readable = _authorise(cut, request)
+        visibility = VertexVisibility(cut, budget)
+        for ref in sorted({*request.seeds, *filter(None, [request.target])}):
+            if not visibility.visible(ref):
+                raise NotFoundError(
+                    f"no document {ref.id!r} in {ref.collection!r}",
+                    details={"collection": ref.collection, "id": ref.id},
+                )
+        reach = _walk(cut, request, budget, visibility)
+        return _result(cut, request, budget, reach, label_readable)
+
+
+def _authorise(cut: ReadCut, request: TraverseRequest) -> bool:
+    """graph_read; the label use grant when relations is given; whether labels are readable."""
+    graph = request.graph
+    if not graph_exists(cut, graph):
+        raise NotFoundError(f"no graph {graph!r}", details={"graph": graph})
+    require(cut.principal, cut.database, graph, Capability.GRAPH_READ)
+    policies = load_field_policies(cut.conn, graph)
+    if request.relations is not None and not field_allowed(
+        cut.principal, cut.database, graph, policies, LABEL_FIELD, "use"
+    ):
+        raise PermissionDeniedError(
+            f"principal {cut.principal.id!r} may not traverse {graph!r} by label",
+            details={"principal": cut.principal.id, "resource": graph, "field": LABEL_FIELD},
+        )
+    return field_allowed(cut.principal, cut.database, graph, policies, LABEL_FIELD, "read")
+
+
+def _edges(
+    cut: ReadCut, graph: str, vertex: EntityRef, direction: Direction
+) -> list[tuple[EntityRef, TraverseEdge]]:
+    """Edges leaving ``vertex`` the way ``direction`` says, by (neighbour, relation, fact)."""
+    found: list[tuple[EntityRef, TraverseEdge]] = []
+    if direction != "in":
+        found.extend(_edge(edge, vertex, edge.neighbour) for edge in out_edges(cut, graph, vertex))
+    if direction != "out":
+        found.extend(_edge(edge, edge.neighbour, vertex) for edge in in_edges(cut, graph, vertex))
+    found.sort(key=lambda item: (item[0], item[1].relation or "", item[1].fact_id))
+    return found
+
+
+def _edge(edge: Edge, source: EntityRef, target: EntityRef) -> tuple[EntityRef, TraverseEdge]:
+    return edge.neighbour, TraverseEdge(source, target, edge.relation, edge.fact_id)
+
+
+def _walk(
+    cut: ReadCut, request: TraverseRequest, budget: ReadBudget, visibility: VertexVisibility
+) -> _Reach:
+    layer = sorted(set(request.seeds))
+    if len(layer) > request.max_vertices:
+        raise _vertex_budget(request)
+    labels = None if request.relations is None else frozenset(request.relations)
+    reach = _Reach(dict.fromkeys(layer, 0), {}, {}, {}, 0)
+    goal = request.target
+    for depth in range(1, request.max_depth + 1):
+        if not layer or (goal is not None and goal in reach.hops):
+            break
+        candidates: dict[EntityRef, tuple[EntityRef, TraverseEdge]] = {}
+        for vertex in layer:
+            edges = _edges(cut, request.graph, vertex, request.direction)
+            reach.examined += len(edges)
+            budget.examine(len(edges))
+            if reach.examined > request.max_edges:
+                raise BudgetExceededError(
+                    f"the traversal of {request.graph!r} examined more than "
+                    f"{request.max_edges} edges",
+                    details={"limit": request.max_edges, "budget": "max_edges"},
+                )
+            for neighbour, edge in edges:
+                if labels is not None and edge.relation not in labels:
+                    continue
+                if not visibility.visible(neighbour, missing_is_corrupt=True):
+                    continue
+                reach.edges.setdefault(edge.fact_id, edge)
+                if neighbour not in reach.hops and neighbour not in candidates:
+                    candidates[neighbour] = (vertex, edge)
+        # Path order (the rule of cairn.search.walk): rank of the best predecessor, then ref.
+        rank = {vertex: index for index, vertex in enumerate(layer)}
+        layer = sorted(candidates, key=lambda ref: (rank[candidates[ref][0]], ref))
+        for vertex in layer:
+            reach.hops[vertex] = depth
+            reach.predecessor[vertex], reach.via[vertex] = candidates[vertex]
+        if len(reach.hops) > request.max_vertices:
+            raise _vertex_budget(request)
+    return reach
+
+
+def _vertex_budget(request: TraverseRequest) -> BudgetExceededError:
+    return BudgetExceededError(
+        f"the traversal of {request.graph!r} reached more than {request.max_vertices} vertices",
+        details={"limit": request.max_vertices, "budget": "max_vertices"},
+    )
+
+
+def _result(
+    cut: ReadCut,
+    request: TraverseRequest,
+    budget: ReadBudget,
+    reach: _Reach,
+    label_readable: bool,
+) -> TraverseResult:
+    path: tuple[EntityRef, ...] | None = None
+    if request.target is None:
+        refs = reach.ordered()
+        edges = sorted(reach.edges.values(), key=_edge_key)
+    elif request.target in reach.hops:
+        path = reach.path(request.target)
+        refs = list(path)
+        edges = [reach.via[ref] for ref in path[1:]]
+    else:
+        refs, edges = [], []
+    vertices = tuple(
+        TraverseVertex(
+            ref,
+            reach.hops[ref],
+            _project(cut, budget, ref) if request.include_documents else None,
+        )
+        for ref in refs
+    )
+    redacted: tuple[str, ...] = ()
+    if not label_readable:
+        edges = [TraverseEdge(e.source, e.target, None, e.fact_id) for e in edges]
+        redacted = (LABEL_FIELD,)
+    return TraverseResult(vertices, tuple(edges), path, reach.examined, cut.position, redacted)
+
+
+def _edge_key(edge: TraverseEdge) -> tuple[EntityRef, EntityRef, str, str]:
+    return edge.source, edge.target, edge.relation or "", edge.fact_id
+
+
+def _project(cut: ReadCut, budget: ReadBudget, ref: EntityRef) -> DocumentResult:
+    document = read_document(cut, ref.collection, ref.id)
+    size = len(canonical_bytes(thaw(document.body)))
+    budget.read(size)
+    budget.emit(size)
+    return document

@@ -1,0 +1,232 @@
+"""The MCP server: Cairn's search and graph tools for AI agents (official ``mcp`` SDK).
+
+A thin adapter like the HTTP API: each tool parses its arguments with the contracts'
+strict wire codec, calls one ``Database`` method (bounded by the same search budgets)
+and returns the exact wire result as structured content plus a compact JSON text with
+exact IDs first. Errors come back as tool errors carrying the same RFC 9457 problem
+JSON the HTTP API sends. The database opens lazily on the first call, so the handshake
+stays fast however large the database is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel.server import Server
+
+from cairn.errors import CairnError, UnauthenticatedError, ValidationError
+
+if TYPE_CHECKING:
+    from cairn.server.mcp_tools import McpTool
+    from cairn.store.database import Database, PrincipalLike
+
+__all__ = [
+    "API_KEY_ENV",
+    "MAX_DOCUMENT_REFS",
+    "MCP_HTTP_PATH",
+    "SERVER_NAME",
+    "McpBackend",
+    "Resolver",
+    "bearer_principal",
+    "build_server",
+    "mount_mcp",
+    "run_stdio",
+]
+
+SERVER_NAME = "cairn"
+API_KEY_ENV = "CAIRN_API_KEY"
+"""When set, stdio tool calls run as this key's principal instead of the local owner."""
+
+MAX_DOCUMENT_REFS = 100
+"""Documents one ``cairn_get_documents`` call may fetch."""
+
+_LOG = logging.getLogger(__name__)
+_INTERNAL = {
+    "type": "urn:cairn:error:cairn_error",
+    "title": "CairnError",
+    "status": 500,
+    "detail": "internal error",
+    "code": "cairn_error",
+}
+
+
+class McpBackend:
+    """Opens the database on first use and resolves the principal of each call."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._path = Path(path)
+        self._db: Database | None = None
+        self._owned = True
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_database(cls, db: Database) -> McpBackend:
+        """A backend over an already open database (the HTTP server's); never closes it."""
+        backend = cls(db.path)
+        backend._db = db
+        backend._owned = False
+        return backend
+
+    def database(self) -> Database:
+        """The open database (opened on the first call, then reused)."""
+        with self._lock:
+            if self._db is None:
+                from cairn.store import open as open_database
+
+                self._db = open_database(self._path)
+            return self._db
+
+    def close(self) -> None:
+        """Close the database if it was opened."""
+        with self._lock:
+            if self._db is not None and self._owned:
+                self._db.close()
+            self._db = None
+
+
+def _tools() -> list[McpTool]:
+    from cairn.server.mcp_tools import TOOLS
+
+    return TOOLS
+
+
+def _problem_result(problem: Mapping[str, Any]) -> types.CallToolResult:
+    text = json.dumps(problem, ensure_ascii=False, sort_keys=True)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=dict(problem),
+        is_error=True,
+    )
+
+
+Resolver = Callable[[Any, McpBackend], "PrincipalLike"]
+"""Who a call runs as, from the request context (``None`` = the local owner)."""
+
+
+def build_server(backend: McpBackend, principal: Resolver) -> Server[Any]:
+    """An MCP server whose tools run against ``backend``'s database."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=tool.name, description=tool.description, input_schema=tool.schema)
+                for tool in _tools()
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tools = {tool.name: tool for tool in _tools()}
+        tool = tools.get(params.name)
+        if tool is None:
+            error = ValidationError(f"unknown tool {params.name!r}; tools: {sorted(tools)}")
+            return _problem_result(error.to_problem())
+        arguments = dict(params.arguments or {})
+
+        def run() -> Any:
+            db = backend.database()
+            return tool.run(db, principal(ctx, backend), arguments)
+
+        try:
+            structured, text = await anyio.to_thread.run_sync(run)
+        except CairnError as error:
+            return _problem_result(error.to_problem())
+        except Exception:
+            # Never leak internals to a client; the operator finds them on stderr.
+            _LOG.exception("MCP tool %s failed", params.name)
+            return _problem_result(_INTERNAL)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=structured,
+            is_error=False,
+        )
+
+    return Server(
+        SERVER_NAME,
+        instructions=(
+            "Cairn answers questions about a code repository and its docs: hybrid text, "
+            "vector and graph search over files, symbols, routes and doc sections, plus "
+            "graph traversal (who calls what, what depends on a symbol). Start with "
+            "cairn_search, then use exact IDs from its results as seeds."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def bearer_principal(ctx: Any, backend: McpBackend) -> PrincipalLike:
+    """The principal of the Bearer key on an HTTP MCP request (nothing is open)."""
+    request = getattr(ctx, "request", None)
+    header = "" if request is None else request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise UnauthenticatedError("a Bearer API key is required")
+    return backend.database().authenticate(token.strip())
+
+
+MCP_HTTP_PATH = "/mcp"
+"""Where ``cairn serve`` mounts MCP's streamable HTTP transport."""
+
+_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+_LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+def mount_mcp(app: Any, db: Database, path: str = MCP_HTTP_PATH) -> None:
+    """Serve the same tools over streamable HTTP inside the HTTP API (Bearer keys)."""
+    from contextlib import asynccontextmanager
+
+    from mcp.server.streamable_http_manager import (
+        StreamableHTTPASGIApp,
+        StreamableHTTPSessionManager,
+    )
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    server = build_server(McpBackend.for_database(db), bearer_principal)
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        stateless=True,
+        json_response=True,
+        security_settings=TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=_LOOPBACK_HOSTS,
+            allowed_origins=_LOOPBACK_ORIGINS,
+        ),
+    )
+    app.mount(path, StreamableHTTPASGIApp(manager))
+    previous = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(application: Any) -> Any:
+        async with manager.run(), previous(application) as state:
+            yield state
+
+    app.router.lifespan_context = lifespan
+
+
+def run_stdio(path: str | os.PathLike[str], *, api_key: str | None = None) -> None:
+    """Serve MCP over stdio until the client closes the stream."""
+    from mcp.server.stdio import stdio_server
+
+    backend = McpBackend(path)
+    key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
+
+    def who(ctx: Any, owner: McpBackend) -> PrincipalLike:
+        return None if key is None else owner.database().authenticate(key)
+
+    server = build_server(backend, who)
+
+    async def serve() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    try:
+        anyio.run(serve)
+    finally:
+        backend.close()

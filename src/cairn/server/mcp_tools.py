@@ -1,0 +1,349 @@
+"""The MCP tools: descriptions written for agents, schemas from the contracts, one call each.
+
+Every tool returns ``(structured, text)``: the exact wire result (the same JSON the HTTP
+API returns) and a compact JSON rendering for the model to read, exact IDs first and
+long fields trimmed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cairn.errors import ValidationError
+from cairn.search.contracts import (
+    EntityRef,
+    GraphSearchRequest,
+    GraphSearchResult,
+    QueryRequest,
+    RankedDocument,
+    SearchRequest,
+    SqlGraphSearchRequest,
+)
+from cairn.search.limits import SEARCH_REQUEST_VERSION
+from cairn.search.schema import json_schema
+from cairn.search.wire import from_wire, to_json, to_wire
+
+if TYPE_CHECKING:
+    from cairn.store.database import Database, PrincipalLike
+
+__all__ = ["COMPACT_FIELDS", "MAX_COMPACT_TEXT", "TOOLS", "McpTool", "compact_documents"]
+
+MAX_COMPACT_TEXT = 300
+"""Characters of any one body field shown in the compact rendering."""
+
+COMPACT_FIELDS = (
+    "kind",
+    "name",
+    "qualified_name",
+    "path",
+    "range",
+    "language",
+    "signature",
+    "docstring",
+)
+"""Body fields the compact rendering keeps, in this order."""
+
+ToolResult = tuple[dict[str, Any], str]
+
+
+@dataclass(frozen=True, slots=True)
+class McpTool:
+    """One tool: its name, agent-facing description, input schema and handler."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+    run: Callable[[Database, PrincipalLike, Mapping[str, Any]], ToolResult]
+
+
+def _trim(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_COMPACT_TEXT:
+        return value[:MAX_COMPACT_TEXT] + "…"
+    return value
+
+
+def _compact_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _trim(to_json(body[key])) for key in COMPACT_FIELDS if key in body}
+
+
+def _compact_hit(rank: int, hit: RankedDocument) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "collection": hit.document.ref.collection,
+        "id": hit.document.ref.id,
+        "rank": rank,
+        "score": hit.score,
+        **_compact_body(hit.document.body),
+    }
+    if hit.document.redacted:
+        entry["redacted_fields"] = list(hit.document.redacted_fields)
+    if hit.explanation is not None and hit.explanation.hops is not None:
+        entry["hops"] = hit.explanation.hops
+    return entry
+
+
+def _compact_result(result: GraphSearchResult) -> str:
+    compact: dict[str, Any] = {
+        "hits": [_compact_hit(rank, hit) for rank, hit in enumerate(result.hits, start=1)]
+    }
+    if result.expansion is not None:
+        compact["context"] = [
+            {
+                "collection": item.document.ref.collection,
+                "id": item.document.ref.id,
+                "hops": item.shortest_hops,
+                **_compact_body(item.document.body),
+            }
+            for item in result.expansion.documents
+        ]
+    return json.dumps(compact, ensure_ascii=False)
+
+
+def compact_documents(documents: list[dict[str, Any]]) -> str:
+    """Compact JSON of fetched documents (IDs first)."""
+    return json.dumps(documents, ensure_ascii=False)
+
+
+def _with_database(arguments: Mapping[str, Any], db: Database) -> dict[str, Any]:
+    """Agents need not know the database name: default it to the served one."""
+    search = dict(arguments)
+    search.setdefault("database", db.name)
+    return search
+
+
+# ------------------------------------------------------------------ handlers
+def _search(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
+    request = from_wire(SearchRequest, _with_database(arguments, db))
+    hits = db.search(request, who)
+    result = GraphSearchResult(tuple(hits))
+    # The same JSON as the HTTP API's POST /v1/search.
+    return {"hits": [to_wire(hit) for hit in hits]}, _compact_result(result)
+
+
+def _search_graph(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
+    payload = dict(arguments)
+    payload.setdefault("version", SEARCH_REQUEST_VERSION)
+    if isinstance(payload.get("search"), Mapping):
+        payload["search"] = _with_database(payload["search"], db)
+    result = db.graph_search(from_wire(GraphSearchRequest, payload), who)
+    return to_wire(result), _compact_result(result)
+
+
+def _query_search(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
+    query = from_wire(QueryRequest, dict(arguments))
+    result = db.search_sql(SqlGraphSearchRequest(query), who)
+    return to_wire(result), _compact_result(result)
+
+
+def _get_documents(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
+    from cairn.server.mcp import MAX_DOCUMENT_REFS
+    from cairn.store.reads import read_document
+
+    refs = arguments.get("refs")
+    if not isinstance(refs, list) or not 1 <= len(refs) <= MAX_DOCUMENT_REFS:
+        raise ValidationError(f"refs must be an array of 1..{MAX_DOCUMENT_REFS} entity refs")
+    wanted = [from_wire(EntityRef, item) for item in refs]
+    found: list[dict[str, Any]] = []
+    with db.read_cut(who) as cut:  # one cut for every document of the call
+        for ref in wanted:
+            document = read_document(cut, ref.collection, ref.id)
+            found.append(to_wire(document))  # as GET /v1/documents returns it
+    compact = [
+        {
+            "collection": d["ref"]["collection"],
+            "id": d["ref"]["id"],
+            "revision": d["revision"],
+            **{k: _trim(v) for k, v in d["body"].items()},
+        }
+        for d in found
+    ]
+    return {"documents": found}, compact_documents(compact)
+
+
+def _traverse(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
+    from cairn.search.traverse import traverse, traverse_request_from_json
+
+    request = traverse_request_from_json(_with_database(arguments, db))
+    result = traverse(db, request, who)
+    compact = {
+        "vertices": [
+            {"collection": v.ref.collection, "id": v.ref.id, "hops": v.hops}
+            for v in result.vertices
+        ],
+        "path": None
+        if result.path is None
+        else [{"collection": r.collection, "id": r.id} for r in result.path],
+        "edges": [
+            {"source": e.source.id, "target": e.target.id, "relation": e.relation}
+            for e in result.edges
+        ],
+    }
+    return result.to_json(), json.dumps(compact, ensure_ascii=False)
+
+
+def _impact(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
+    """Reverse reachability: every vertex with a path *to* the symbol, with its hops."""
+    from cairn.search.traverse import traverse, traverse_request_from_json
+
+    given = dict(arguments)
+    unknown = sorted(set(given) - _IMPACT_FIELDS)
+    if unknown:
+        raise ValidationError(f"cairn_impact has unknown fields {unknown}")
+    if "collection" not in given or "id" not in given:
+        raise ValidationError("cairn_impact needs the symbol's collection and id")
+    request = traverse_request_from_json(
+        {
+            "database": given.get("database", db.name),
+            "graph": given.get("graph", DEFAULT_GRAPH),
+            "seeds": [{"collection": given["collection"], "id": given["id"]}],
+            "direction": "in",
+            "relations": given.get("relations", list(IMPACT_RELATIONS)),
+            "max_depth": given.get("max_depth", DEFAULT_IMPACT_DEPTH),
+            **{k: given[k] for k in ("max_vertices", "max_edges") if k in given},
+        }
+    )
+    result = traverse(db, request, who)
+    seed = request.seeds[0]
+    dependents = [
+        {"collection": v.ref.collection, "id": v.ref.id, "hops": v.hops}
+        for v in result.vertices
+        if v.ref != seed
+    ]
+    return result.to_json(), json.dumps({"dependents": dependents}, ensure_ascii=False)
+
+
+def _stats(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
+    from cairn.store.stats import database_stats
+
+    if arguments:
+        raise ValidationError("cairn_stats takes no arguments")
+    stats = database_stats(db, who).to_json()
+    return stats, json.dumps(stats, ensure_ascii=False)
+
+
+# -------------------------------------------------------------------- schemas
+_SEARCH_SCHEMA = json_schema(SearchRequest, optional=frozenset({"database"}))
+_GRAPH_SCHEMA = json_schema(GraphSearchRequest, optional=frozenset({"version"}))
+_GRAPH_SCHEMA["properties"]["search"] = _SEARCH_SCHEMA
+_QUERY_SCHEMA = json_schema(QueryRequest)
+_REFS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "refs": {
+            "type": "array",
+            "items": json_schema(EntityRef),
+            "minItems": 1,
+            "maxItems": 100,
+            "description": "Exact (collection, id) pairs, as returned by the search tools.",
+        }
+    },
+    "required": ["refs"],
+    "additionalProperties": False,
+}
+
+DEFAULT_GRAPH = "code"
+DEFAULT_IMPACT_DEPTH = 3
+IMPACT_RELATIONS = (
+    "calls",
+    "imports",
+    "inherits",
+    "decorates",
+    "handles_route",
+    "mentions",
+    "references",
+)
+"""Relations that make one node depend on another (structural ``contains`` is left out)."""
+_IMPACT_FIELDS = frozenset(
+    {"database", "graph", "collection", "id", "relations", "max_depth", "max_vertices", "max_edges"}
+)
+
+
+def _traverse_schema() -> dict[str, Any]:
+    from cairn.search.traverse import TraverseRequest
+
+    return json_schema(TraverseRequest, optional=frozenset({"database"}))
+
+
+_IMPACT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "collection": {"type": "string", "description": "Collection of the symbol, e.g. symbols."},
+        "id": {"type": "string", "description": "Exact ID, e.g. function:src/app.py#load_user."},
+        "relations": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": list(IMPACT_RELATIONS),
+        },
+        "graph": {"type": "string", "default": DEFAULT_GRAPH},
+        "max_depth": {"type": "integer", "default": DEFAULT_IMPACT_DEPTH},
+        "max_vertices": {"type": "integer"},
+        "max_edges": {"type": "integer"},
+        "database": {"type": "string"},
+    },
+    "required": ["collection", "id"],
+    "additionalProperties": False,
+}
+
+TOOLS: list[McpTool] = [
+    McpTool(
+        "cairn_search",
+        "Search one collection of the code graph by text (BM25 over names, signatures, "
+        "docstrings and doc sections) and/or by vector. Collections: files, symbols, "
+        "routes, sections, externals; the text field is '/text'. Example: "
+        '{"collection": "symbols", "text_field": "/text", "text": "load user"}. '
+        "Returns ranked hits with exact (collection, id) refs to use as graph seeds.",
+        _SEARCH_SCHEMA,
+        _search,
+    ),
+    McpTool(
+        "cairn_search_graph",
+        "Hybrid graph search: text/vector ranking fused with graph retrieval (rank by "
+        "hops from seed refs), optionally restricted to what is reachable from seeds "
+        "(scope) and with context around the hits (expansion). Graph 'code' has relations "
+        "contains, imports, calls, inherits, decorates, handles_route, references, "
+        "mentions. Every walk is bounded (max_depth, max_vertices, max_edges).",
+        _GRAPH_SCHEMA,
+        _search_graph,
+    ),
+    McpTool(
+        "cairn_query_search",
+        "The same graph search written as one SQL SEARCH statement, e.g. "
+        '"SEARCH FROM symbols TEXT \\"/text\\" MATCH \'parse\' RETRIEVE GRAPH code SEEDS '
+        "((files, 'file:src/app.py')) DEPTH 2 VERTICES 100 EDGES 1000 LIMIT 5\". "
+        "Parameters are named @name with JSON values.",
+        _QUERY_SCHEMA,
+        _query_search,
+    ),
+    McpTool(
+        "cairn_get_documents",
+        "Fetch documents by exact ref (collection, id), e.g. the full body of a symbol "
+        "found by a search: kind, name, path, range, signature, docstring, snippet.",
+        _REFS_SCHEMA,
+        _get_documents,
+    ),
+    McpTool(
+        "cairn_traverse",
+        "Walk the graph from seed refs: neighbours out, in or both ways (optionally only "
+        "some relations), or the shortest path to a target ref. Bounded by max_depth, "
+        "max_vertices and max_edges; hidden vertices are never passed through.",
+        _traverse_schema(),
+        _traverse,
+    ),
+    McpTool(
+        "cairn_impact",
+        "Who depends on this symbol: everything with a path of calls, imports, "
+        "inheritance, decorators, routes or doc references leading to it, with the number "
+        "of hops. Use before changing or deleting a symbol.",
+        _IMPACT_SCHEMA,
+        _impact,
+    ),
+    McpTool(
+        "cairn_stats",
+        "Counts of what this database holds and you may see: documents per collection, "
+        "facts per graph, commit position.",
+        {"type": "object", "properties": {}, "additionalProperties": False},
+        _stats,
+    ),
+]

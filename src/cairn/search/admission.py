@@ -42,17 +42,59 @@ from cairn.search.limits import (
 from cairn.search.wire import to_wire
 from cairn.store.limits import check_identifier
 
-__all__ = ["admit_graph_search", "admit_search", "request_size"]
+__all__ = ["admit_graph_search", "admit_search", "number_length", "request_size"]
+
+_ES_FIXED_MAX = 21  # ECMAScript prints 0.D x 10**n in fixed notation for -6 < n <= 21
+_ES_FIXED_MIN = -6
 
 
 def _fail(message: str, **details: Any) -> ValidationError:
     return ValidationError(message, details=details)
 
 
+def number_length(value: float) -> int:
+    """``len(format_number(value))`` for a finite float, from ``repr`` without formatting.
+
+    ``repr`` holds the shortest round-tripping digits ECMAScript prints; only the layout
+    (fixed or exponent, ``cairn.canonical.format_number``) is derived here.
+    """
+    if value == 0:
+        return 1
+    mantissa, _, exponent = repr(abs(value)).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = whole + fraction
+    significant = digits.lstrip("0")
+    n = len(whole) + (int(exponent) if exponent else 0) - (len(digits) - len(significant))
+    k = len(significant.rstrip("0"))
+    sign = 1 if value < 0 else 0
+    if k <= n <= _ES_FIXED_MAX:
+        return sign + n
+    if 0 < n <= _ES_FIXED_MAX:
+        return sign + k + 1
+    if _ES_FIXED_MIN < n <= 0:
+        return sign + 2 - n + k
+    return sign + (k if k == 1 else k + 1) + 2 + len(str(abs(n - 1)))
+
+
 def request_size(request: GraphSearchRequest | SearchRequest) -> int:
-    """Bytes of the canonical wire form; the unit of the 65,536-byte request cap."""
+    """Bytes of the canonical wire form; the unit of the 65,536-byte request cap.
+
+    A query vector of finite floats is measured number by number (``number_length``)
+    instead of being formatted: its canonical text is ``[n1,n2,...]`` whatever the rest.
+    """
     try:
-        return len(canonical_bytes(to_wire(request)))
+        wire = to_wire(request)
+        holder = wire.get("search", wire)
+        vector = holder.get("vector") if isinstance(holder, dict) else None
+        if (
+            isinstance(vector, list)
+            and vector
+            and all(type(x) is float and math.isfinite(x) for x in vector)
+        ):
+            holder["vector"] = []
+            numbers = sum(number_length(x) for x in vector) + len(vector) - 1
+            return len(canonical_bytes(wire)) + numbers
+        return len(canonical_bytes(wire))
     except CanonicalizationError as exc:
         raise _fail(f"request is not serialisable: {exc.message}") from exc
 

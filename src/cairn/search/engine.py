@@ -33,13 +33,21 @@ from cairn.search.contracts import (
     SearchExplanation,
     SearchRequest,
 )
-from cairn.search.fusion import BranchRanking, FusedHit, max_score, weighted_rrf
+from cairn.search.fusion import FusedHit, RankedBranch, fused_top, max_score
 from cairn.search.walk import Reachability, VertexVisibility, WalkLimits, walk
 from cairn.store.apply import load_collection, load_field_policies
 from cairn.store.graphs import graph_exists
 from cairn.store.policy import Capability, field_allowed, require
-from cairn.store.reads import ReadCut, read_document, text_branch
-from cairn.store.vectors import vector_branch
+from cairn.store.ranking import OrderedRanking
+from cairn.store.reads import (
+    ReadCut,
+    live_slots,
+    read_document,
+    read_documents_sized,
+    slot_mask,
+    text_ranking,
+)
+from cairn.store.vectors import vector_ranking
 
 if TYPE_CHECKING:
     from cairn.store.database import Database, PrincipalLike
@@ -48,8 +56,6 @@ __all__ = ["LABEL_FIELD", "graph_search", "search"]
 
 LABEL_FIELD = "/label"
 """The field of a graph resource that governs traversal by relation label."""
-
-_ALL = 2**62  # branch rankings are complete: fusion needs every candidate's rank
 
 
 @dataclass(slots=True)
@@ -179,86 +185,90 @@ def _branches(
     scope: Reachability | None,
     retriever: Reachability | None,
     retriever_weight: float = 0.0,
-) -> list[BranchRanking[EntityRef]]:
+) -> list[RankedBranch]:
+    """Every branch's complete ranking over slots of the search collection (lazy)."""
     cut, budget = context.cut, context.budget
-    allowed: Collection[str] | None = _candidates(request.collection, request.allowed_ids, scope)
-    rankings: list[BranchRanking[EntityRef]] = []
+    allowed = _candidates(request.collection, request.allowed_ids, scope)
+    mask = None if allowed is None else slot_mask(cut, request.collection, allowed)
+    rankings: list[RankedBranch] = []
     if request.text is not None and request.text_field is not None:
-        text_hits = text_branch(
-            cut,
-            request.collection,
-            request.text_field,
-            request.text,
-            limit=_ALL,
-            allowed_ids=allowed,
-        )
-        budget.examine(len(text_hits))
-        rankings.append(
-            BranchRanking(Branch.TEXT, request.text_weight, [(h.ref, h.score) for h in text_hits])
-        )
+        text = text_ranking(cut, request.collection, request.text_field, request.text, allowed=mask)
+        budget.examine(text.size)
+        rankings.append(RankedBranch(Branch.TEXT, request.text_weight, text))
     if request.vector is not None and request.space is not None and request.vector_field:
-        vector_hits = vector_branch(
+        vector = vector_ranking(
             cut,
             request.collection,
             request.vector_field,
             request.vector,
             request.space,
-            limit=_ALL,
-            allowed_ids=allowed,
+            allowed=mask,
         )
-        budget.examine(len(vector_hits))
-        rankings.append(
-            BranchRanking(
-                Branch.VECTOR, request.vector_weight, [(h.ref, h.score) for h in vector_hits]
-            )
-        )
+        budget.examine(vector.size)
+        rankings.append(RankedBranch(Branch.VECTOR, request.vector_weight, vector))
     if retriever is not None:
-        rankings.append(_graph_branch(request, retriever, retriever_weight, allowed))
+        rankings.append(_graph_branch(cut, request, retriever, retriever_weight, allowed))
     return rankings
 
 
 def _graph_branch(
+    cut: ReadCut,
     request: SearchRequest,
     reach: Reachability,
     weight: float,
     allowed: Collection[str] | None,
-) -> BranchRanking[EntityRef]:
+) -> RankedBranch:
     """Reachable vertices of the search collection, score 1/(1+hops), by hops then ref.
 
     Visibility was applied by the walk itself: hidden vertices are never reached.
     """
-    ranked = [
-        (ref, 1.0 / (1 + reach.hops[ref]))
+    refs = [
+        ref
         for ref in reach.ordered()
         if ref.collection == request.collection and (allowed is None or ref.id in allowed)
     ]
-    return BranchRanking(Branch.GRAPH, weight, ranked)
+    slots = live_slots(cut, refs)
+    ranked = [(slot, 1.0 / (1 + reach.hops[ref])) for ref, slot in zip(refs, slots, strict=True)]
+    return RankedBranch(Branch.GRAPH, weight, OrderedRanking(ranked))
 
 
 # -------------------------------------------------------------- projection
-def _project(context: _Context, ref: EntityRef) -> DocumentResult:
-    document = read_document(context.cut, ref.collection, ref.id)
-    size = len(canonical_bytes(thaw(document.body)))
-    context.budget.read(size)
-    context.budget.emit(size)
-    return document
+def _project_all(context: _Context, refs: list[EntityRef]) -> list[DocumentResult]:
+    """Each ref read under its collection's field policy, charged in order."""
+    found = read_documents_sized(context.cut, refs)
+    documents: list[DocumentResult] = []
+    for ref, item in zip(refs, found, strict=True):
+        if item is None:
+            document = read_document(context.cut, ref.collection, ref.id)  # raises its error
+            size = len(canonical_bytes(thaw(document.body)))
+        else:
+            document, size = item
+        context.budget.read(size)
+        context.budget.emit(size)
+        documents.append(document)
+    return documents
 
 
 def _project_hits(
     context: _Context,
     request: SearchRequest,
-    rankings: list[BranchRanking[EntityRef]],
+    rankings: list[RankedBranch],
     retriever: Reachability | None,
 ) -> list[RankedDocument]:
-    fused = weighted_rrf(rankings, request.fusion_k, request.limit)
+    ids = context.cut.columns.ids
+    fused = [
+        FusedHit(EntityRef(request.collection, ids[hit.key]), hit.exact_score, hit.contributions)
+        for hit in fused_top(rankings, request.fusion_k, request.limit, ids)
+    ]
     ceiling = max_score([r.weight for r in rankings], request.fusion_k)
+    documents = _project_all(context, [hit.key for hit in fused])
     return [
         RankedDocument(
-            _project(context, hit.key),
+            document,
             hit.score,
             _explain(hit, request, ceiling, retriever) if request.explain else None,
         )
-        for hit in fused
+        for hit, document in zip(fused, documents, strict=True)
     ]
 
 
@@ -304,9 +314,9 @@ def _expand(
     )
     reach = walk(context.cut, limits, seeds, context.budget, context.visibility, check_seeds=False)
     selected = set(seeds)
+    refs = [ref for ref in reach.ordered() if ref not in selected]
     documents = [
-        GraphContextDocument(_project(context, ref), reach.hops[ref])
-        for ref in reach.ordered()
-        if ref not in selected
+        GraphContextDocument(document, reach.hops[ref])
+        for ref, document in zip(refs, _project_all(context, refs), strict=True)
     ]
     return GraphExpansionResult(tuple(documents))

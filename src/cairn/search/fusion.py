@@ -10,23 +10,33 @@ decimal. Reported scores are those rationals rounded to floats.
 
 from __future__ import annotations
 
+import functools
+import heapq
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Generic, TypeVar
 
+from cairn.search.limits import EXACT_WEIGHT_CACHE_SIZE, FUSION_PREFIX, FUSION_PREFIX_GROWTH
+from cairn.store.ranking import Ranking
+
 __all__ = [
     "FUSION_PROFILE",
     "BranchRanking",
     "Contribution",
     "FusedHit",
+    "RankedBranch",
     "exact_weight",
+    "fused_top",
     "max_score",
     "weighted_rrf",
 ]
 
 FUSION_PROFILE = "weighted_rrf_v1"
+
+# Float bounds decide only what is clear by far more than their rounding error.
+_RELATIVE_SLACK = 1e-9
 
 K = TypeVar("K", bound=Hashable)
 
@@ -41,8 +51,9 @@ def _simplest_between(low: Fraction, high: Fraction) -> Fraction:
     return whole + 1 / _simplest_between(1 / (high - whole), 1 / (low - whole))
 
 
+@functools.lru_cache(maxsize=EXACT_WEIGHT_CACHE_SIZE)
 def exact_weight(weight: float) -> Fraction:
-    """The simplest rational that rounds to the float ``weight`` (exact for 0)."""
+    """The simplest rational that rounds to the float ``weight`` (exact for 0); memoised."""
     if weight == 0:
         return Fraction(0)
     half_ulp = Fraction(math.ulp(weight)) / 2
@@ -107,3 +118,133 @@ def weighted_rrf(
             )
     ordered = sorted(totals, key=lambda key: (-totals[key], key))
     return [FusedHit(key, totals[key], tuple(parts[key])) for key in ordered[:limit]]
+
+
+@dataclass(frozen=True, slots=True)
+class RankedBranch:
+    """One branch for ``fused_top``: name, weight and its complete (lazy) ranking."""
+
+    name: str
+    weight: float
+    ranking: Ranking
+
+
+def fused_top(
+    branches: Sequence[RankedBranch],
+    fusion_k: int,
+    limit: int,
+    ids: Sequence[str],
+    prefix: int = FUSION_PREFIX,
+) -> list[FusedHit[int]]:
+    """``weighted_rrf`` over complete rankings of slots, reading only what decides the top.
+
+    Equal to ``weighted_rrf`` on the fully materialised rankings (keys ordered by
+    ``ids[slot]``). Each round takes the best ``m`` of every branch: a key outside all
+    of them scores at most ``sum(w / (k + m + 1))``, and a key missing from some of them
+    at most its known part plus that branch's bound. When no such bound can reach the
+    ``limit``-th best known part, only the keys whose bound can are scored exactly (their
+    missing ranks counted in the full rankings); otherwise ``m`` grows and the round
+    repeats, ending at the full rankings at worst.
+    """
+    active = [
+        (branch, exact_weight(branch.weight))
+        for branch in branches
+        if exact_weight(branch.weight) != 0 and branch.ranking.size > 0
+    ]
+    if not active or limit <= 0:
+        return []
+    # One branch ranks exactly as it fuses: its first ``limit`` decide everything.
+    m = limit if len(active) == 1 else max(prefix, limit)
+    while True:
+        found = _round(active, fusion_k, limit, ids, m)
+        if found is not None:
+            return found
+        m *= FUSION_PREFIX_GROWTH
+
+
+def _round(
+    active: Sequence[tuple[RankedBranch, Fraction]],
+    fusion_k: int,
+    limit: int,
+    ids: Sequence[str],
+    m: int,
+) -> list[FusedHit[int]] | None:
+    """One round of ``fused_top`` with prefixes of ``m``; None when it cannot decide.
+
+    Keys are scored exactly in order of their upper bound until the next bound cannot
+    reach the ``limit``-th exact score found so far (threshold algorithm).
+    """
+    known: dict[int, dict[int, tuple[int, float]]] = {}
+    tails: list[float] = []
+    for index, (branch, weight) in enumerate(active):
+        top = branch.ranking.top(m)
+        for rank, (slot, score) in enumerate(top, start=1):
+            known.setdefault(slot, {})[index] = (rank, score)
+        complete = len(top) >= branch.ranking.size
+        tails.append(0.0 if complete else float(weight) / (fusion_k + len(top) + 1))
+    floats = [float(weight) for _, weight in active]
+    upper: dict[int, float] = {}
+    for slot, parts in known.items():
+        bound = 0.0
+        for index, tail in enumerate(tails):
+            place = parts.get(index)
+            bound += tail if place is None else floats[index] / (fusion_k + place[0])
+        upper[slot] = bound
+    order = sorted(known, key=lambda slot: -upper[slot])
+    scored: dict[int, Fraction] = {}
+    shares: dict[int, tuple[Contribution, ...]] = {}
+    best: list[float] = []  # min-heap of the best ``limit`` exact scores
+    start = 0
+    while start < len(order):
+        if len(best) >= limit and upper[order[start]] < best[0] * (1 - _RELATIVE_SLACK):
+            break
+        batch = order[start : start + limit]
+        start += len(batch)
+        _score(active, fusion_k, known, tails, batch, scored, shares)
+        for slot in batch:
+            heapq.heappush(best, float(scored[slot]))
+            if len(best) > limit:
+                heapq.heappop(best)
+    theta = best[0] if len(best) >= limit else 0.0
+    outside = sum(tails)
+    if outside > 0 and not outside < theta * (1 - _RELATIVE_SLACK):
+        return None
+    ordered = sorted(scored, key=lambda slot: (-scored[slot], ids[slot]))[:limit]
+    return [FusedHit(slot, scored[slot], shares[slot]) for slot in ordered]
+
+
+def _score(
+    active: Sequence[tuple[RankedBranch, Fraction]],
+    fusion_k: int,
+    known: dict[int, dict[int, tuple[int, float]]],
+    tails: Sequence[float],
+    slots: Sequence[int],
+    scored: dict[int, Fraction],
+    shares: dict[int, tuple[Contribution, ...]],
+) -> None:
+    """Exact fused scores of ``slots``, reading ranks missing from the prefixes."""
+    missing: dict[int, list[int]] = {}
+    for slot in slots:
+        for index, tail in enumerate(tails):
+            if tail > 0 and index not in known[slot]:
+                missing.setdefault(index, []).append(slot)
+    for index, wanted in missing.items():
+        for slot, place in zip(wanted, active[index][0].ranking.ranks_of(wanted), strict=True):
+            if place is not None:
+                known[slot][index] = place
+    for slot in slots:
+        parts = known[slot]
+        total = Fraction(0)
+        contributions: list[Contribution] = []
+        for index, (branch, weight) in enumerate(active):
+            place = parts.get(index)
+            if place is None:
+                continue
+            rank, native = place
+            share = weight / (fusion_k + rank)
+            total += share
+            contributions.append(
+                Contribution(branch.name, rank, native, branch.weight, float(share))
+            )
+        scored[slot] = total
+        shares[slot] = tuple(contributions)

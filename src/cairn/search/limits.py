@@ -11,6 +11,9 @@ __all__ = [
     "DEFAULT_MAX_EDGES",
     "DEFAULT_MAX_VERTICES",
     "DEFAULT_WEIGHT",
+    "EXACT_WEIGHT_CACHE_SIZE",
+    "FUSION_PREFIX",
+    "FUSION_PREFIX_GROWTH",
     "MAX_ALLOWED_IDS",
     "MAX_DEPTH",
     "MAX_EDGES",
@@ -62,3 +65,12 @@ MAX_OUTPUT_BYTES = 8 * 1024 * 1024
 
 DEADLINE_SECONDS = 30.0
 """Wall-clock deadline of one request."""
+
+FUSION_PREFIX = 256
+"""Best ranks per branch the fusion reads first (it reads further only when needed)."""
+
+FUSION_PREFIX_GROWTH = 4
+"""How much the fusion's per-branch prefix grows when a round cannot decide the top."""
+
+EXACT_WEIGHT_CACHE_SIZE = 1024
+"""Distinct branch weights whose exact fractions fusion keeps (a pure function)."""

@@ -69,6 +69,8 @@ def _type(hint: Any) -> dict[str, Any]:
         return {"anyOf": [_type(inner), {"type": "null"}]}
     if origin is tuple:
         return {"type": "array", "items": _type(typing.get_args(hint)[0])}
+    if origin is typing.Literal:
+        return {"type": "string", "enum": list(typing.get_args(hint))}
     if origin is not None:
         return {"type": "object"}  # Mapping[str, Any]: any JSON object
     if hint is Any:

@@ -23,7 +23,7 @@ from cairn.search.budget import ReadBudget
 from cairn.store.apply import load_document
 from cairn.store.commands import EntityRef
 from cairn.store.graphs import out_edges
-from cairn.store.policy import Capability, row_visible
+from cairn.store.policy import Capability
 from cairn.store.reads import ReadCut
 
 __all__ = ["Reachability", "VertexVisibility", "WalkLimits", "walk"]
@@ -63,12 +63,19 @@ class Reachability:
 
 
 class VertexVisibility:
-    """Whether the principal may see a vertex at the cut; cached per request."""
+    """Whether the principal may see a vertex at the cut; cached per request.
+
+    Liveness and the row policy come from the cut's in-memory columns (the slot alive at
+    the cut for the document key, and that slot's owner and project); SQLite is read
+    only to tell a deleted document from a row that does not exist at all.
+    """
 
     def __init__(self, cut: ReadCut, budget: ReadBudget) -> None:
         self._cut = cut
         self._budget = budget
         self._known: dict[EntityRef, bool] = {}
+        self._readable: dict[str, bool] = {}
+        self._restricted: dict[str, bool] = {}
 
     def visible(self, ref: EntityRef, *, missing_is_corrupt: bool = False) -> bool:
         """True when the document is live, readable and row-visible to the principal."""
@@ -77,21 +84,51 @@ class VertexVisibility:
             return cached
         cut = self._cut
         self._budget.examine()
-        row = load_document(cut.conn, ref.collection, ref.id)
-        if row is None and missing_is_corrupt:
-            raise CorruptionError(
-                f"a fact points at {ref.collection}/{ref.id}, which has no document row",
-                details={"collection": ref.collection, "id": ref.id},
-            )
-        held = cut.principal.capabilities(cut.database, ref.collection)
-        seen = (
-            row is not None
-            and row.live
-            and any(cap in held for cap in _READ)
-            and row_visible(cut.principal, cut.database, ref.collection, row.owner, row.project)
-        )
+        slot = self._live_slot(ref)
+        if slot == 0:
+            if missing_is_corrupt and load_document(cut.conn, ref.collection, ref.id) is None:
+                raise CorruptionError(
+                    f"a fact points at {ref.collection}/{ref.id}, which has no document row",
+                    details={"collection": ref.collection, "id": ref.id},
+                )
+            seen = False
+        else:
+            seen = self._may_read(ref.collection) and self._row_visible(ref.collection, slot)
         self._known[ref] = seen
         return seen
+
+    def _live_slot(self, ref: EntityRef) -> int:
+        view = self._cut.columns
+        node = view.nodes.get((ref.collection, ref.id))
+        slots = view.live_slots()
+        return 0 if node is None or node >= len(slots) else int(slots[node])
+
+    def _may_read(self, collection: str) -> bool:
+        found = self._readable.get(collection)
+        if found is None:
+            cut = self._cut
+            held = cut.principal.capabilities(cut.database, collection)
+            found = any(cap in held for cap in _READ)
+            self._readable[collection] = found
+        return found
+
+    def _row_visible(self, collection: str, slot: int) -> bool:
+        """``row_visible`` on the slot's owner and project codes."""
+        cut = self._cut
+        principal = cut.principal
+        restricted = self._restricted.get(collection)
+        if restricted is None:
+            restricted = principal.restrict_rows and not principal.is_admin(
+                cut.database, collection
+            )
+            self._restricted[collection] = restricted
+        if not restricted:
+            return True
+        view = cut.columns
+        if principal.owner_id is not None and view.owner[slot] == view.code(principal.owner_id):
+            return True
+        project = int(view.project[slot])
+        return project > 0 and any(view.code(name) == project for name in principal.projects)
 
 
 def _check_seeds(seeds: Sequence[EntityRef], visibility: VertexVisibility) -> list[EntityRef]:

@@ -11,6 +11,11 @@ document slot they are bound to and their own birth and death positions (a row d
 when the same slot and field get a new vector); a vector is seen at ``P`` iff its row
 and its slot are both alive at ``P``, so vectors of older revisions are never seen.
 
+Graph edges (``cairn.store.adjacency``) are one append-only row table per graph with
+CSR indexes by source and by target node, where a node is a document key
+``(collection, id)``; a graph is loaded on its first use inside a cut and caught up from
+the ``changes`` log inside later cuts, like everything else.
+
 ``Columns.catch_up`` runs inside a read cut's SQLite transaction and loads whatever the
 snapshot holds beyond what is already in memory (cold open loads everything; writes by
 another process are picked up the same way). ``Columns.view`` then hands out a
@@ -19,21 +24,36 @@ consistent snapshot of array references for that cut.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from cairn.errors import CorruptionError
+from cairn.store.adjacency import GraphColumn, GraphView
+from cairn.store.limits import COLUMN_MEMO_SIZE, LIVE_NODE_CACHE_SIZE
 
-__all__ = ["ALIVE", "Columns", "ColumnsView", "TextFieldView", "VectorColumnView", "VectorKey"]
+__all__ = [
+    "ALIVE",
+    "Columns",
+    "ColumnsView",
+    "GraphView",
+    "TextFieldView",
+    "VectorColumnView",
+    "VectorKey",
+]
 
 ALIVE = np.iinfo(np.int64).max
 """The death position of a slot nobody has replaced or deleted yet."""
+
+_T = TypeVar("_T")
 
 _INITIAL_CAPACITY = 64
 
@@ -109,10 +129,11 @@ VectorKey = tuple[str, str, bytes]
 class _VectorColumn:
     """The matrix of one ``(collection, field, space)`` and its rows' slots and positions."""
 
-    __slots__ = ("birth", "death", "matrix", "slots")
+    __slots__ = ("birth", "death", "matrix", "norms", "slots")
 
     def __init__(self, dimension: int) -> None:
         self.matrix = _Matrix(dimension)
+        self.norms = _Growable(np.float64)
         self.slots = _Growable(np.int64)
         self.birth = _Growable(np.int64, ALIVE)
         self.death = _Growable(np.int64, ALIVE)
@@ -126,6 +147,8 @@ class _VectorColumn:
         """Append rows born at ``births``; return the index of the first one."""
         first = self.slots.size
         self.matrix.extend(rows)
+        # float32 products are exact in float64; only the float64 sums round.
+        self.norms.extend(np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64)))
         self.slots.extend(slots)
         self.death.extend(np.full(len(slots), ALIVE, dtype=np.int64))
         self.birth.extend(births)  # last: a row is never alive before it is complete
@@ -133,9 +156,12 @@ class _VectorColumn:
 
     def view(self) -> VectorColumnView:
         """A consistent prefix of every array."""
-        size = min(self.birth.size, self.slots.size, self.matrix.size, self.death.size)
+        size = min(
+            self.birth.size, self.slots.size, self.matrix.size, self.death.size, self.norms.size
+        )
         return VectorColumnView(
             self.matrix.view()[:size],
+            self.norms.view()[:size],  # type: ignore[arg-type]
             self.slots.view()[:size],  # type: ignore[arg-type]
             self.birth.view()[:size],  # type: ignore[arg-type]
             self.death.view()[:size],  # type: ignore[arg-type]
@@ -144,9 +170,10 @@ class _VectorColumn:
 
 @dataclass(frozen=True, slots=True)
 class VectorColumnView:
-    """One vector matrix as seen by a read cut: rows, their slots, births and deaths."""
+    """One vector matrix as seen by a read cut: rows, L2 norms, slots, births, deaths."""
 
     matrix: npt.NDArray[np.float32]
+    norms: npt.NDArray[np.float64]
     slots: npt.NDArray[np.int64]
     birth: npt.NDArray[np.int64]
     death: npt.NDArray[np.int64]
@@ -158,13 +185,20 @@ class VectorColumnView:
 
 
 class _TextField:
-    """Postings and lengths of one ``(collection, text field)``."""
+    """Postings and lengths of one ``(collection, text field)``.
 
-    __slots__ = ("lengths", "postings")
+    The first load (cold open) becomes one base array of postings grouped by term, each
+    term a slice of it; postings added later go to small per-term tails.
+    """
+
+    __slots__ = ("_base", "_bounds", "lengths", "postings")
 
     def __init__(self) -> None:
         self.lengths = _Growable(np.float64)
         self.postings: dict[int, tuple[_Growable, _Growable]] = {}
+        self._base: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], dict[int, int]] | None
+        self._base = None
+        self._bounds = np.zeros(1, dtype=np.int64)
 
     def add(
         self,
@@ -176,12 +210,17 @@ class _TextField:
     ) -> None:
         """Add new slots' lengths and their postings (grouped per term in one sort)."""
         self.lengths.put(slots, lengths)
-        order = np.argsort(terms, kind="stable")
+        order = _group_order(terms)
         terms, term_slots, counts = terms[order], term_slots[order], counts[order]
         starts: list[int] = []
         if len(terms):
-            starts = [int(i) for i in np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]])]
+            starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]]).tolist()
         bounds = [*starts, len(terms)]
+        if self._base is None and not self.postings and len(terms):
+            firsts = dict(zip(terms[starts].tolist(), range(len(starts)), strict=True))
+            self._bounds = np.asarray(bounds, dtype=np.int64)  # before the base: readers
+            self._base = (term_slots, counts, firsts)
+            return
         for begin, end in itertools.pairwise(bounds):
             term = int(terms[begin])
             found = self.postings.get(term)
@@ -190,6 +229,17 @@ class _TextField:
                 self.postings[term] = found
             found[0].extend(term_slots[begin:end])
             found[1].extend(counts[begin:end])
+
+    def base(self, term: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+        """The term's postings from the first load, or None."""
+        if self._base is None:
+            return None
+        slots, counts, firsts = self._base
+        index = firsts.get(term)
+        if index is None:
+            return None
+        begin, end = int(self._bounds[index]), int(self._bounds[index + 1])
+        return slots[begin:end], counts[begin:end]
 
 
 class TextFieldView:
@@ -207,12 +257,18 @@ class TextFieldView:
 
     def postings(self, term: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """Slots containing ``term`` and its frequency in each (possibly empty)."""
+        base = self._field.base(term)
         found = self._field.postings.get(term)
         if found is None:
+            if base is not None:
+                return base
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
         slots, tfs = found
         size = min(slots.size, tfs.size)
-        return slots.view()[:size], tfs.view()[:size]  # type: ignore[return-value]
+        tail = slots.view()[:size], tfs.view()[:size]
+        if base is None:
+            return tail  # type: ignore[return-value]
+        return np.concatenate((base[0], tail[0])), np.concatenate((base[1], tail[1]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,16 +286,60 @@ class ColumnsView:
     terms: Mapping[str, int]
     text: Mapping[tuple[str, str], _TextField]
     vectors: Mapping[VectorKey, VectorColumnView]
+    source: Columns
+    nodes: Mapping[tuple[str, str], int]
+    node_keys: Sequence[tuple[str, str]]
+    _graphs: dict[str, GraphView] = dataclasses.field(default_factory=dict)
+    _live: list[npt.NDArray[np.int64]] = dataclasses.field(default_factory=list)
+
+    def graph(self, conn: sqlite3.Connection, name: str) -> GraphView:
+        """The adjacency of graph ``name`` at this position (loaded and caught up on demand).
+
+        ``conn`` must be the cut's own connection: a graph's first load and its catch-up
+        read that snapshot. Cached for the life of the view.
+        """
+        found = self._graphs.get(name)
+        if found is None:
+            found = self.source.graph_view(conn, name, self.position)
+            self._graphs[name] = found
+        return found
+
+    def live_slots(self) -> npt.NDArray[np.int64]:
+        """Per node, the slot alive at this position (0: no live document)."""
+        if not self._live:
+            self._live.append(self.source.live_slots(self.position))
+        return self._live[0]
 
     def alive(self, collection: str) -> npt.NDArray[np.bool_]:
-        """Mask over slots: in ``collection`` and alive at this view's position."""
+        """Mask over slots: in ``collection`` and alive at this view's position (read-only).
+
+        Liveness at a position never changes once the columns reached it, so the mask is
+        memoised per ``(collection, position)``.
+        """
         code = self.codes.get(collection)
         if code is None:
             return np.zeros(len(self.birth), dtype=bool)
-        mask: npt.NDArray[np.bool_] = (
-            (self.collection == code) & (self.birth <= self.position) & (self.death > self.position)
+
+        def compute() -> npt.NDArray[np.bool_]:
+            mask: npt.NDArray[np.bool_] = (
+                (self.collection == code)
+                & (self.birth <= self.position)
+                & (self.death > self.position)
+            )
+            mask.flags.writeable = False
+            return mask
+
+        found: npt.NDArray[np.bool_] = self.source.memo(
+            ("alive", collection, self.position), compute
         )
-        return mask
+        return found
+
+    def memo(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """A value derived from this view's position, memoised in the columns.
+
+        ``key`` must include the position (or everything else the value depends on).
+        """
+        return self.source.memo(key, compute)
 
     def code(self, name: str | None) -> int:
         """The integer code of an owner/project/collection name (0 for None, -1 unknown)."""
@@ -285,6 +385,13 @@ class Columns:
         self._row_column = _Growable(np.int32, -1)  # vector_rows.row -> key code
         self._row_index = _Growable(np.int64, -1)  # vector_rows.row -> index in its column
         self._last_vector_row = 0
+        self._nodes: dict[tuple[str, str], int] = {}
+        self._node_keys: list[tuple[str, str]] = []
+        self._slot_node = _Growable(np.int64, -1)  # slot -> node of its document key
+        self._graphs: dict[str, GraphColumn] = {}
+        self._live_cache: dict[int, npt.NDArray[np.int64]] = {}
+        self._memo: OrderedDict[Hashable, object] = OrderedDict()
+        self._memo_lock = threading.Lock()
         # Slot 0 is never used: it belongs to no collection and is never alive.
         self._collection.put([0], [-1])
         self._birth.put([0], [ALIVE])
@@ -300,6 +407,63 @@ class Columns:
             code = len(self._codes) + 1
             self._codes[name] = code
         return code
+
+    def _node(self, collection: str, doc_id: str) -> int:
+        """The node number of a document key, minted on first sight (call under the lock)."""
+        key = (collection, doc_id)
+        node = self._nodes.get(key)
+        if node is None:
+            node = len(self._node_keys)
+            self._nodes[key] = node
+            self._node_keys.append(key)
+        return node
+
+    def graph_view(self, conn: sqlite3.Connection, name: str, position: int) -> GraphView:
+        """Graph ``name`` at ``position``, loading or catching it up from ``conn``'s snapshot."""
+        with self._lock:
+            column = self._graphs.get(name)
+            if column is None:
+                column = GraphColumn(name)
+                self._graphs[name] = column
+            try:
+                if column.position < 0:
+                    column.load(conn, position, self.horizon, self._node)
+                elif column.position < position:
+                    column.catch_up(conn, position, self._node)
+            except sqlite3.Error as exc:
+                raise CorruptionError(f"cannot load the adjacency of {name!r}: {exc}") from exc
+            column.reindex(len(self._node_keys))
+            return column.view(position)
+
+    def memo(self, key: Hashable, compute: Callable[[], _T]) -> _T:
+        """``compute()`` memoised under ``key`` (least recently used first out)."""
+        with self._memo_lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]  # type: ignore[return-value]
+        value = compute()
+        with self._memo_lock:
+            self._memo[key] = value
+            while len(self._memo) > COLUMN_MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return value
+
+    def live_slots(self, position: int) -> npt.NDArray[np.int64]:
+        """Per node, the slot alive at ``position`` (0 when none); cached per position."""
+        with self._lock:
+            found = self._live_cache.get(position)
+            if found is not None:  # nodes minted later have no slot alive at ``position``
+                return found
+            birth: npt.NDArray[np.int64] = self._birth.view()  # type: ignore[assignment]
+            death: npt.NDArray[np.int64] = self._death.view()  # type: ignore[assignment]
+            alive = np.flatnonzero((birth <= position) & (death > position))
+            nodes = self._slot_node.view()[alive]
+            slots = np.zeros(len(self._node_keys), dtype=np.int64)
+            slots[nodes] = alive
+            if len(self._live_cache) >= LIVE_NODE_CACHE_SIZE:
+                self._live_cache.pop(next(iter(self._live_cache)))
+            self._live_cache[position] = slots
+            return slots
 
     def catch_up(self, conn: sqlite3.Connection, position: int) -> None:
         """Load every slot, death and posting the snapshot of ``conn`` holds beyond memory."""
@@ -333,6 +497,7 @@ class Columns:
         self._collection.put(slots, [self._code(row[1]) for row in rows])
         self._owner.put(slots, [self._code(row[3]) for row in rows])
         self._project.put(slots, [self._code(row[4]) for row in rows])
+        self._slot_node.put(slots, [self._node(row[1], row[2]) for row in rows])
         self._birth.put(slots, [row[5] for row in rows])
         self._death.put(slots, np.full(len(rows), ALIVE, dtype=np.int64))
         if self.horizon == 0:
@@ -402,7 +567,7 @@ class Columns:
                 raise CorruptionError(f"vector rows of {key[0]}/{key[1]} have the wrong size")
             row_ids = np.asarray([item[0] for item in items], dtype=np.int64)
             first = column.extend(
-                matrix.reshape(len(items), dimension).astype(np.float32),
+                matrix.reshape(len(items), dimension).astype(np.float32, copy=False),
                 np.asarray([item[1] for item in items], dtype=np.int64),
                 np.asarray([item[2] for item in items], dtype=np.int64),
             )
@@ -448,7 +613,24 @@ class Columns:
                 terms=self._terms,
                 text=self._text,
                 vectors={key: column.view() for key, column in self._vectors.items()},
+                source=self,
+                nodes=self._nodes,
+                node_keys=self._node_keys,
             )
+
+
+def _group_order(terms: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+    """A stable order grouping equal term IDs (radix sorts on 16-bit halves: linear)."""
+    if len(terms) == 0:
+        return np.zeros(0, dtype=np.intp)
+    if int(terms.max()) < 2**16 and int(terms.min()) >= 0:
+        return np.argsort(terms.astype(np.uint16), kind="stable")
+    if int(terms.max()) < 2**32 and int(terms.min()) >= 0:
+        low = np.argsort((terms & 0xFFFF).astype(np.uint16), kind="stable")
+        high = np.argsort((terms[low] >> 16).astype(np.uint16), kind="stable")
+        found: npt.NDArray[np.intp] = low[high]
+        return found
+    return np.argsort(terms, kind="stable")
 
 
 def _max_row(conn: sqlite3.Connection) -> int:

@@ -1,9 +1,12 @@
 """Graph adjacency read through one read cut: the outgoing and incoming facts of a vertex.
 
 Walks (``cairn.search.walk``) read edges only through these functions, so the storage
-behind them (SQLite rows today, in-memory CSR columns later) can change without
-touching traversal semantics. Every edge is one live fact record at the cut's
-position; results are ordered by (neighbour, relation, fact ID) for determinism.
+behind them can change without touching traversal semantics. Edges come from the
+in-memory CSR adjacency of the cut's columns (``cairn.store.adjacency``); when those
+arrays cannot answer for the cut's position exactly (a range that only the SQLite
+history knows), the cut's own SQLite snapshot answers instead. Every edge is one live
+fact record at the cut's position; results are ordered by (neighbour, relation, fact ID)
+for determinism.
 """
 
 from __future__ import annotations
@@ -31,21 +34,44 @@ def graph_exists(cut: ReadCut, graph: str) -> bool:
     return row is not None
 
 
-def out_edges(cut: ReadCut, graph: str, source: EntityRef) -> tuple[Edge, ...]:
-    """Every live fact whose source is ``source``, as edges to its targets."""
+def _edges(cut: ReadCut, graph: str, vertex: EntityRef, *, outgoing: bool) -> tuple[Edge, ...]:
+    view = cut.columns
+    adjacency = view.graph(cut.conn, graph)
+    if not adjacency.exact:
+        return _sql_edges(cut, graph, vertex, outgoing=outgoing)
+    node = view.nodes.get((vertex.collection, vertex.id))
+    if node is None:
+        return ()
+    rows = adjacency.out_rows(node) if outgoing else adjacency.in_rows(node)
+    if len(rows) == 0:
+        return ()
+    ends = (adjacency.target if outgoing else adjacency.source)[rows].tolist()
+    relations = adjacency.relation[rows].tolist()
+    keys, names, fact_ids = view.node_keys, adjacency.relations, adjacency.fact_ids
+    return tuple(
+        sorted(
+            Edge(EntityRef(*keys[end]), names[relation], fact_ids[row])
+            for end, relation, row in zip(ends, relations, rows.tolist(), strict=True)
+        )
+    )
+
+
+def _sql_edges(cut: ReadCut, graph: str, vertex: EntityRef, *, outgoing: bool) -> tuple[Edge, ...]:
+    """The same edges read from the cut's SQLite snapshot (always exact)."""
+    near, far = ("source", "target") if outgoing else ("target", "source")
     rows = cut.conn.execute(
-        "SELECT target_collection, target_id, relation, id FROM facts "
-        "WHERE graph = ? AND source_collection = ? AND source_id = ? AND deleted = 0",
-        (graph, source.collection, source.id),
+        f"SELECT {far}_collection, {far}_id, relation, id FROM facts "
+        f"WHERE graph = ? AND {near}_collection = ? AND {near}_id = ? AND deleted = 0",
+        (graph, vertex.collection, vertex.id),
     ).fetchall()
     return tuple(sorted(Edge(EntityRef(c, i), relation, fid) for c, i, relation, fid in rows))
+
+
+def out_edges(cut: ReadCut, graph: str, source: EntityRef) -> tuple[Edge, ...]:
+    """Every live fact whose source is ``source``, as edges to its targets."""
+    return _edges(cut, graph, source, outgoing=True)
 
 
 def in_edges(cut: ReadCut, graph: str, target: EntityRef) -> tuple[Edge, ...]:
     """Every live fact whose target is ``target``, as edges to its sources."""
-    rows = cut.conn.execute(
-        "SELECT source_collection, source_id, relation, id FROM facts "
-        "WHERE graph = ? AND target_collection = ? AND target_id = ? AND deleted = 0",
-        (graph, target.collection, target.id),
-    ).fetchall()
-    return tuple(sorted(Edge(EntityRef(c, i), relation, fid) for c, i, relation, fid in rows))
+    return _edges(cut, graph, target, outgoing=False)

@@ -14,8 +14,13 @@ from typing import Any
 from cairn.errors import BudgetExceededError, ValidationError
 
 __all__ = [
+    "ADJACENCY_REBUILD_FRACTION",
+    "ADJACENCY_REBUILD_MIN_TAIL",
+    "COLUMN_MEMO_SIZE",
+    "COSINE_ERROR_FACTOR",
     "DEFAULT_DATABASE_NAME",
     "EMBED_BATCH_SIZE",
+    "LIVE_NODE_CACHE_SIZE",
     "MAX_API_KEYS_PER_PRINCIPAL",
     "MAX_COMMAND_BYTES",
     "MAX_DOCUMENT_BYTES",
@@ -37,6 +42,7 @@ __all__ = [
     "MAX_VECTOR_FIELDS",
     "MIN_VECTOR_DIMENSION",
     "PBKDF2_ITERATIONS",
+    "RANK_SORT_LIMIT",
     "READER_POOL_SIZE",
     "SQLITE_BUSY_TIMEOUT_MS",
     "SQLITE_PARAMETER_BATCH",
@@ -128,6 +134,24 @@ SQLITE_PARAMETER_BATCH = 500
 
 DEFAULT_DATABASE_NAME = "main"
 """The database name used when a file is created without one."""
+
+ADJACENCY_REBUILD_MIN_TAIL = 1024
+"""Edge rows appended after the last CSR rebuild that are scanned before rebuilding."""
+
+ADJACENCY_REBUILD_FRACTION = 0.125
+"""Rebuild a graph's CSR indexes once unindexed rows exceed this share of all rows."""
+
+COLUMN_MEMO_SIZE = 64
+"""Position-bound derived arrays (alive masks, BM25 statistics) the columns memoise."""
+
+COSINE_ERROR_FACTOR = 2.0
+"""Safety factor on the float32 scan's proven cosine error bound ``(d + 3) * 2**-24``."""
+
+RANK_SORT_LIMIT = 4096
+"""Most scores a ranking sorts to answer many ranks at once (beyond it, it counts)."""
+
+LIVE_NODE_CACHE_SIZE = 4
+"""Read positions whose node-to-live-slot map the columns keep (walk visibility)."""
 
 
 def check_identifier(value: object, what: str) -> str:

@@ -9,29 +9,37 @@ sees one position for documents, text and (later) vectors and graph.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
-from cairn.errors import NotFoundError, PermissionDeniedError, ValidationError
+from cairn.canonical import canonical_bytes
+from cairn.errors import CairnError, NotFoundError, PermissionDeniedError, ValidationError
 from cairn.graph.model import freeze
 from cairn.store.apply import load_collection, load_document, load_field_policies
 from cairn.store.columns import ColumnsView
 from cairn.store.commands import EntityRef
-from cairn.store.limits import check_identifier, check_json_pointer
+from cairn.store.limits import SQLITE_PARAMETER_BATCH, check_identifier, check_json_pointer
 from cairn.store.policy import Capability, Principal, field_allowed, redact, require, row_visible
+from cairn.store.ranking import SlotRanking
 from cairn.store.text import CorpusStats, analyze, bm25_scores
 
 __all__ = [
     "DocumentResult",
     "ReadCut",
     "TextHit",
+    "live_slots",
     "read_document",
+    "read_documents",
+    "read_documents_sized",
+    "slot_mask",
     "text_branch",
+    "text_ranking",
     "visible_mask",
 ]
 
@@ -104,10 +112,71 @@ def read_document(cut: ReadCut, collection: str, doc_id: str) -> DocumentResult:
     )
 
 
+def read_documents(cut: ReadCut, refs: Sequence[EntityRef]) -> list[DocumentResult | None]:
+    """``read_document`` for many refs with one query per collection; None where it fails.
+
+    A None entry is a ref ``read_document`` would refuse (call it for the exact error);
+    every other entry equals what ``read_document`` returns for that ref.
+    """
+    return [None if item is None else item[0] for item in read_documents_sized(cut, refs)]
+
+
+def read_documents_sized(
+    cut: ReadCut, refs: Sequence[EntityRef]
+) -> list[tuple[DocumentResult, int] | None]:
+    """``read_documents`` with each result's canonical body size in bytes.
+
+    A stored body is canonical JSON already, so an unredacted body's size is its stored
+    length; a redacted one is measured after redaction.
+    """
+    wanted: dict[str, list[str]] = {}
+    for ref in refs:
+        wanted.setdefault(ref.collection, []).append(ref.id)
+    found: dict[EntityRef, tuple[DocumentResult, int]] = {}
+    for collection, ids in wanted.items():
+        try:
+            check_identifier(collection, "collection")
+            _collection_exists(cut, collection)
+            require(cut.principal, cut.database, collection, *_READ)
+        except CairnError:
+            continue
+        policies = load_field_policies(cut.conn, collection)
+        unique = sorted(set(ids))
+        for start in range(0, len(unique), SQLITE_PARAMETER_BATCH):
+            batch = unique[start : start + SQLITE_PARAMETER_BATCH]
+            marks = ", ".join("?" * len(batch))
+            rows = cut.conn.execute(
+                f"SELECT id, revision, body, owner, project FROM documents "
+                f"WHERE collection = ? AND deleted = 0 AND id IN ({marks})",
+                (collection, *batch),
+            ).fetchall()
+            for doc_id, revision, data, owner, project in rows:
+                if data is None or not row_visible(
+                    cut.principal, cut.database, collection, owner, project
+                ):
+                    continue
+                try:
+                    stored = orjson.loads(data)
+                except orjson.JSONDecodeError:
+                    continue  # read_document raises the CorruptionError for it
+                body, removed = redact(cut.principal, cut.database, collection, policies, stored)
+                ref = EntityRef(collection, doc_id)
+                size = len(canonical_bytes(body)) if removed else len(data)
+                result = DocumentResult(ref, revision, freeze(body), bool(removed), removed)
+                found[ref] = (result, size)
+    return [found.get(ref) for ref in refs]
+
+
+def visible_everything(cut: ReadCut, collection: str) -> bool:
+    """Whether the row policy lets the principal see every row of ``collection``."""
+    principal = cut.principal
+    return not principal.restrict_rows or principal.is_admin(cut.database, collection)
+
+
 def visible_mask(cut: ReadCut, collection: str, size: int) -> npt.NDArray[np.bool_]:
     """Row policy over every slot, vectorised over the owner and project codes."""
     principal = cut.principal
-    if not principal.restrict_rows or principal.is_admin(cut.database, collection):
+    if visible_everything(cut, collection):
         return np.ones(size, dtype=bool)
     view = cut.columns
     mask = np.zeros(size, dtype=bool)
@@ -119,20 +188,54 @@ def visible_mask(cut: ReadCut, collection: str, size: int) -> npt.NDArray[np.boo
     return mask
 
 
-def text_branch(
-    cut: ReadCut,
-    collection: str,
-    field: str,
-    text: str,
-    *,
-    limit: int,
-    allowed_ids: Collection[str] | None = None,
-) -> tuple[TextHit, ...]:
-    """Exact BM25 over the collection's text index; masks applied before ranking.
+def slot_mask(cut: ReadCut, collection: str, ids: Collection[str]) -> npt.NDArray[np.bool_]:
+    """Mask over slots: the slots alive at the cut of the documents ``collection``/``ids``."""
+    view = cut.columns
+    mask = np.zeros(len(view.birth), dtype=bool)
+    nodes = [
+        node
+        for node in (view.nodes.get((collection, doc_id)) for doc_id in ids)
+        if node is not None
+    ]
+    if nodes:
+        live = view.live_slots()
+        found = live[[node for node in nodes if node < len(live)]]
+        found = found[(found > 0) & (found < len(mask))]
+        mask[found] = True
+    return mask
 
-    Corpus statistics (N, df, average length) are over every live document of the
-    collection at the cut, never narrowed by visibility or ``allowed_ids``.
-    """
+
+def live_slots(cut: ReadCut, refs: Sequence[EntityRef]) -> list[int]:
+    """The slot alive at the cut of each ref's document (0 when it has none)."""
+    view = cut.columns
+    live = view.live_slots()
+    found: list[int] = []
+    for ref in refs:
+        node = view.nodes.get((ref.collection, ref.id))
+        found.append(0 if node is None or node >= len(live) else int(live[node]))
+    return found
+
+
+def _text_stats(
+    cut: ReadCut, collection: str, field: str, alive: npt.NDArray[np.bool_]
+) -> CorpusStats:
+    """N and average length over the collection's live documents at the cut (memoised)."""
+    view = cut.columns
+    index = view.text_field(collection, field)
+
+    def compute() -> CorpusStats:
+        documents = int(np.count_nonzero(alive))
+        if index is None or documents == 0:
+            return CorpusStats(documents, 0.0)
+        known = min(len(alive), len(index.lengths))
+        total = float(index.lengths[:known][alive[:known]].sum())
+        return CorpusStats(documents, total / documents)
+
+    return view.memo(("bm25", collection, field, cut.position), compute)
+
+
+def _check_text_field(cut: ReadCut, collection: str, field: str) -> None:
+    """The text branch's admission: collection, read grant, declared field, use grant."""
     check_identifier(collection, "collection")
     check_json_pointer(field, "text field")
     config = load_collection(cut.conn, collection)
@@ -150,35 +253,70 @@ def text_branch(
             f"principal {cut.principal.id!r} may not use field {field} of {collection!r}",
             details={"principal": cut.principal.id, "resource": collection, "field": field},
         )
+
+
+def text_ranking(
+    cut: ReadCut,
+    collection: str,
+    field: str,
+    text: str,
+    *,
+    allowed: npt.NDArray[np.bool_] | None = None,
+) -> SlotRanking:
+    """The complete BM25 ranking of the text branch (masks applied before ranking).
+
+    Corpus statistics (N, df, average length) are over every live document of the
+    collection at the cut, never narrowed by visibility or ``allowed`` (a slot mask).
+    """
+    _check_text_field(cut, collection, field)
     view = cut.columns
     alive = view.alive(collection)
     size = len(alive)
     index = view.text_field(collection, field)
-    lengths = np.zeros(size, dtype=np.float64)
+    stats = _text_stats(cut, collection, field, alive)
     postings: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = []
+    lengths = np.zeros(0, dtype=np.float64)
     if index is not None:
-        known = min(size, len(index.lengths))
-        lengths[:known] = index.lengths[:known]
+        lengths = index.lengths
         for term in dict.fromkeys(analyze(text)):
             term_id = view.terms.get(term)
             if term_id is None:
                 continue
             slots, tfs = index.postings(term_id)
             inside = slots < size
-            slots, tfs = slots[inside], tfs[inside]
+            if not inside.all():
+                slots, tfs = slots[inside], tfs[inside]
             live = alive[slots]
             postings.append((slots[live], tfs[live]))
-    documents = int(alive.sum())
-    average = float(lengths[alive].mean()) if documents else 0.0
-    slots, scores = bm25_scores(postings, lengths, CorpusStats(documents, average))
-    keep = visible_mask(cut, collection, size)[slots]
-    if allowed_ids is not None:
-        wanted = frozenset(allowed_ids)
-        keep &= np.fromiter((view.ids[s] in wanted for s in slots), dtype=bool, count=len(slots))
-    slots, scores = slots[keep], scores[keep]
-    ids = [view.ids[s] for s in slots]
-    order = sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))[:limit]
+    slots, scores = bm25_scores(postings, lengths, stats, size)
+    keep: npt.NDArray[np.bool_] | None = None
+    if not visible_everything(cut, collection):
+        keep = visible_mask(cut, collection, size)[slots]
+    if allowed is not None:
+        keep = allowed[slots] if keep is None else keep & allowed[slots]
+    if keep is not None:
+        slots, scores = slots[keep], scores[keep]
+    return SlotRanking(slots, scores, view.ids)
+
+
+def text_branch(
+    cut: ReadCut,
+    collection: str,
+    field: str,
+    text: str,
+    *,
+    limit: int,
+    allowed_ids: Collection[str] | None = None,
+) -> tuple[TextHit, ...]:
+    """Exact BM25 over the collection's text index; masks applied before ranking.
+
+    Corpus statistics (N, df, average length) are over every live document of the
+    collection at the cut, never narrowed by visibility or ``allowed_ids``.
+    """
+    allowed = None if allowed_ids is None else slot_mask(cut, collection, allowed_ids)
+    ranking = text_ranking(cut, collection, field, text, allowed=allowed)
+    ids = cut.columns.ids
     return tuple(
-        TextHit(EntityRef(collection, ids[i]), rank, float(scores[i]))
-        for rank, i in enumerate(order, start=1)
+        TextHit(EntityRef(collection, ids[slot]), rank, score)
+        for rank, (slot, score) in enumerate(ranking.top(limit), start=1)
     )

@@ -114,29 +114,31 @@ def bm25_scores(
     postings: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
     lengths: npt.NDArray[np.float64],
     stats: CorpusStats,
+    size: int | None = None,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Sum BM25 over query terms; return ``(slots, scores)`` with slots ascending.
 
-    ``postings`` holds, per distinct query term, the live slots containing it and its
-    frequency there (already restricted to live documents at the cut, so ``df`` is the
-    array length). ``lengths[slot]`` is the analysed length of the field in that slot.
+    ``postings`` holds, per distinct query term, the live slots containing it (each at
+    most once) and its frequency there (already restricted to live documents at the cut,
+    so ``df`` is the array length). ``lengths[slot]`` is the analysed length of the field
+    in that slot. Scores accumulate per term, in query-term order, into a dense array of
+    ``size`` slots (default: just past the largest slot).
     """
     if not postings or stats.documents == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     average = stats.average_length if stats.average_length > 0 else 1.0
-    all_slots: list[npt.NDArray[np.int64]] = []
-    all_parts: list[npt.NDArray[np.float64]] = []
-    for slots, tf in postings:
+    parts = [(slots, tf) for slots, tf in postings if len(slots)]
+    if not parts:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+    if size is None:
+        size = max(int(slots.max()) for slots, _ in parts) + 1
+    totals = np.zeros(size, dtype=np.float64)
+    hit = np.zeros(size, dtype=bool)
+    for slots, tf in parts:
         df = len(slots)
-        if df == 0:
-            continue
         idf = np.log1p((stats.documents - df + 0.5) / (df + 0.5))
         norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[slots] / average)
-        all_slots.append(slots)
-        all_parts.append(idf * tf * (BM25_K1 + 1.0) / (tf + norm))
-    if not all_slots:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-    unique, inverse = np.unique(np.concatenate(all_slots), return_inverse=True)
-    weights = np.concatenate(all_parts)
-    scores = np.bincount(inverse, weights=weights, minlength=len(unique)).astype(np.float64)
-    return unique.astype(np.int64), scores
+        totals[slots] += idf * tf * (BM25_K1 + 1.0) / (tf + norm)
+        hit[slots] = True
+    found = np.flatnonzero(hit)
+    return found.astype(np.int64), totals[found]

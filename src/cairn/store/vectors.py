@@ -8,8 +8,9 @@ candidates before ranking; ties break by document ID.
 The scan runs over the in-memory float32 matrix of ``(collection, field, space)``
 (``cairn.store.columns``) viewed at the cut: a row counts iff it and the slot (document
 revision) it is bound to are alive at the cut's position, the row is visible to the
-principal and allowed. Scores are computed in float64; the best ``limit`` are chosen
-with ``argpartition`` (keeping every tie at the boundary) and ordered by score, then ID.
+principal and allowed. Scores are float64 (cosine: a float32 scan with a proven error
+bound picks the rows whose float64 score matters); the best ``limit`` are chosen with
+``argpartition`` (keeping every tie at the boundary) and ordered by score, then ID.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ import numpy.typing as npt
 from cairn.canonical import canonical_bytes
 from cairn.errors import NotFoundError, PermissionDeniedError, ValidationError
 from cairn.store.apply import load_collection, load_field_policies, vector_pointer
+from cairn.store.columns import VectorColumnView
 from cairn.store.commands import EntityRef, Metric, VectorSpace
-from cairn.store.limits import SQLITE_PARAMETER_BATCH, check_identifier
+from cairn.store.limits import COSINE_ERROR_FACTOR, SQLITE_PARAMETER_BATCH, check_identifier
 from cairn.store.policy import Capability, field_allowed, require
-from cairn.store.reads import ReadCut, visible_mask
+from cairn.store.ranking import ApproxRanking, SlotRanking
+from cairn.store.reads import ReadCut, visible_everything, visible_mask
 
-__all__ = ["VectorHit", "similarity", "vector_branch"]
+__all__ = ["VectorHit", "similarity", "vector_branch", "vector_ranking"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,31 +46,28 @@ class VectorHit:
 def similarity(
     metric: Metric, matrix: npt.NDArray[np.float64], query: npt.NDArray[np.float64]
 ) -> npt.NDArray[np.float64]:
-    """Higher-is-better scores: cosine similarity, dot product, or negated L2 distance."""
+    """Higher-is-better scores: cosine similarity, dot product, or negated L2 distance.
+
+    Each row's score depends on that row and the query only (row-wise reductions, no
+    BLAS blocking), so the same vector always gets the same float64 score.
+    """
     if metric is Metric.DOT:
-        result: npt.NDArray[np.float64] = matrix @ query
+        result: npt.NDArray[np.float64] = (matrix * query).sum(axis=1)
         return result
     if metric is Metric.EUCLIDEAN:
         distance: npt.NDArray[np.float64] = np.linalg.norm(matrix - query, axis=1)
         return -distance
     norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
-    dots = matrix @ query
+    dots = (matrix * query).sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         cosine: npt.NDArray[np.float64] = np.where(norms > 0, dots / norms, 0.0)
     return cosine
 
 
-def vector_branch(
-    cut: ReadCut,
-    collection: str,
-    field: str,
-    vector: Sequence[float],
-    space: VectorSpace,
-    *,
-    limit: int,
-    allowed_ids: Collection[str] | None = None,
-) -> tuple[VectorHit, ...]:
-    """Exact scan of the collection's vectors in ``space``, masked before ranking."""
+def _check_vector_field(
+    cut: ReadCut, collection: str, field: str, vector: Sequence[float], space: VectorSpace
+) -> npt.NDArray[np.float64]:
+    """The vector branch's admission; returns the query as float64."""
     check_identifier(collection, "collection")
     check_identifier(field, "vector field")
     space.validate()
@@ -90,39 +90,117 @@ def vector_branch(
             f"the query vector needs {space.dimension} finite values",
             details={"dimension": space.dimension},
         )
+    return query
+
+
+def _live_rows(
+    cut: ReadCut, collection: str, key: bytes, column: VectorColumnView
+) -> npt.NDArray[np.bool_]:
+    """Rows alive at the cut whose slot is a live document of the collection (memoised)."""
     view = cut.columns
-    column = view.vector_column(collection, field, canonical_bytes(space.to_json()))
-    if column is None or limit <= 0:
-        return ()
-    documents = view.alive(collection)
+
+    def compute() -> npt.NDArray[np.bool_]:
+        documents = view.alive(collection)
+        slots = column.slots
+        inside = slots < len(documents)
+        mask = column.alive(cut.position) & inside
+        mask[inside] &= documents[slots[inside]]
+        mask.flags.writeable = False
+        return mask
+
+    found: npt.NDArray[np.bool_] = view.memo(
+        ("vector-rows", collection, key, len(column.slots), cut.position), compute
+    )
+    return found
+
+
+def vector_ranking(
+    cut: ReadCut,
+    collection: str,
+    field: str,
+    vector: Sequence[float],
+    space: VectorSpace,
+    *,
+    allowed: npt.NDArray[np.bool_] | None = None,
+) -> SlotRanking:
+    """The complete exact ranking of the vector branch; masks applied before ranking.
+
+    Cosine runs as one float32 scan whose error against the float64 score is at most
+    ``COSINE_ERROR_FACTOR * (d + 3) * 2**-24`` (each product and sum of a ``d``-term
+    float32 dot product, plus rounding the query to float32, relative to
+    ``|row| * |query|``); the ranking computes float64 scores only for rows that bound
+    cannot place. Dot and euclidean scan in float64.
+    """
+    query = _check_vector_field(cut, collection, field, vector, space)
+    view = cut.columns
+    key = canonical_bytes(space.to_json())
+    column = view.vector_column(collection, field, key)
+    if column is None:
+        return SlotRanking(np.empty(0, np.int64), np.empty(0, np.float64), view.ids)
+    mask = _live_rows(cut, collection, key, column)
     slots = column.slots
-    inside = slots < len(documents)
-    mask = column.alive(cut.position) & inside
-    mask[inside] &= (
-        documents[slots[inside]] & visible_mask(cut, collection, len(documents))[slots[inside]]
-    )
-    if allowed_ids is not None:
-        mask &= np.isin(slots, _allowed_slots(cut, collection, allowed_ids))
+    size = len(view.alive(collection))
+    restricted = not visible_everything(cut, collection)
+    if restricted or allowed is not None:
+        mask = mask.copy()
+        inside = slots < size
+        if restricted:
+            mask[inside] &= visible_mask(cut, collection, size)[slots[inside]]
+        if allowed is not None:
+            mask[inside] &= allowed[slots[inside]]
     rows = np.flatnonzero(mask)
-    if len(rows) == 0:
-        return ()
-    scores = similarity(space.metric, column.matrix[rows].astype(np.float64), query)
-    chosen = _top(scores, limit)
-    ids = {int(i): view.ids[int(slots[rows[i]])] for i in chosen}
-    order = sorted(ids, key=lambda i: (-scores[i], ids[i]))[:limit]
+    if space.metric is not Metric.COSINE:
+        scores = similarity(space.metric, column.matrix[rows].astype(np.float64), query)
+        return SlotRanking(slots[rows], scores, view.ids)
+    return _cosine_ranking(cut, column, rows, query)
+
+
+def _cosine_ranking(
+    cut: ReadCut,
+    column: VectorColumnView,
+    rows: npt.NDArray[np.intp],
+    query: npt.NDArray[np.float64],
+) -> SlotRanking:
+    """Float32 scan with a proven error bound; exact float64 scores on demand."""
+    query_norm = float(np.linalg.norm(query))
+    matrix = column.matrix
+    if 2 * len(rows) >= len(matrix):
+        dots = (matrix @ query.astype(np.float32))[rows]
+    else:
+        dots = matrix[rows] @ query.astype(np.float32)
+    norms = column.norms[rows] * query_norm
+    with np.errstate(divide="ignore", invalid="ignore"):
+        approx = np.where(norms > 0, dots.astype(np.float64) / norms, 0.0)
+    eps = COSINE_ERROR_FACTOR * (matrix.shape[1] + 3) * 2.0**-24
+
+    def exact(index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        return similarity(Metric.COSINE, matrix[rows[index]].astype(np.float64), query)
+
+    return ApproxRanking(column.slots[rows], approx, eps, exact, cut.columns.ids)
+
+
+def vector_branch(
+    cut: ReadCut,
+    collection: str,
+    field: str,
+    vector: Sequence[float],
+    space: VectorSpace,
+    *,
+    limit: int,
+    allowed_ids: Collection[str] | None = None,
+) -> tuple[VectorHit, ...]:
+    """Exact scan of the collection's vectors in ``space``, masked before ranking."""
+    allowed = None
+    if allowed_ids is not None:
+        allowed = np.zeros(len(cut.columns.birth), dtype=bool)
+        found = _allowed_slots(cut, collection, allowed_ids)
+        allowed[found[found < len(allowed)]] = True
+    ranking = vector_ranking(cut, collection, field, vector, space, allowed=allowed)
+    ids = cut.columns.ids
     return tuple(
-        VectorHit(EntityRef(collection, ids[i]), rank, float(scores[i]))
-        for rank, i in enumerate(order, start=1)
+        VectorHit(EntityRef(collection, ids[slot]), rank, score)
+        for rank, (slot, score) in enumerate(ranking.top(limit), start=1)
     )
-
-
-def _top(scores: npt.NDArray[np.float64], limit: int) -> npt.NDArray[np.intp]:
-    """Indexes of the ``limit`` best scores plus every score tied with the worst of them."""
-    if limit >= len(scores):
-        return np.arange(len(scores))
-    best = np.argpartition(-scores, limit - 1)[:limit]
-    threshold = scores[best].min()
-    return np.flatnonzero(scores >= threshold)
 
 
 def _allowed_slots(

@@ -1,0 +1,75 @@
+"""txtai on the benchmark corpus: BM25 keyword index plus numpy dense backend, hybrid.
+
+Runs inside its own venv (``python3.11 -m venv DIR && DIR/bin/pip install txtai``), never
+imports Cairn, and downloads no model: vectors are supplied externally (``method:
+external`` with a transform that looks the corpus' own vectors up). Prints one JSON
+object: build time and ``[p50, p95]`` milliseconds of keyword-only (weights 0), vector-only
+(weights 1) and hybrid (txtai's default weights) top-10 searches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import numpy as np
+import txtai
+from txtai import Embeddings
+
+
+def percentiles(samples: list[float]) -> list[float]:
+    ordered = sorted(samples)
+    return [statistics.median(ordered), ordered[round(0.95 * (len(ordered) - 1))]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--corpus", type=Path, required=True)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    texts = (args.corpus / "texts.txt").read_text(encoding="utf-8").split("\n")
+    vectors = np.load(args.corpus / "vectors.npy")
+    queries = json.loads((args.corpus / "queries.json").read_text())
+    query_vectors = np.load(args.corpus / "query_vectors.npy")
+    lookup = {text: row for row, text in enumerate(texts)}
+    by_query = {q["text"]: query_vectors[i] for i, q in enumerate(queries)}
+
+    def transform(inputs: list[str]) -> np.ndarray:
+        return np.stack([by_query[x] if x in by_query else vectors[lookup[x]] for x in inputs])
+
+    started = time.perf_counter()
+    embeddings = Embeddings(
+        {
+            "method": "external",
+            "path": "bench-external",
+            "transform": transform,
+            "backend": "numpy",
+            "keyword": True,
+            "content": False,
+        }
+    )
+    embeddings.index((i, text, None) for i, text in enumerate(texts))
+    build = time.perf_counter() - started
+    out: dict[str, object] = {"peer": "txtai", "version": txtai.__version__, "build_s": build}
+    for name, weights in (("text", 0.0), ("vector", 1.0), ("hybrid", None)):
+        embeddings.search(queries[0]["text"], 10, weights=weights)  # warm
+        samples = []
+        for _ in range(args.repeat):
+            for query in queries:
+                begin = time.perf_counter()
+                embeddings.search(query["text"], 10, weights=weights)
+                samples.append((time.perf_counter() - begin) * 1000)
+        out[name] = percentiles(samples)
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,331 @@
+"""Store benchmark (issue 5): bulk load, cold open, text/vector/hybrid latency beside floors.
+
+    .venv/bin/python bench/store_bench.py [--django-artifact PATH] [--skip-django]
+        [--skip-peers] [--repeat 3] [--rounds 3]
+
+1. **Bulk load of the Django graph**: a ``graph.cairn`` of Django (``bench/index_bench.py``
+   writes one; default: ``$CAIRN_BENCH_CACHE/django.graph.cairn``) read and loaded into a
+   fresh database with ``load_semantic_graph`` (documents, text, hashing vectors, facts,
+   occurrences: one transaction); throughput per record kind.
+2. **The 100k-document synthetic corpus** (``bench/corpus.py``): loaded once into a cached
+   database file (its load time is reported when this run did it).
+3. **Cold open**: a fresh process opens the file and answers one hybrid search (the
+   in-memory columns load from SQLite inside that first cut); several processes.
+4. **Latency**: p50/p95 of text, vector and hybrid ``Database.search`` (top 10), each
+   beside its floor measured in the same process (``bench/floors.py``: bare numpy sparse
+   BM25 over the same postings, bare numpy scan; the hybrid floor is their sum), in
+   ``--rounds`` rounds (best round reported, with the spread).
+5. **Peers** in the same run, each in its own venv under the cache folder (created on
+   first use with ``pip install``): LanceDB (native FTS, flat scan, ``RRFReranker(K=60)``)
+   and txtai (BM25 keyword + numpy backend, external vectors). A peer that cannot be
+   installed or run is reported with the reason, never with numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np
+
+import cairn
+from cairn.search.contracts import SearchRequest
+from cairn.store import Metric, VectorSpace
+from corpus import (
+    CACHE,
+    COLLECTION,
+    SPACE_ID,
+    TEXT_FIELD,
+    VECTOR_FIELD,
+    cairn_database,
+    corpus,
+)
+from floors import Bm25Floor, ScanFloor, percentiles, timed
+
+SPACE = VectorSpace(SPACE_ID, 256, Metric.COSINE, "bench.clustered", "1")
+TARGETS = {"text": 2.0, "vector": 5.0, "hybrid": 8.0, "hybrid_p95": 20.0, "cold_open_s": 2.0}
+PEERS = {"lancedb": ("lancedb", "peer_lancedb.py"), "txtai": ("txtai", "peer_txtai.py")}
+
+
+def request(query: dict[str, Any], vector: np.ndarray, mode: str) -> SearchRequest:
+    """The Cairn search of one benchmark query: text, vector or both (top 10)."""
+    text = mode in ("text", "hybrid")
+    vec = mode in ("vector", "hybrid")
+    return SearchRequest(
+        "main",
+        COLLECTION,
+        text_field=TEXT_FIELD if text else None,
+        text=query["text"] if text else None,
+        vector_field=VECTOR_FIELD if vec else None,
+        vector=tuple(float(x) for x in vector) if vec else None,
+        space=SPACE if vec else None,
+        limit=10,
+    )
+
+
+# ------------------------------------------------------------------------ Django load
+DJANGO_DB = CACHE / "django.cairn.db"
+
+
+def django_load(artifact: Path, target: Path = DJANGO_DB) -> dict[str, Any]:
+    """Read a Django ``graph.cairn`` and load it into a fresh database file; time both.
+
+    The file is kept at ``target`` for ``bench/search_bench.py`` (replaced on each run).
+    """
+    from cairn.artifact.reader import read_artifact
+    from cairn.store.load import load_semantic_graph
+
+    started = time.perf_counter()
+    graph = read_artifact(artifact).graph
+    read_s = time.perf_counter() - started
+    counts = graph.counts()
+    with tempfile.TemporaryDirectory(dir=target.parent) as folder:
+        fresh = Path(folder) / "cairn.db"
+        with cairn.open(fresh) as db:
+            started = time.perf_counter()
+            receipt = load_semantic_graph(db, graph)
+            load_s = time.perf_counter() - started
+            mutations = len(receipt.mutations)
+        size = sum(f.stat().st_size for f in Path(folder).iterdir())
+        for suffix in ("-wal", "-shm"):
+            Path(str(fresh) + suffix).unlink(missing_ok=True)
+        fresh.replace(target)
+    return {
+        "artifact": str(artifact),
+        "nodes": counts.node_count,
+        "facts": counts.fact_count,
+        "occurrences": counts.occurrence_count,
+        "mutations": mutations,
+        "read_s": read_s,
+        "load_s": load_s,
+        "file_mib": size / 2**20,
+    }
+
+
+# ------------------------------------------------------------------------- cold open
+def cold_open(path: Path) -> dict[str, float]:
+    """In this (fresh) process: open the file and answer one hybrid search."""
+    built = corpus()
+    started = time.perf_counter()
+    db = cairn.open(path)
+    opened = time.perf_counter()
+    try:
+        db.search(request(built.queries[0], built.query_vectors[0], "hybrid"))
+        first = time.perf_counter()
+    finally:
+        db.close()
+    return {
+        "open_s": opened - started,
+        "first_search_s": first - opened,
+        "total_s": first - started,
+    }
+
+
+def cold_opens(path: Path, runs: int) -> list[dict[str, float]]:
+    """``runs`` fresh processes, each timing ``cold_open``."""
+    results = []
+    for _ in range(runs):
+        out = subprocess.run(
+            [sys.executable, __file__, "--cold-open", str(path)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        results.append(json.loads(out.stdout))
+    return results
+
+
+# --------------------------------------------------------------------------- latency
+def latencies(path: Path, repeat: int, rounds: int) -> dict[str, Any]:
+    """p50/p95 of Cairn and the floors, per mode, best of ``rounds`` rounds."""
+    built = corpus()
+    started = time.perf_counter()
+    bm25 = Bm25Floor(built.texts())
+    scan = ScanFloor(built.vectors)
+    floor_build = time.perf_counter() - started
+    queries = list(range(len(built.queries)))
+    texts = [built.queries[i]["text"] for i in queries]
+    vectors = [built.query_vectors[i] for i in queries]
+    results: dict[str, list[tuple[float, float]]] = {}
+    with cairn.open(path) as db:
+        requests = {
+            mode: [request(built.queries[i], built.query_vectors[i], mode) for i in queries]
+            for mode in ("text", "vector", "hybrid")
+        }
+        db.search(requests["hybrid"][0])  # columns load once, outside the timings
+        for _ in range(rounds):
+            for mode, items in requests.items():
+                results.setdefault(mode, []).append(percentiles(timed(db.search, items, repeat)))
+            results.setdefault("text_floor", []).append(
+                percentiles(timed(bm25.search, texts, repeat))
+            )
+            results.setdefault("vector_floor", []).append(
+                percentiles(timed(scan.search, vectors, repeat))
+            )
+    return {"rounds": results, "floor_build_s": floor_build}
+
+
+def best(rounds: list[tuple[float, float]]) -> tuple[float, float, float, float]:
+    """Best p50 and p95 over rounds, and their spreads (max - min)."""
+    p50s = [r[0] for r in rounds]
+    p95s = [r[1] for r in rounds]
+    return min(p50s), min(p95s), max(p50s) - min(p50s), max(p95s) - min(p95s)
+
+
+# ----------------------------------------------------------------------------- peers
+def peer_venv(name: str, package: str) -> tuple[Path | None, str]:
+    """The peer's venv python under the cache (created with pip on first use)."""
+    folder = CACHE / f"{name}-venv"
+    python = folder / "bin" / "python"
+    if not python.exists():
+        try:
+            subprocess.run(["python3.11", "-m", "venv", str(folder)], check=True)
+            subprocess.run([str(python), "-m", "pip", "install", "-q", package], check=True)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            return None, f"cannot install {package}: {exc}"
+    return python, ""
+
+
+def peers(folder: Path, repeat: int, names: list[str]) -> dict[str, Any]:
+    """Run each peer script in its venv on the corpus files; its JSON or why it failed."""
+    found: dict[str, Any] = {}
+    for name in names:
+        package, script = PEERS[name]
+        python, why = peer_venv(name, package)
+        if python is None:
+            found[name] = {"error": why}
+            continue
+        out = subprocess.run(
+            [
+                *(str(python), str(Path(__file__).parent / script)),
+                *("--corpus", str(folder), "--repeat", str(repeat)),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if out.returncode != 0:
+            found[name] = {"error": out.stderr.strip().splitlines()[-1:] or ["failed"]}
+            continue
+        found[name] = json.loads(out.stdout)
+    return found
+
+
+# ------------------------------------------------------------------------------ main
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--django-artifact", type=Path, default=CACHE / "django.graph.cairn")
+    parser.add_argument("--skip-django", action="store_true")
+    parser.add_argument("--skip-peers", action="store_true")
+    parser.add_argument("--peers", default="lancedb,txtai")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cold-runs", type=int, default=3)
+    parser.add_argument("--cold-open", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--django-only", action="store_true", help="only the Django load")
+    parser.add_argument("--json", type=Path, help="also write every number here")
+    args = parser.parse_args()
+    if args.cold_open:
+        print(json.dumps(cold_open(args.cold_open)))
+        return
+    if args.django_only:
+        print(json.dumps(django_load(args.django_artifact)))
+        return
+    report: dict[str, Any] = {"load_average": os.getloadavg()}
+    if not args.skip_django:
+        if args.django_artifact.exists():
+            report["django"] = django_load(args.django_artifact)
+        else:
+            report["django"] = {"error": f"no artifact at {args.django_artifact}"}
+    built = corpus()
+    path, timings = cairn_database(built)
+    saved = CACHE / "corpus-load-timings.json"
+    if timings:
+        saved.write_text(json.dumps(timings))
+    report["corpus"] = {
+        "documents": len(built.ids),
+        "facts": len(built.edges),
+        "file_mib": path.stat().st_size / 2**20,
+        "load": json.loads(saved.read_text()) if saved.exists() else {},
+        "loaded_this_run": bool(timings),
+    }
+    report["cold_open"] = cold_opens(path, args.cold_runs)
+    report["latency"] = latencies(path, args.repeat, args.rounds)
+    if not args.skip_peers:
+        report["peers"] = peers(built.folder, args.repeat, args.peers.split(","))
+    report["load_average_after"] = os.getloadavg()
+    print_report(report)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+def print_report(report: dict[str, Any]) -> None:
+    """Markdown tables of the report."""
+    print(f"load average before/after: {report['load_average']} / {report['load_average_after']}")
+    django = report.get("django")
+    if django and "error" not in django:
+        print(
+            "\n| Django load | nodes | facts | occurrences | read s | load s | nodes/s | facts/s |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        print(
+            f"| {Path(django['artifact']).name} | {django['nodes']:,} | {django['facts']:,} "
+            f"| {django['occurrences']:,} | {django['read_s']:.1f} | {django['load_s']:.1f} "
+            f"| {django['nodes'] / django['load_s']:,.0f} "
+            f"| {django['facts'] / django['load_s']:,.0f} |"
+        )
+    elif django:
+        print(f"\nDjango load: {django['error']}")
+    info = report["corpus"]
+    load = info["load"]
+    print(
+        f"\ncorpus: {info['documents']:,} documents, {info['facts']:,} facts, "
+        f"{info['file_mib']:.0f} MiB; load {load.get('load_s', float('nan')):.0f} s"
+    )
+    colds = report["cold_open"]
+    totals = [c["total_s"] for c in colds]
+    print(
+        f"cold open + first hybrid search: best {min(totals):.2f} s, worst {max(totals):.2f} s "
+        f"(open {min(c['open_s'] for c in colds):.3f} s; target <= {TARGETS['cold_open_s']} s)"
+    )
+    rounds = report["latency"]["rounds"]
+    print(
+        "\n| mode | Cairn p50 ms | Cairn p95 ms | floor p50 ms | ratio p50 | spread p50 | target |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    text_floor = best(rounds["text_floor"])[0]
+    vector_floor = best(rounds["vector_floor"])[0]
+    floors = {"text": text_floor, "vector": vector_floor, "hybrid": text_floor + vector_floor}
+    for mode in ("text", "vector", "hybrid"):
+        p50, p95, spread, _ = best(rounds[mode])
+        print(
+            f"| {mode} | {p50:.2f} | {p95:.2f} | {floors[mode]:.2f} | "
+            f"{p50 / floors[mode]:.2f}x | {spread:.2f} | p50 <= {TARGETS[mode]} |"
+        )
+    for peer, found in report.get("peers", {}).items():
+        if "error" in found:
+            print(f"\n{peer}: not measured: {found['error']}")
+            continue
+        print(
+            f"\n{peer} {found['version']} (build {found['build_s']:.0f} s): "
+            + ", ".join(
+                f"{m} p50 {found[m][0]:.2f} / p95 {found[m][1]:.2f} ms"
+                for m in ("text", "vector", "hybrid")
+            )
+        )
+    txtai = report.get("peers", {}).get("txtai", {})
+    if "hybrid" in txtai:
+        hybrid = best(rounds["hybrid"])[0]
+        print(f"Cairn hybrid / txtai hybrid: {hybrid / txtai['hybrid'][0]:.2f}x (target <= 0.4x)")
+
+
+if __name__ == "__main__":
+    main()

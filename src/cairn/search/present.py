@@ -1,0 +1,113 @@
+"""Building requests from command-line words and rows for people to read.
+
+Kept out of ``cli.py`` so the CLI stays a thin adapter and the same helpers can serve
+other human-facing surfaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from cairn.search.contracts import (
+    EntityRef,
+    GraphContextDocument,
+    GraphExpansion,
+    GraphRetriever,
+    GraphScope,
+    GraphSearchRequest,
+    GraphWalkSpec,
+    RankedDocument,
+    SearchRequest,
+)
+from cairn.search.limits import SEARCH_REQUEST_VERSION
+
+__all__ = ["DEFAULT_TEXT_FIELD", "build_cli_request", "context_rows", "display_name", "hit_rows"]
+
+DEFAULT_TEXT_FIELD = "/text"
+"""The text field every collection loaded by ``cairn index`` has."""
+
+_NAME_FIELDS = ("qualified_name", "name", "path", "title")
+
+
+def build_cli_request(
+    *,
+    database: str,
+    collection: str,
+    text: str | None,
+    seeds: Sequence[tuple[str, str]],
+    scope_seeds: Sequence[tuple[str, str]],
+    graph: str,
+    depth: int,
+    labels: tuple[str, ...] | None,
+    expand: int | None,
+    limit: int,
+    explain: bool,
+) -> GraphSearchRequest:
+    """The request ``cairn search`` means; admission still checks every value."""
+    search = SearchRequest(
+        database,
+        collection,
+        text_field=DEFAULT_TEXT_FIELD if text else None,
+        text=text or None,
+        limit=limit,
+        explain=explain,
+    )
+
+    def walk(refs: Sequence[tuple[str, str]]) -> GraphWalkSpec:
+        return GraphWalkSpec(graph, tuple(EntityRef(c, i) for c, i in refs), depth, labels=labels)
+
+    return GraphSearchRequest(
+        SEARCH_REQUEST_VERSION,
+        search,
+        scope=GraphScope(walk(scope_seeds)) if scope_seeds else None,
+        retriever=GraphRetriever(walk(seeds)) if seeds else None,
+        expansion=GraphExpansion(graph, expand, labels=labels) if expand is not None else None,
+    )
+
+
+def display_name(body: Any) -> str:
+    """The most telling name field of a document body."""
+    for key in _NAME_FIELDS:
+        value = body.get(key) if hasattr(body, "get") else None
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _why(hit: RankedDocument) -> str:
+    explanation = hit.explanation
+    if explanation is None:
+        return ""
+    parts = [f"{c.branch.value}#{c.native_rank}" for c in explanation.contributions]
+    if explanation.hops is not None:
+        parts.append(f"{explanation.hops} hop{'s' if explanation.hops != 1 else ''}")
+    return " ".join(parts)
+
+
+def hit_rows(hits: Iterable[RankedDocument]) -> list[tuple[str, ...]]:
+    """One printable row per hit: rank, score, collection, id, name, why."""
+    return [
+        (
+            str(rank),
+            f"{hit.score:.5f}",
+            hit.document.ref.collection,
+            hit.document.ref.id,
+            display_name(hit.document.body),
+            _why(hit),
+        )
+        for rank, hit in enumerate(hits, start=1)
+    ]
+
+
+def context_rows(documents: Iterable[GraphContextDocument]) -> list[tuple[str, ...]]:
+    """One printable row per context document: hops, collection, id, name."""
+    return [
+        (
+            str(item.shortest_hops),
+            item.document.ref.collection,
+            item.document.ref.id,
+            display_name(item.document.body),
+        )
+        for item in documents
+    ]

@@ -1,0 +1,231 @@
+"""A branch's complete ranking over document slots, materialised only as far as asked.
+
+A branch (text, vector, graph) scores every candidate slot; its ranking is the order by
+score (descending), then document ID, with one-based ranks. Fusion needs the rank of
+any candidate and the best ``m`` in order, never the whole sorted list, so a ranking
+answers exactly those two questions from numpy arrays: ``top(m)`` by ``argpartition``
+(every tie at the boundary included before ordering) and ``rank_of(slot)`` by counting
+the better scores (ties compared by ID). Both are exact.
+
+``ApproxRanking`` ranks by scores it computes exactly only where they matter: the caller
+gives fast approximate scores with a proven error bound ``eps`` and a function for the
+exact score of given candidates; a candidate whose approximate score is more than
+``eps`` away from a threshold is on its side of it for certain, and only the few within
+the band are computed exactly (the vector branch: a float32 scan, float64 scores).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from cairn.store.limits import RANK_SORT_LIMIT
+
+__all__ = ["ApproxRanking", "OrderedRanking", "Ranking", "SlotRanking"]
+
+Exact = Callable[[npt.NDArray[np.intp]], npt.NDArray[np.float64]]
+"""Exact scores of the candidates at the given indexes."""
+
+
+class Ranking:
+    """The interface fusion reads: size, top ``m`` in order, rank and score of a slot."""
+
+    size: int
+
+    def top(self, m: int) -> list[tuple[int, float]]:
+        """The first ``m`` ``(slot, score)`` pairs in rank order."""
+        raise NotImplementedError
+
+    def rank_of(self, slot: int) -> tuple[int, float] | None:
+        """``(rank, score)`` of ``slot``, or None when it is not a candidate."""
+        raise NotImplementedError
+
+    def ranks_of(self, slots: Sequence[int]) -> list[tuple[int, float] | None]:
+        """``rank_of`` for many slots at once."""
+        return [self.rank_of(slot) for slot in slots]
+
+
+class SlotRanking(Ranking):
+    """Exact float64 scores of candidate slots; ties ordered by document ID."""
+
+    def __init__(
+        self,
+        slots: npt.NDArray[np.int64],
+        scores: npt.NDArray[np.float64],
+        ids: Sequence[str],
+    ) -> None:
+        self.slots = slots
+        self.scores = scores
+        self.ids = ids
+        self.size = len(slots)
+        self.eps = 0.0
+        self._where: npt.NDArray[np.int64] | None = None
+
+    def _exact(self, index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        found: npt.NDArray[np.float64] = self.scores[index]
+        return found
+
+    def _order(self, index: npt.NDArray[np.intp], scores: npt.NDArray[np.float64]) -> list[int]:
+        """Positions of ``index`` sorted by (score desc, ID asc): numpy, then equal runs by ID."""
+        order = np.argsort(-scores, kind="stable")
+        ranked = scores[order]
+        equal = np.flatnonzero(ranked[1:] == ranked[:-1])
+        positions: list[int] = order.tolist()
+        if len(equal) == 0:
+            return positions
+        ids, slots = self.ids, self.slots[index]
+        runs = np.split(equal, np.flatnonzero(np.diff(equal) != 1) + 1)
+        for run in runs:
+            begin, end = int(run[0]), int(run[-1]) + 2
+            group = positions[begin:end]
+            positions[begin:end] = sorted(group, key=lambda i: ids[int(slots[i])])
+        return positions
+
+    def _candidates(self, m: int) -> npt.NDArray[np.intp]:
+        """Indexes that surely hold the best ``m`` (and every tie with the ``m``-th)."""
+        if m >= self.size:
+            return np.arange(self.size)
+        best = np.argpartition(-self.scores, m - 1)[:m]
+        return np.flatnonzero(self.scores >= self.scores[best].min())
+
+    def top(self, m: int) -> list[tuple[int, float]]:
+        """The first ``m`` ``(slot, score)`` pairs in rank order."""
+        if m <= 0 or self.size == 0:
+            return []
+        index = self._candidates(m)
+        scores = self._exact(index)
+        order = self._order(index, scores)[:m]
+        slots = self.slots[index]
+        return [(int(slots[i]), float(scores[i])) for i in order]
+
+    def _position(self, slot: int) -> int | None:
+        """The candidate index of ``slot`` (a dense slot-indexed lookup built once)."""
+        if self._where is None:
+            top = int(self.slots.max()) + 1 if self.size else 0
+            self._where = np.full(top, -1, dtype=np.int64)
+            self._where[self.slots] = np.arange(self.size, dtype=np.int64)
+        if slot >= len(self._where) or self._where[slot] < 0:
+            return None
+        return int(self._where[slot])
+
+    def _better(self, score: float, slot: int) -> int:
+        """How many candidates rank before one with ``score`` and ``slot``."""
+        above = int(np.count_nonzero(self.scores > score))
+        ties = np.flatnonzero(self.scores == score)
+        if len(ties) > 1:
+            own = self.ids[slot]
+            above += sum(1 for other in self.slots[ties].tolist() if self.ids[other] < own)
+        return above
+
+    def rank_of(self, slot: int) -> tuple[int, float] | None:
+        """``(rank, score)`` of ``slot``, or None when it is not a candidate."""
+        index = self._position(slot)
+        if index is None:
+            return None
+        score = float(self.scores[index])
+        return self._better(score, slot) + 1, score
+
+    def ranks_of(self, slots: Sequence[int]) -> list[tuple[int, float] | None]:
+        """Exact ``(rank, score)`` of many slots from one pass over the scores.
+
+        Only scores at or above the lowest asked score (less ``eps``) can rank before any
+        of them; those are sorted once and each rank is a binary search, plus exact
+        scores for the few within ``eps`` of it.
+        """
+        found = [(j, self._position(slot)) for j, slot in enumerate(slots)]
+        asked = [(j, p) for j, p in found if p is not None]
+        result: list[tuple[int, float] | None] = [None] * len(slots)
+        if not asked:
+            return result
+        exact = self._exact(np.asarray([p for _, p in asked], dtype=np.intp)).tolist()
+        eps = self.eps
+        near = np.flatnonzero(self.scores >= min(exact) - eps)
+        sort = len(near) <= RANK_SORT_LIMIT
+        order = near[np.argsort(self.scores[near], kind="stable")] if sort else near
+        ordered = self.scores[order]
+        for (j, position), score in zip(asked, exact, strict=True):
+            if sort:
+                high = int(np.searchsorted(ordered, score + eps, side="right"))
+                low = int(np.searchsorted(ordered, score - eps, side="left"))
+                above = len(ordered) - high
+                band = order[low:high]
+            else:  # too many to sort: count directly
+                above = int(np.count_nonzero(ordered > score + eps))
+                band = order[(ordered >= score - eps) & (ordered <= score + eps)]
+            values = self._exact(band) if eps else self.scores[band]
+            above += int(np.count_nonzero(values > score))
+            own_slot = int(self.slots[position])
+            own = self.ids[own_slot]
+            for other in self.slots[band[values == score]].tolist():
+                if other != own_slot and self.ids[other] < own:
+                    above += 1
+            result[j] = (above + 1, score)
+        return result
+
+
+class ApproxRanking(SlotRanking):
+    """Ranks by exact scores computed lazily; ``approx`` is within ``eps`` of them."""
+
+    def __init__(
+        self,
+        slots: npt.NDArray[np.int64],
+        approx: npt.NDArray[np.float64],
+        eps: float,
+        exact: Exact,
+        ids: Sequence[str],
+    ) -> None:
+        super().__init__(slots, approx, ids)
+        self.eps = eps
+        self._exact_of = exact
+        self._known: dict[int, float] = {}
+
+    def _exact(self, index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        missing = [i for i in index.tolist() if i not in self._known]
+        if missing:
+            values = self._exact_of(np.asarray(missing, dtype=np.intp))
+            self._known.update(zip(missing, values.tolist(), strict=True))
+        return np.asarray([self._known[i] for i in index.tolist()], dtype=np.float64)
+
+    def _candidates(self, m: int) -> npt.NDArray[np.intp]:
+        if m >= self.size:
+            return np.arange(self.size)
+        best = np.argpartition(-self.scores, m - 1)[:m]
+        # The m-th exact score is >= its approximation - eps, and anything reaching it
+        # has an approximation >= that - eps.
+        return np.flatnonzero(self.scores >= self.scores[best].min() - 2 * self.eps)
+
+    def rank_of(self, slot: int) -> tuple[int, float] | None:
+        """``(rank, score)`` of ``slot`` by exact scores, reading only the uncertain band."""
+        index = self._position(slot)
+        if index is None:
+            return None
+        score = float(self._exact(np.asarray([index], dtype=np.intp))[0])
+        approx, eps = self.scores, self.eps
+        above = int(np.count_nonzero(approx > score + eps))
+        band = np.flatnonzero((approx >= score - eps) & (approx <= score + eps))
+        exact = self._exact(band)
+        above += int(np.count_nonzero(exact > score))
+        ties = band[exact == score]
+        if len(ties) > 1:
+            own = self.ids[slot]
+            above += sum(1 for other in self.slots[ties].tolist() if self.ids[other] < own)
+        return above + 1, score
+
+
+class OrderedRanking(Ranking):
+    """A ranking already in order (the graph branch: by hops, then reference)."""
+
+    def __init__(self, ranked: Sequence[tuple[int, float]]) -> None:
+        self.ranked = list(ranked)
+        self.size = len(self.ranked)
+        self._rank = {slot: (rank, score) for rank, (slot, score) in enumerate(self.ranked, 1)}
+
+    def top(self, m: int) -> list[tuple[int, float]]:
+        """The first ``m`` ``(slot, score)`` pairs."""
+        return self.ranked[: max(m, 0)]
+
+    def rank_of(self, slot: int) -> tuple[int, float] | None:
+        """``(rank, score)`` of ``slot``, or None."""
+        return self._rank.get(slot)

@@ -1,0 +1,123 @@
+"""`cairn search` and `cairn sql` on a real database file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from search_helpers import open_db, put_docs, put_edges, ref
+from typer.testing import CliRunner
+
+from cairn.cli import app
+
+
+@pytest.fixture
+def db_file(tmp_path: Path) -> Path:
+    db = open_db(tmp_path, collections=("symbols", "files"))
+    put_docs(db, "files", {"file:app.py": "app"})
+    put_docs(
+        db,
+        "symbols",
+        {"f": "load user name", "g": "save user", "h": "unrelated"},
+        extra={"f": {"name": "load_user"}, "g": {"name": "save_user"}},
+    )
+    put_edges(
+        db,
+        [
+            (ref("files", "file:app.py"), ref("symbols", "f"), "contains"),
+            (ref("symbols", "f"), ref("symbols", "g"), "calls"),
+        ],
+    )
+    path = tmp_path / "cairn.db"
+    db.close()
+    return path
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def test_text_search_json(db_file: Path) -> None:
+    code, out = invoke("search", "user", "--db", str(db_file), "--json")
+    assert code == 0, out
+    hits = json.loads(out)["hits"]
+    assert [h["document"]["ref"]["id"] for h in hits] == ["g", "f"]
+
+
+def test_seeded_search_with_expansion_and_explain(db_file: Path) -> None:
+    code, out = invoke(
+        "search",
+        "user",
+        "--seed",
+        "files:file:app.py",
+        "--expand",
+        "1",
+        "--explain",
+        "--db",
+        str(db_file),
+        "--json",
+    )
+    assert code == 0, out
+    result = json.loads(out)
+    assert result["type"] == "cairn.contract.graph-search-result.v1"
+    first = result["hits"][0]
+    assert first["document"]["ref"]["id"] == "f"  # text rank 2 plus graph rank 1
+    assert first["explanation"]["hops"] == 1
+    assert first["explanation"]["path"] == [
+        {"collection": "files", "id": "file:app.py"},
+        {"collection": "symbols", "id": "f"},
+    ]
+
+
+def test_scope_seed_and_labels(db_file: Path) -> None:
+    code, out = invoke(
+        "search",
+        "user",
+        "--scope-seed",
+        "files:file:app.py",
+        "--labels",
+        "contains",
+        "--db",
+        str(db_file),
+        "--json",
+    )
+    assert code == 0, out
+    assert [h["document"]["ref"]["id"] for h in json.loads(out)["hits"]] == ["f"]
+
+
+def test_human_output_is_a_table(db_file: Path) -> None:
+    code, out = invoke(
+        "search", "user", "--seed", "files:file:app.py", "--explain", "--db", str(db_file)
+    )
+    assert code == 0, out
+    assert "load_user" in out and "graph#1" in out
+
+
+def test_sql_command(db_file: Path) -> None:
+    statement = (
+        'SEARCH FROM symbols TEXT "/text" MATCH @q '
+        "RETRIEVE GRAPH code SEEDS ((files, 'file:app.py')) DEPTH 2 VERTICES 10 EDGES 10"
+    )
+    code, out = invoke("sql", statement, "--param", 'q="user"', "--db", str(db_file), "--json")
+    assert code == 0, out
+    assert [h["document"]["ref"]["id"] for h in json.loads(out)["hits"]] == ["f", "g"]
+
+
+def test_errors_are_reported_with_their_code(db_file: Path) -> None:
+    code, out = invoke("sql", "SEARCH FROM symbols LIMIT x", "--db", str(db_file))
+    assert code == 1
+    assert "[validation]" in out and "line 1, column 27" in out
+    code, out = invoke("search", "user", "--seed", "files:ghost", "--db", str(db_file))
+    assert code == 1 and "[not_found]" in out
+    code, out = invoke("search", "user", "--seed", "no-colon", "--db", str(db_file))
+    assert code == 2
+    code, out = invoke("sql", "SEARCH", "--param", "q=not-json", "--db", str(db_file))
+    assert code == 2
+
+
+def test_missing_database_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out = invoke("search", "user")
+    assert code == 1 and "[not_found]" in out

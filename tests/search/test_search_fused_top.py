@@ -1,0 +1,114 @@
+"""``fused_top`` over lazy rankings equals ``weighted_rrf`` over complete ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cairn.search.admission import number_length
+from cairn.search.fusion import BranchRanking, RankedBranch, fused_top, weighted_rrf
+from cairn.store.ranking import ApproxRanking, OrderedRanking, SlotRanking
+
+IDS = [f"id{slot:04d}" for slot in range(400)]  # slot order is ID order
+
+
+def complete(slots: np.ndarray, scores: np.ndarray) -> list[tuple[int, float]]:
+    order = sorted(range(len(slots)), key=lambda i: (-scores[i], IDS[slots[i]]))
+    return [(int(slots[i]), float(scores[i])) for i in order]
+
+
+@st.composite
+def branches(draw: Any) -> list[tuple[float, np.ndarray, np.ndarray, str]]:
+    out = []
+    for _ in range(draw(st.integers(1, 3))):
+        size = draw(st.integers(0, 120))
+        slots = np.asarray(draw(st.permutations(range(1, 400)))[:size], dtype=np.int64)
+        levels = draw(st.integers(1, 12))  # few levels: many exact ties
+        scores = np.asarray(
+            [draw(st.integers(0, levels)) / levels for _ in range(size)], dtype=np.float64
+        )
+        weight = draw(st.sampled_from([0.0, 0.5, 1.0, 13 / 132, 2.0, 0.1]))
+        out.append((weight, slots, scores, draw(st.sampled_from(["exact", "approx", "ordered"]))))
+    return out
+
+
+def ranking(kind: str, slots: np.ndarray, scores: np.ndarray) -> Any:
+    if kind == "ordered":
+        return OrderedRanking(complete(slots, scores))
+    if kind == "approx":
+        eps = 0.01
+        noise = np.random.default_rng(len(slots)).uniform(-eps, eps, len(slots))
+
+        def exact(index: np.ndarray) -> np.ndarray:
+            return scores[index]
+
+        return ApproxRanking(slots, scores + noise, eps, exact, IDS)
+    return SlotRanking(slots, scores, IDS)
+
+
+@settings(max_examples=150, deadline=None)
+@given(branches(), st.integers(1, 30), st.sampled_from([1, 60]), st.sampled_from([1, 4, 256]))
+def test_fused_top_equals_weighted_rrf(
+    drawn: list[tuple[float, np.ndarray, np.ndarray, str]], limit: int, k: int, prefix: int
+) -> None:
+    full = [
+        BranchRanking(f"b{i}", weight, complete(slots, scores))
+        for i, (weight, slots, scores, _) in enumerate(drawn)
+    ]
+    lazy = [
+        RankedBranch(f"b{i}", weight, ranking(kind, slots, scores))
+        for i, (weight, slots, scores, kind) in enumerate(drawn)
+    ]
+    expected = weighted_rrf(full, k, limit)
+    found = fused_top(lazy, k, limit, IDS, prefix=prefix)
+    assert [(h.key, h.exact_score, h.contributions) for h in found] == [
+        (h.key, h.exact_score, h.contributions) for h in expected
+    ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 200), st.integers(1, 8), st.integers(0, 50))
+def test_rankings_answer_top_and_ranks_exactly(size: int, levels: int, m: int) -> None:
+    rng = np.random.default_rng(size * 31 + levels)
+    slots = rng.permutation(np.arange(1, 400))[:size].astype(np.int64)
+    scores = rng.integers(0, levels + 1, size) / levels
+    expected = complete(slots, scores)
+    for kind in ("exact", "approx", "ordered"):
+        found = ranking(kind, slots, scores)
+        assert found.top(m) == expected[:m]
+        wanted = [int(s) for s in slots[:: max(1, size // 7)]] + [0, 399]
+        ranks = {slot: (rank, score) for rank, (slot, score) in enumerate(expected, 1)}
+        assert found.ranks_of(wanted) == [ranks.get(slot) for slot in wanted]
+        assert [found.rank_of(slot) for slot in wanted] == [ranks.get(slot) for slot in wanted]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_number_length_equals_the_canonical_form(value: float) -> None:
+    from cairn.canonical import format_number
+
+    assert number_length(value) == len(format_number(value))
+
+
+@pytest.mark.parametrize("value", [1e21, 1e-7, 1e-6, 5e-324, 123.0, -0.5, 1e16, 0.000001234])
+def test_number_length_edges(value: float) -> None:
+    from cairn.canonical import format_number
+
+    assert number_length(value) == len(format_number(value))
+
+
+def test_request_size_measures_vectors_exactly() -> None:
+    from cairn.canonical import canonical_bytes
+    from cairn.search.admission import request_size
+    from cairn.search.contracts import SearchRequest
+    from cairn.search.wire import to_wire
+    from cairn.store import Metric, VectorSpace
+
+    space = VectorSpace("s", 4, Metric.COSINE, "m", "1")
+    for vector in [(1.0, -0.0, 1e-7, 3.25), (0.1, 2.0, 5e-324, 1e21)]:
+        request = SearchRequest("main", "docs", vector_field="v", vector=vector, space=space)
+        assert request_size(request) == len(canonical_bytes(to_wire(request)))

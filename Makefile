@@ -36,10 +36,12 @@ test: lint types
 	$(BIN)/coverage report --include='$(GATED)' --fail-under=$(COVERAGE_MIN)
 
 demo: $(STAMP_BASE)
-	$(BIN)/cairn demo
+	$(BIN)/cairn demo .
 
 bench: $(STAMP_BASE)
 	$(BIN)/python bench/topology_bench.py
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python bench/store_bench.py
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python bench/search_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

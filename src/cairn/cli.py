@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from cairn.errors import CairnError
@@ -32,12 +33,62 @@ def emit_json(data: Any) -> None:
 
 def fail(error: CairnError) -> None:
     """Report a Cairn error on stderr and exit with status 1."""
-    Console(stderr=True).print(f"[bold red]error[/] [{error.code}] {error.message}")
+    # Escaped: "[validation]" would otherwise be read as rich markup and vanish.
+    Console(stderr=True, soft_wrap=True).print(
+        f"[bold red]error[/] {escape(f'[{error.code}] {error.message}')}"
+    )
     raise typer.Exit(code=1)
 
 
 @app.command()
-def demo(as_json: JsonFlag = False) -> None:
+def demo(
+    path: Annotated[str, typer.Argument(help="Repository to index (default: here).")] = ".",
+    fixture: Annotated[
+        bool, typer.Option("--fixture", help="Only build the small bundled fixture graph.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Index a repository, load its database and run three example searches."""
+    if fixture:
+        _fixture_demo(as_json)
+        return
+    from cairn.demo_repo import run_repository_demo
+    from cairn.search.wire import to_wire
+
+    console = Console(stderr=as_json)
+    try:
+        with console.status("Indexing and loading..."):
+            run = run_repository_demo(path)
+    except CairnError as error:
+        fail(error)
+        return
+    if as_json:
+        emit_json(
+            {
+                "index": run.index,
+                "load": run.load,
+                "searches": [
+                    {"title": s.title, "request": s.request, "result": to_wire(s.result)}
+                    for s in run.searches
+                ],
+            }
+        )
+        return
+    counts = run.index["counts"]
+    console.print(
+        f"[bold]Indexed[/] {escape(path)}: {counts['node_count']} nodes, "
+        f"{counts['fact_count']} facts, {counts['occurrence_count']} occurrences "
+        f"in {run.index['seconds']} s"
+    )
+    console.print(
+        f"[bold]Loaded[/] {run.load['changes']} changes at position {run.load['position']}"
+    )
+    for search in run.searches:
+        console.print(f"\n[bold]{search.title}[/]  [dim]{escape(search.request)}[/]")
+        _print_result(search.result, title=search.title)
+
+
+def _fixture_demo(as_json: bool) -> None:
     """Build the bundled demo graph and print its counts and integrity receipt."""
     from cairn.demo import build_demo_graph, demo_summary
 
@@ -62,6 +113,434 @@ def demo(as_json: JsonFlag = False) -> None:
     console.print_json(data=summary["receipt"])
 
 
+@app.command("index")
+def index_command(
+    path: Annotated[str, typer.Argument(help="Repository to index.")] = ".",
+    out: Annotated[
+        str | None, typer.Option("--out", help="Output folder (default PATH/.cairn).")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="Extraction processes (default: CPUs).")
+    ] = None,
+    exclude: Annotated[
+        list[str] | None, typer.Option("--exclude", help="Gitignore-style glob to skip.")
+    ] = None,
+    generated_at: Annotated[
+        str | None, typer.Option("--generated-at", help="Fixed timestamp for the artifact.")
+    ] = None,
+    no_load: Annotated[
+        bool, typer.Option("--no-load", help="Only write graph.cairn; do not load cairn.db.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Build the semantic graph of PATH, write graph.cairn and load it into cairn.db."""
+    from cairn.codegraph.console import index_and_write
+
+    try:
+        summary = index_and_write(
+            path,
+            out=out,
+            workers=workers,
+            excludes=exclude or (),
+            generated_at=generated_at,
+            as_json=as_json,
+            load=not no_load,
+        )
+    except CairnError as error:
+        fail(error)
+        return
+    if as_json:
+        emit_json(summary)
+
+
+@app.command("load")
+def load_command(
+    file: Annotated[str, typer.Argument(help="The graph.cairn to load.")],
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="Database file (default: .cairn/cairn.db here or above)."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Load a graph.cairn into a database as one atomic diff (documents, vectors, facts)."""
+    from cairn.artifact.reader import read_artifact
+    from cairn.store import open as open_database
+    from cairn.store.load import load_semantic_graph, load_summary
+    from cairn.store.locate import resolve_database
+
+    try:
+        target = resolve_database(db, artifact=file)
+        loaded = read_artifact(file)
+        with open_database(target) as database:
+            receipt = load_semantic_graph(database, loaded.graph)
+    except CairnError as error:
+        fail(error)
+        return
+    summary = {"file": file, "db": str(target), **load_summary(receipt)}
+    if as_json:
+        emit_json(summary)
+        return
+    table = Table(title=f"Loaded {file} into {target}")
+    table.add_column("change")
+    table.add_column("count", justify="right")
+    for kind, count in summary["mutations"].items():
+        table.add_row(kind, str(count))
+    console = Console()
+    console.print(table if summary["changes"] else "[bold]Up to date[/]: nothing changed.")
+    console.print(f"position {summary['position']}")
+
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="Database file (default: .cairn/cairn.db here or above)."),
+]
+
+
+def _parse_seed(text: str) -> tuple[str, str]:
+    """``COLLECTION:ID`` -> (collection, id); IDs may themselves contain colons."""
+    collection, sep, doc_id = text.partition(":")
+    if not sep or not collection or not doc_id:
+        raise typer.BadParameter(f"expected COLLECTION:ID, got {text!r}")
+    return collection, doc_id
+
+
+def _parse_param(text: str) -> tuple[str, object]:
+    """``name=JSON`` -> (name, value)."""
+    name, sep, raw = text.partition("=")
+    if not sep or not name:
+        raise typer.BadParameter(f"expected NAME=JSON, got {text!r}")
+    try:
+        return name.lstrip("@"), json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise typer.BadParameter(f"parameter {name!r} is not JSON: {exc.msg}") from exc
+
+
+def _print_result(result: Any, *, title: str) -> None:
+    """Render graph-search hits (and context) as rich tables."""
+    from cairn.search.present import context_rows, hit_rows
+
+    console = Console()
+    hits = Table(title=title)
+    for column in ("#", "score", "collection", "id", "name", "why"):
+        hits.add_column(column, justify="right" if column in ("#", "score") else "left")
+    for row in hit_rows(result.hits):
+        hits.add_row(*row)
+    console.print(hits if result.hits else "[bold]No hits.[/]")
+    if result.expansion is not None and result.expansion.documents:
+        context = Table(title="Context (expansion)")
+        for column in ("hops", "collection", "id", "name"):
+            context.add_column(column)
+        for row in context_rows(result.expansion.documents):
+            context.add_row(*row)
+        console.print(context)
+
+
+@app.command("search")
+def search_command(
+    text: Annotated[str | None, typer.Argument(help="Words to search for (BM25).")] = None,
+    seed: Annotated[
+        list[str] | None,
+        typer.Option("--seed", help="Rank by graph distance from COLLECTION:ID (repeatable)."),
+    ] = None,
+    scope_seed: Annotated[
+        list[str] | None,
+        typer.Option("--scope-seed", help="Only hits reachable from COLLECTION:ID (repeatable)."),
+    ] = None,
+    depth: Annotated[int, typer.Option("--depth", help="Walk depth for seeds.")] = 3,
+    labels: Annotated[
+        str | None, typer.Option("--labels", help="Relations to follow, comma separated.")
+    ] = None,
+    expand: Annotated[
+        int | None, typer.Option("--expand", help="Add context N hops around the hits.")
+    ] = None,
+    collection: Annotated[str, typer.Option("--collection", help="Collection searched.")] = (
+        "symbols"
+    ),
+    graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = "code",
+    limit: Annotated[int, typer.Option("--limit", help="Hits to return.")] = 10,
+    explain: Annotated[bool, typer.Option("--explain", help="Show why each hit ranks.")] = False,
+    db: DbOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Hybrid search: text, plus graph retrieval (--seed), scope and expansion."""
+    from cairn.search.present import build_cli_request
+    from cairn.search.wire import to_wire
+    from cairn.store import open as open_database
+    from cairn.store.locate import resolve_database
+
+    try:
+        target = resolve_database(db)
+        with open_database(target) as database:
+            request = build_cli_request(
+                database=database.name,
+                collection=collection,
+                text=text,
+                seeds=[_parse_seed(item) for item in seed or ()],
+                scope_seeds=[_parse_seed(item) for item in scope_seed or ()],
+                graph=graph,
+                depth=depth,
+                labels=None if labels is None else tuple(filter(None, labels.split(","))),
+                expand=expand,
+                limit=limit,
+                explain=explain,
+            )
+            if request.scope is None and request.retriever is None and request.expansion is None:
+                hits = database.search(request.search)
+                result: Any = _PlainResult(tuple(hits))
+            else:
+                result = database.graph_search(request)
+    except CairnError as error:
+        fail(error)
+        return
+    if as_json:
+        emit_json(to_wire(result) if not isinstance(result, _PlainResult) else result.to_json())
+        return
+    _print_result(result, title=f"Search {collection!r}")
+
+
+class _PlainResult:
+    """Plain-search hits shaped like a graph-search result for printing."""
+
+    def __init__(self, hits: tuple[Any, ...]) -> None:
+        self.hits = hits
+        self.expansion = None
+
+    def to_json(self) -> dict[str, Any]:
+        from cairn.search.wire import to_json
+
+        return {"hits": [to_json(hit) for hit in self.hits]}
+
+
+@app.command("sql")
+def sql_command(
+    statement: Annotated[str, typer.Argument(help="A SEARCH statement (see docs/sql.md).")],
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", help="Named parameter NAME=JSON (repeatable)."),
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run a SQL SEARCH statement: the same graph search, written as one statement."""
+    from cairn.search.contracts import QueryRequest, SqlGraphSearchRequest
+    from cairn.search.wire import to_wire
+    from cairn.store import open as open_database
+    from cairn.store.locate import resolve_database
+
+    parameters = dict(_parse_param(item) for item in param or ())
+    try:
+        target = resolve_database(db)
+        with open_database(target) as database:
+            result = database.search_sql(SqlGraphSearchRequest(QueryRequest(statement, parameters)))
+    except CairnError as error:
+        fail(error)
+        return
+    if as_json:
+        emit_json(to_wire(result))
+        return
+    _print_result(result, title="SEARCH")
+
+
+@app.command("stats")
+def stats_command(db: DbOption = None, as_json: JsonFlag = False) -> None:
+    """Counts of what the database holds: documents per collection, facts per graph."""
+    from cairn.store import open as open_database
+    from cairn.store.locate import resolve_database
+    from cairn.store.stats import database_stats
+
+    try:
+        target = resolve_database(db)
+        with open_database(target) as database:
+            stats = database_stats(database).to_json()
+    except CairnError as error:
+        fail(error)
+        return
+    if as_json:
+        emit_json(stats)
+        return
+    console = Console()
+    console.print(f"[bold]{escape(str(target))}[/]")
+    for key, value in stats.items():
+        if isinstance(value, list):
+            table = Table(title=key)
+            columns = sorted({k for row in value for k in row})
+            for column in columns:
+                table.add_column(column)
+            for row in value:
+                table.add_row(*(str(row.get(c, "")) for c in columns))
+            console.print(table)
+        else:
+            console.print(f"{key}: {value}")
+
+
+@app.command("mcp")
+def mcp_command(
+    db: DbOption = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option("--api-key", help="Run calls as this key's principal (or CAIRN_API_KEY)."),
+    ] = None,
+) -> None:
+    """Serve Cairn's tools to an AI agent over MCP (stdio); the database opens lazily."""
+    from cairn.server.mcp import run_stdio
+    from cairn.store.locate import resolve_database
+
+    try:
+        target = resolve_database(db)
+    except CairnError as error:
+        fail(error)
+        return
+    run_stdio(target, api_key=api_key)
+
+
+@app.command("serve")
+def serve_command(
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="Database file (default: .cairn/cairn.db here or above)."),
+    ] = None,
+    host: Annotated[
+        str | None, typer.Option("--host", help="Address to bind (default: 127.0.0.1).")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option("--port", help="TCP port (default: 8765; 0 picks a free one).")
+    ] = None,
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="uvicorn log level (info, warning, ...).")
+    ] = "info",
+    as_json: JsonFlag = False,
+) -> None:
+    """Serve a database over HTTP; the first start prints a one-time admin API key."""
+    from cairn.server.limits import DEFAULT_HOST, DEFAULT_PORT
+    from cairn.server.serve import serve
+    from cairn.store.locate import resolve_database
+
+    try:
+        serve(
+            resolve_database(db),
+            host=DEFAULT_HOST if host is None else host,
+            port=DEFAULT_PORT if port is None else port,
+            as_json=as_json,
+            log_level=log_level,
+        )
+    except CairnError as error:
+        fail(error)
+
+
+StrictFlag = Annotated[bool, typer.Option("--strict", help="Refuse legacy (v1-derived) graphs.")]
+
+
+def _print_graph_summary(title: str, info: dict[str, Any]) -> None:
+    """Readable form of ``cairn graph info`` / ``verify`` output."""
+    console = Console()
+    table = Table(title=escape(title))
+    table.add_column("field")
+    table.add_column("value")
+    for key in ("source_format", "verified", "degraded", "generation_mode", "generated_at"):
+        if key in info:
+            table.add_row(key, escape(str(info[key])))
+    if "repository_revision" in info:
+        table.add_row("repository_revision", escape(str(info["repository_revision"])))
+    for key, value in info.get("versions", {}).items():
+        table.add_row(f"versions.{key}", escape(str(value)))
+    for key, value in info.get("counts", {}).items():
+        table.add_row(key, str(value))
+    receipt = info.get("receipt")
+    if receipt:
+        table.add_row("receipt", escape(f"{receipt['accounting_scope']} / {receipt['status']}"))
+        table.add_row("fully_stable_facts", str(receipt["fully_stable_facts"]))
+    folder = info.get("folder")
+    if isinstance(folder, dict):
+        table.add_row("folder_state", folder["state"])
+    elif "folder_state" in info:
+        table.add_row("folder_state", str(info["folder_state"]))
+    console.print(table)
+    for warning in info.get("warnings", []):
+        console.print(f"[bold yellow]warning[/] {escape(warning)}")
+    if info.get("recommendation"):
+        console.print(f"recommendation: {escape(info['recommendation'])}")
+
+
+@graph_app.command("verify")
+def graph_verify_command(
+    file: Annotated[str, typer.Argument(help="A graph.cairn, v1 graph.json or output folder.")],
+    strict: StrictFlag = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Fully verify a graph artifact; exits 1 unless it is a verified graph.cairn v2."""
+    from cairn.artifact import verify_report
+    from cairn.errors import LegacyArtifactError
+
+    try:
+        report = verify_report(file, strict=strict)
+    except CairnError as error:
+        fail(error)
+        return
+    if as_json:
+        emit_json(report)
+    else:
+        _print_graph_summary(f"Verification of {file}", report)
+    if not report["verified"]:
+        fail(
+            LegacyArtifactError(
+                f"{file} is a legacy v1 graph: it loads degraded but cannot be verified; "
+                "convert it with `cairn graph import-v1` or regenerate it"
+            )
+        )
+
+
+@graph_app.command("info")
+def graph_info_command(
+    file: Annotated[str, typer.Argument(help="A graph.cairn, v1 graph.json or output folder.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Show versions, counts, receipt summary, warnings and folder state of a graph."""
+    from cairn.artifact import artifact_info
+
+    try:
+        info = artifact_info(file)
+    except CairnError as error:
+        fail(error)
+        return
+    if as_json:
+        emit_json(info)
+        return
+    _print_graph_summary(f"Graph {file}", info)
+
+
+@graph_app.command("import-v1")
+def graph_import_v1_command(
+    file: Annotated[str, typer.Argument(help="The v1 node-link JSON file to import.")],
+    out: Annotated[str, typer.Option("--out", help="Output folder for graph.cairn.")],
+    generated_at: Annotated[
+        str | None, typer.Option("--generated-at", help="Fixed timestamp for the artifact.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Convert a v1 graph into OUT/graph.cairn (degraded) and move OUT/graph.json aside."""
+    from cairn.artifact import import_v1
+
+    try:
+        summary = import_v1(file, out, generated_at=generated_at)
+    except CairnError as error:
+        fail(error)
+        return
+    if as_json:
+        emit_json(summary)
+        return
+    console = Console()
+    folder = summary["activation"]["folder"]
+    console.print(
+        f"[bold]Imported[/] {escape(file)} -> {escape(out)}/{escape(str(folder['reader_file']))}"
+        f" (folder state {folder['state']})"
+    )
+    _print_graph_summary("Imported graph", summary["graph"])
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+if __name__ == "__main__":
+    main()

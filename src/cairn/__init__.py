@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from cairn.errors import (
     AmbiguousEdgeError,
     ArtifactCorruptError,
@@ -26,7 +28,22 @@ from cairn.errors import (
     UnsupportedCapabilityError,
     ValidationError,
 )
-from cairn.store import Database, open
+
+if TYPE_CHECKING:
+    from cairn.store import Database, open
+
+
+def __getattr__(name: str) -> Any:
+    # ``open`` and ``Database`` load the store (and numpy) on first use, so that light
+    # entry points such as ``cairn mcp`` start fast.
+    if name in ("open", "Database"):
+        from cairn import store
+
+        value = getattr(store, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'cairn' has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 

@@ -222,14 +222,17 @@ def _print_result(result: Any, *, title: str) -> None:
     console = Console()
     hits = Table(title=title)
     for column in ("#", "score", "collection", "id", "name", "why"):
-        hits.add_column(column, justify="right" if column in ("#", "score") else "left")
+        # Fold, never truncate: an ID is only useful whole (it is the next seed).
+        hits.add_column(
+            column, justify="right" if column in ("#", "score") else "left", overflow="fold"
+        )
     for row in hit_rows(result.hits):
         hits.add_row(*row)
     console.print(hits if result.hits else "[bold]No hits.[/]")
     if result.expansion is not None and result.expansion.documents:
         context = Table(title="Context (expansion)")
         for column in ("hops", "collection", "id", "name"):
-            context.add_column(column)
+            context.add_column(column, overflow="fold")
         for row in context_rows(result.expansion.documents):
             context.add_row(*row)
         console.print(context)
@@ -259,10 +262,13 @@ def search_command(
     graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = "code",
     limit: Annotated[int, typer.Option("--limit", help="Hits to return.")] = 10,
     explain: Annotated[bool, typer.Option("--explain", help="Show why each hit ranks.")] = False,
+    text_only: Annotated[
+        bool, typer.Option("--text-only", help="BM25 only: skip the embedding branch.")
+    ] = False,
     db: DbOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Hybrid search: text, plus graph retrieval (--seed), scope and expansion."""
+    """Hybrid search: text and embedding, plus graph retrieval (--seed), scope, expansion."""
     from cairn.search.present import build_cli_request
     from cairn.search.wire import to_wire
     from cairn.store import open as open_database
@@ -283,6 +289,7 @@ def search_command(
                 expand=expand,
                 limit=limit,
                 explain=explain,
+                hybrid=not text_only,
             )
             if request.scope is None and request.retriever is None and request.expansion is None:
                 hits = database.search(request.search)

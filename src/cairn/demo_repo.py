@@ -84,12 +84,22 @@ def run_repository_demo(root: str | Path, *, workers: int | None = None) -> Demo
 
 
 def _text_search(db: Any) -> DemoSearch:
+    from cairn.search.present import query_vector
+
     request = SearchRequest(
-        db.name, "symbols", text_field="/text", text=DEMO_QUERY, limit=DEMO_LIMIT, explain=True
+        db.name,
+        "symbols",
+        text_field="/text",
+        text=DEMO_QUERY,
+        limit=DEMO_LIMIT,
+        explain=True,
+        **query_vector(DEMO_QUERY),
     )
     hits = db.search(request)
     return DemoSearch(
-        "Text search over symbols", f"cairn search {DEMO_QUERY!r}", GraphSearchResult(tuple(hits))
+        "Hybrid search (BM25 + embedding) over symbols",
+        f"cairn search {DEMO_QUERY!r}",
+        GraphSearchResult(tuple(hits)),
     )
 
 

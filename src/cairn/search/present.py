@@ -22,7 +22,14 @@ from cairn.search.contracts import (
 )
 from cairn.search.limits import SEARCH_REQUEST_VERSION
 
-__all__ = ["DEFAULT_TEXT_FIELD", "build_cli_request", "context_rows", "display_name", "hit_rows"]
+__all__ = [
+    "DEFAULT_TEXT_FIELD",
+    "build_cli_request",
+    "context_rows",
+    "display_name",
+    "hit_rows",
+    "query_vector",
+]
 
 DEFAULT_TEXT_FIELD = "/text"
 """The text field every collection loaded by ``cairn index`` has."""
@@ -43,8 +50,16 @@ def build_cli_request(
     expand: int | None,
     limit: int,
     explain: bool,
+    hybrid: bool = False,
 ) -> GraphSearchRequest:
-    """The request ``cairn search`` means; admission still checks every value."""
+    """The request ``cairn search`` means; admission still checks every value.
+
+    With ``hybrid``, the text is also embedded with the default offline embedder and
+    searched in the ``embedding`` field every loaded collection has.
+    """
+    vector: dict[str, Any] = {}
+    if hybrid and text:
+        vector = query_vector(text)
     search = SearchRequest(
         database,
         collection,
@@ -52,6 +67,7 @@ def build_cli_request(
         text=text or None,
         limit=limit,
         explain=explain,
+        **vector,
     )
 
     def walk(refs: Sequence[tuple[str, str]]) -> GraphWalkSpec:
@@ -64,6 +80,20 @@ def build_cli_request(
         retriever=GraphRetriever(walk(seeds)) if seeds else None,
         expansion=GraphExpansion(graph, expand, labels=labels) if expand is not None else None,
     )
+
+
+def query_vector(text: str) -> dict[str, Any]:
+    """``vector_field``, ``vector`` and ``space`` for ``text`` under the default embedder."""
+    from cairn.embed import load_embedder
+    from cairn.store.load import VECTOR_FIELD
+
+    embedder = load_embedder()
+    (row,) = embedder.embed([text])
+    return {
+        "vector_field": VECTOR_FIELD,
+        "vector": tuple(float(x) for x in row),
+        "space": embedder.space,
+    }
 
 
 def display_name(body: Any) -> str:

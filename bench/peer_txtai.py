@@ -58,7 +58,7 @@ def main() -> None:
     )
     embeddings.index((i, text, None) for i, text in enumerate(texts))
     build = time.perf_counter() - started
-    out: dict[str, object] = {"peer": "txtai", "version": version("txtai"), "build_s": build}
+    out: dict[str, object] = {"peer": "txtai", "version": txtai.__version__, "build_s": build}
     for name, weights in (("text", 0.0), ("vector", 1.0), ("hybrid", None)):
         embeddings.search(queries[0]["text"], 10, weights=weights)  # warm
         samples = []

@@ -20,8 +20,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from importlib.metadata import version
+
 import numpy as np
-import txtai
 from txtai import Embeddings
 
 
@@ -58,7 +59,7 @@ def main() -> None:
     )
     embeddings.index((i, text, None) for i, text in enumerate(texts))
     build = time.perf_counter() - started
-    out: dict[str, object] = {"peer": "txtai", "version": txtai.__version__, "build_s": build}
+    out: dict[str, object] = {"peer": "txtai", "version": version("txtai"), "build_s": build}
     for name, weights in (("text", 0.0), ("vector", 1.0), ("hybrid", None)):
         embeddings.search(queries[0]["text"], 10, weights=weights)  # warm
         samples = []

@@ -119,7 +119,8 @@ def django(count: int = 200, seed: int = 7) -> Dataset | None:
         bodies = [orjson.loads(row[1]) for row in docs]
         texts = [body.get("text", "") for body in bodies]
         where = {doc_id: i for i, doc_id in enumerate(ids)}
-        vectors = np.zeros((len(ids), 256), dtype=np.float32)
+        embedder = HashingEmbedder()  # the loader's default: the space of the stored vectors
+        vectors = np.zeros((len(ids), embedder.space.dimension), dtype=np.float32)
         for doc_id, data in conn.execute(
             "SELECT id, data FROM vectors WHERE collection = 'symbols' AND field = 'embedding'"
         ):
@@ -138,7 +139,6 @@ def django(count: int = 200, seed: int = 7) -> Dataset | None:
         conn.close()
     refs = [EntityRef(*key) for key in sorted(node, key=node.__getitem__)]
     edges = np.asarray(pairs, dtype=np.int64)
-    embedder = HashingEmbedder()
     rng = np.random.default_rng(seed)
     named = [i for i, body in enumerate(bodies) if isinstance(body.get("name"), str)]
     chosen = rng.choice(named, min(count, len(named)), replace=False)
@@ -233,10 +233,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-django", action="store_true")
+    parser.add_argument("--skip-synthetic", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     report: dict[str, Any] = {"load_average": os.getloadavg()}
-    datasets = [synthetic()]
+    datasets = [] if args.skip_synthetic else [synthetic()]
     if not args.skip_django:
         found = django()
         if found is None:

@@ -58,14 +58,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         db.close()
 
 
-def _answers(stack: Stack, principal: str, rows: list[Row]) -> list[dict[str, Any]]:
-    """Every row's answer on every surface, for one principal."""
-    key = stack.keys[principal]
+def _mcp_answers(stack: Stack, key: str, rows: list[Row]) -> tuple[list[Any], list[Any]]:
+    """Every row's answer through the official MCP client, over stdio and over HTTP."""
     url = stack.server.url
-
-    async def asynchronous() -> list[Any]:
-        async with AsyncClient(url, key) as client:
-            return [await via_async(client, kind, payload) for _, kind, payload in rows]
 
     async def over_mcp_stdio() -> list[Any]:
         params = StdioServerParameters(
@@ -86,12 +81,23 @@ def _answers(stack: Stack, principal: str, rows: list[Row]) -> list[dict[str, An
             await session.initialize()
             return [await via_mcp(session, kind, payload) for _, kind, payload in rows]
 
+    return anyio.run(over_mcp_stdio), anyio.run(over_mcp_http)
+
+
+def _answers(stack: Stack, principal: str, rows: list[Row]) -> list[dict[str, Any]]:
+    """Every row's answer on every surface, for one principal."""
+    key = stack.keys[principal]
+    url = stack.server.url
+
+    async def asynchronous() -> list[Any]:
+        async with AsyncClient(url, key) as client:
+            return [await via_async(client, kind, payload) for _, kind, payload in rows]
+
     with httpx.Client(base_url=url) as http, Client(url, key) as client:
         raw = [raw_http(http, key, kind, payload) for _, kind, payload in rows]
         sdk = [via_client(client, kind, payload) for _, kind, payload in rows]
     async_sdk = asyncio.run(asynchronous())
-    mcp_stdio = anyio.run(over_mcp_stdio)
-    mcp_http = anyio.run(over_mcp_http)
+    mcp_stdio, mcp_http = _mcp_answers(stack, key, rows)
     local = [embedded(stack.db, kind, payload, principal) for _, kind, payload in rows]
     return [
         {"embedded": a, "http": b, "client": c, "async": d, "mcp_stdio": e, "mcp_http": f}
@@ -200,6 +206,9 @@ def test_policy_change_write_and_revoked_key_agree(stack: Stack) -> None:
 
     with pytest.raises(UnauthenticatedError):
         asyncio.run(asynchronous())
+    # MCP, over stdio and over HTTP, refuses the revoked key the same way.
+    for answer in _mcp_answers(stack, key, rows[:1]):
+        assert answer == [{"error": "unauthenticated"}]
     # The other principal is untouched.
     with Client(stack.server.url, stack.keys["restricted"]) as other:
         assert other.principal().id == "restricted"

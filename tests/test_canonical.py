@@ -179,3 +179,30 @@ def test_fast_path_is_byte_identical_to_reference(value: object) -> None:
 def test_every_float_round_trips_through_its_canonical_form(value: float) -> None:
     text = format_number(value)
     assert float(text) == value or (value == 0 and text == "0")
+
+
+whole_float_values = st.recursive(
+    st.integers(min_value=-(2**60), max_value=2**60).map(float)
+    | st.sampled_from([0.0, -0.0, 1.0, 2.0**53, 2.0**53 + 2, 1e16, 1e21])
+    | json_scalars,
+    lambda children: (
+        st.lists(children, max_size=6) | st.dictionaries(st.text(max_size=8), children, max_size=6)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(whole_float_values)
+def test_whole_floats_take_the_fast_path_with_reference_bytes(value: object) -> None:
+    try:
+        expected = canonical_bytes_reference(value)
+    except CanonicalizationError:
+        with pytest.raises(CanonicalizationError):
+            canonical_bytes(value)
+        return
+    assert canonical_bytes(value) == expected
+
+
+def test_whole_float_weights_print_as_integers() -> None:
+    assert canonical_bytes({"w": 1.0, "v": [0.5, -0.0, 3.0]}) == b'{"v":[0.5,0,3],"w":1}'

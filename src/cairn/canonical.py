@@ -22,6 +22,8 @@ import orjson
 from cairn.errors import CanonicalizationError
 
 __all__ = [
+    "FAST_FLOAT_MAX",
+    "FAST_FLOAT_MIN",
     "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
     "canonical_bytes",
@@ -44,9 +46,10 @@ MAX_SAFE_INTEGER = 2**53 - 1
 _ES_FIXED_MIN_EXPONENT = -6
 _ES_FIXED_MAX_EXPONENT = 21
 
-# Inside this band, non-integral floats print identically in orjson and ECMAScript.
-_FAST_FLOAT_MIN = 1e-4
-_FAST_FLOAT_MAX = 1e16
+FAST_FLOAT_MIN = 1e-4
+"""Smallest magnitude of the band where non-integral floats print alike in orjson and ES."""
+FAST_FLOAT_MAX = 1e16
+"""Bound (exclusive) of the band where non-integral floats print alike in orjson and ES."""
 
 _encode_string = json.encoder.encode_basestring
 _is_nfc = unicodedata.is_normalized
@@ -172,12 +175,40 @@ def _sorted_items(mapping: dict[Any, Any]) -> list[tuple[str, Any]]:
 
 def canonical_bytes(value: Any) -> bytes:
     """Serialise ``value`` to canonical JSON bytes, via orjson when provably identical."""
-    if _fast_safe(value, 0):
-        try:
-            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        except orjson.JSONEncodeError:
-            pass  # lone surrogates and the like: the reference names the problem
-    return canonical_bytes_reference(value)
+    if not _fast_safe(value, 0):
+        # Whole floats (weights of 1.0) are the common reason: orjson prints "1.0",
+        # ECMAScript "1". As safe integers they print identically in both.
+        value = _whole_floats_as_ints(value, 0)
+        if not _fast_safe(value, 0):
+            return canonical_bytes_reference(value)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return canonical_bytes_reference(value)  # lone surrogates: the reference says why
+
+
+def _whole_floats_as_ints(value: Any, depth: int) -> Any:
+    """``value`` with every finite whole float of safe magnitude replaced by its int.
+
+    Canonical JSON prints such a float exactly as the integer (``-0.0`` as ``0``), so
+    the result has the same canonical form. Containers are copied only when changed;
+    anything too deep is returned as is for the reference to judge.
+    """
+    kind = type(value)
+    if kind is float:
+        if value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+            return int(value)
+        return value
+    if depth >= MAX_DEPTH:
+        return value
+    if kind is list:
+        items = [_whole_floats_as_ints(item, depth + 1) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if kind is dict:
+        pairs = {key: _whole_floats_as_ints(item, depth + 1) for key, item in value.items()}
+        unchanged = all(pairs[key] is item for key, item in value.items())
+        return value if unchanged else pairs
+    return value
 
 
 def _fast_safe(value: Any, depth: int) -> bool:
@@ -222,7 +253,7 @@ def _fast_scalar(value: Any, kind: type) -> bool:
         return bool(-MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER)
     if kind is float:
         magnitude = abs(value)
-        return bool(_FAST_FLOAT_MIN <= magnitude < _FAST_FLOAT_MAX and not value.is_integer())
+        return bool(FAST_FLOAT_MIN <= magnitude < FAST_FLOAT_MAX and not value.is_integer())
     return False
 
 

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from search_helpers import GRAPH, TEXT, open_db, put_docs, put_edges, ref, run
 
-import cairn.search.walk as walk_module
 from cairn.errors import BudgetExceededError, RequestCancelledError, ValidationError
 from cairn.search.budget import CancelToken
 from cairn.search.contracts import (
@@ -23,6 +22,7 @@ from cairn.search.contracts import (
 )
 from cairn.search.limits import MAX_OUTPUT_BYTES
 from cairn.store import Database, PutDocument, PutFact
+from cairn.store.adjacency import GraphView
 
 ROOT = ref("seeds", "root")
 CHAIN = [f"n{i}" for i in range(1, 6)]  # root -> n1 -> n2 -> ... -> n5
@@ -169,25 +169,25 @@ def test_concurrent_write_never_changes_a_running_request(
 ) -> None:
     """An edge committed while a request runs is invisible to it and seen by the next."""
     put_docs(db, "docs", {"late": "late"})
-    original = walk_module.out_edges
+    original = GraphView.out_rows
     wrote = threading.Event()
 
     def write_in_another_thread() -> None:
         run(db, PutFact(GRAPH, ROOT, ref("docs", "late"), "calls"))
         wrote.set()
 
-    def racing_out_edges(cut: Any, graph: str, source: Any) -> Any:
+    def racing_out_rows(view: GraphView, node: int) -> Any:
         if not wrote.is_set():
             writer = threading.Thread(target=write_in_another_thread)
             writer.start()
             writer.join(timeout=30)
             assert wrote.is_set(), "the concurrent write did not commit"
-        return original(cut, graph, source)
+        return original(view, node)
 
-    monkeypatch.setattr(walk_module, "out_edges", racing_out_edges)
+    monkeypatch.setattr(GraphView, "out_rows", racing_out_rows)
     position_before = db.position
     running = db.graph_search(retrieve(depth=1))
     assert db.position == position_before + 1  # the write committed during the request
     assert ids(running) == ["n1"]
-    monkeypatch.setattr(walk_module, "out_edges", original)
+    monkeypatch.setattr(GraphView, "out_rows", original)
     assert ids(db.graph_search(retrieve(depth=1))) == ["late", "n1"]

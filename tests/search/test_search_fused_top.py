@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cairn.search.admission import number_length
+from cairn.search.admission import number_length, vector_text_length
 from cairn.search.fusion import BranchRanking, RankedBranch, fused_top, weighted_rrf
 from cairn.store.ranking import ApproxRanking, OrderedRanking, SlotRanking
 
@@ -112,3 +112,17 @@ def test_request_size_measures_vectors_exactly() -> None:
     for vector in [(1.0, -0.0, 1e-7, 3.25), (0.1, 2.0, 5e-324, 1e21)]:
         request = SearchRequest("main", "docs", vector_field="v", vector=vector, space=space)
         assert request_size(request) == len(canonical_bytes(to_wire(request)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.floats(allow_nan=False, allow_infinity=False)
+        | st.sampled_from([0.0, -0.0, 1.0, -3.0, 1e-5, 1e16, 2.5e-7, 1e21]),
+        max_size=40,
+    )
+)
+def test_vector_text_length_equals_the_canonical_form(values: list[float]) -> None:
+    from cairn.canonical import canonical_bytes_reference
+
+    assert vector_text_length(values) == len(canonical_bytes_reference(values))

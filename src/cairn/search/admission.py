@@ -10,7 +10,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from cairn.canonical import canonical_bytes
+import numpy as np
+import orjson
+
+from cairn.canonical import FAST_FLOAT_MAX, FAST_FLOAT_MIN, canonical_bytes
 from cairn.errors import BudgetExceededError, CanonicalizationError, ValidationError
 from cairn.search.contracts import (
     EntityRef,
@@ -42,7 +45,13 @@ from cairn.search.limits import (
 from cairn.search.wire import to_wire
 from cairn.store.limits import check_identifier
 
-__all__ = ["admit_graph_search", "admit_search", "number_length", "request_size"]
+__all__ = [
+    "admit_graph_search",
+    "admit_search",
+    "number_length",
+    "request_size",
+    "vector_text_length",
+]
 
 _ES_FIXED_MAX = 21  # ECMAScript prints 0.D x 10**n in fixed notation for -6 < n <= 21
 _ES_FIXED_MIN = -6
@@ -76,6 +85,26 @@ def number_length(value: float) -> int:
     return sign + (k if k == 1 else k + 1) + 2 + len(str(abs(n - 1)))
 
 
+def vector_text_length(vector: Sequence[float]) -> int:
+    """``len`` of the canonical text ``[n1,n2,...]`` of finite floats, without formatting.
+
+    orjson prints the shortest round-tripping digits as ECMAScript does for non-integral
+    magnitudes inside ``[FAST_FLOAT_MIN, FAST_FLOAT_MAX)`` (``cairn.canonical``); only
+    the few numbers outside that band are measured one by one.
+    """
+    if not vector:
+        return 2
+    values = np.asarray(vector, dtype=np.float64)
+    magnitude = np.abs(values)
+    odd = np.flatnonzero(
+        (magnitude < FAST_FLOAT_MIN) | (magnitude >= FAST_FLOAT_MAX) | (values == np.trunc(values))
+    )
+    length = len(orjson.dumps(values.tolist()))
+    for value in values[odd].tolist():
+        length += number_length(value) - len(orjson.dumps(value))
+    return length
+
+
 def request_size(request: GraphSearchRequest | SearchRequest) -> int:
     """Bytes of the canonical wire form; the unit of the 65,536-byte request cap.
 
@@ -92,8 +121,7 @@ def request_size(request: GraphSearchRequest | SearchRequest) -> int:
             and all(type(x) is float and math.isfinite(x) for x in vector)
         ):
             holder["vector"] = []
-            numbers = sum(number_length(x) for x in vector) + len(vector) - 1
-            return len(canonical_bytes(wire)) + numbers
+            return len(canonical_bytes(wire)) - 2 + vector_text_length(vector)
         return len(canonical_bytes(wire))
     except CanonicalizationError as exc:
         raise _fail(f"request is not serialisable: {exc.message}") from exc

@@ -35,12 +35,13 @@ from cairn.search.contracts import (
 )
 from cairn.search.fusion import FusedHit, RankedBranch, fused_top, max_score
 from cairn.search.walk import Reachability, VertexVisibility, WalkLimits, walk
-from cairn.store.apply import load_collection, load_field_policies
 from cairn.store.graphs import graph_exists
 from cairn.store.policy import Capability, field_allowed, require
 from cairn.store.ranking import OrderedRanking
 from cairn.store.reads import (
     ReadCut,
+    collection_config,
+    field_policies,
     live_slots,
     read_document,
     read_documents_sized,
@@ -119,7 +120,7 @@ def _context(cut: ReadCut, request: SearchRequest, cancel: CancelToken | None) -
         )
     budget = ReadBudget(cancel=cancel)
     budget.check()
-    if load_collection(cut.conn, request.collection) is None:
+    if collection_config(cut, request.collection) is None:
         raise NotFoundError(
             f"no collection {request.collection!r}", details={"collection": request.collection}
         )
@@ -146,7 +147,7 @@ def _authorise_graphs(context: _Context, request: GraphSearchRequest) -> None:
         require(cut.principal, cut.database, graph, Capability.GRAPH_READ)
         if labels is None:
             continue
-        policies = load_field_policies(cut.conn, graph)
+        policies = field_policies(cut, graph)
         if not field_allowed(cut.principal, cut.database, graph, policies, LABEL_FIELD, "use"):
             raise PermissionDeniedError(
                 f"principal {cut.principal.id!r} may not traverse {graph!r} by label",

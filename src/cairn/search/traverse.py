@@ -51,11 +51,10 @@ from cairn.search.limits import (
 )
 from cairn.search.walk import VertexVisibility
 from cairn.search.wire import TYPE_KEY, from_wire, to_json
-from cairn.store.apply import load_field_policies
 from cairn.store.graphs import Edge, graph_exists, in_edges, out_edges
 from cairn.store.limits import check_identifier
 from cairn.store.policy import Capability, field_allowed, require
-from cairn.store.reads import ReadCut, read_document
+from cairn.store.reads import ReadCut, field_policies, read_document
 
 if TYPE_CHECKING:
     from cairn.store.database import Database, PrincipalLike
@@ -413,7 +412,7 @@ def _authorise(cut: ReadCut, request: TraverseRequest) -> bool:
     if not graph_exists(cut, graph):
         raise NotFoundError(f"no graph {graph!r}", details={"graph": graph})
     require(cut.principal, cut.database, graph, Capability.GRAPH_READ)
-    policies = load_field_policies(cut.conn, graph)
+    policies = field_policies(cut, graph)
     if request.relations is not None and not field_allowed(
         cut.principal, cut.database, graph, policies, LABEL_FIELD, "use"
     ):

@@ -18,8 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from cairn.errors import BudgetExceededError, CorruptionError, NotFoundError
 from cairn.search.budget import ReadBudget
+from cairn.store.adjacency import GraphView
 from cairn.store.apply import load_document
 from cairn.store.commands import EntityRef
 from cairn.store.graphs import out_edges
@@ -74,34 +78,49 @@ class VertexVisibility:
         self._cut = cut
         self._budget = budget
         self._known: dict[EntityRef, bool] = {}
+        self._known_nodes: dict[int, bool] = {}
         self._readable: dict[str, bool] = {}
         self._restricted: dict[str, bool] = {}
 
     def visible(self, ref: EntityRef, *, missing_is_corrupt: bool = False) -> bool:
         """True when the document is live, readable and row-visible to the principal."""
-        cached = self._known.get(ref)
+        node = self._cut.columns.nodes.get((ref.collection, ref.id))
+        if node is not None:
+            return self.visible_node(node, missing_is_corrupt=missing_is_corrupt)
+        cached = self._known.get(ref)  # never stored in the columns: no live slot
+        if cached is None:
+            self._budget.examine()
+            if missing_is_corrupt:
+                self._check_row(ref.collection, ref.id)
+            cached = self._known[ref] = False
+        return cached
+
+    def visible_node(self, node: int, *, missing_is_corrupt: bool = False) -> bool:
+        """``visible`` for the document key the columns numbered ``node``."""
+        cached = self._known_nodes.get(node)
         if cached is not None:
             return cached
-        cut = self._cut
         self._budget.examine()
-        slot = self._live_slot(ref)
+        view = self._cut.columns
+        live = view.live_slots()
+        slot = int(live[node]) if node < len(live) else 0
+        collection, doc_id = view.node_keys[node]
         if slot == 0:
-            if missing_is_corrupt and load_document(cut.conn, ref.collection, ref.id) is None:
-                raise CorruptionError(
-                    f"a fact points at {ref.collection}/{ref.id}, which has no document row",
-                    details={"collection": ref.collection, "id": ref.id},
-                )
+            if missing_is_corrupt:
+                self._check_row(collection, doc_id)
             seen = False
         else:
-            seen = self._may_read(ref.collection) and self._row_visible(ref.collection, slot)
-        self._known[ref] = seen
+            seen = self._may_read(collection) and self._row_visible(collection, slot)
+        self._known_nodes[node] = seen
         return seen
 
-    def _live_slot(self, ref: EntityRef) -> int:
-        view = self._cut.columns
-        node = view.nodes.get((ref.collection, ref.id))
-        slots = view.live_slots()
-        return 0 if node is None or node >= len(slots) else int(slots[node])
+    def _check_row(self, collection: str, doc_id: str) -> None:
+        """A fact endpoint without any document row is corruption, not a hidden vertex."""
+        if load_document(self._cut.conn, collection, doc_id) is None:
+            raise CorruptionError(
+                f"a fact points at {collection}/{doc_id}, which has no document row",
+                details={"collection": collection, "id": doc_id},
+            )
 
     def _may_read(self, collection: str) -> bool:
         found = self._readable.get(collection)
@@ -155,6 +174,93 @@ def walk(
     layer = _check_seeds(list(seeds), visibility) if check_seeds else sorted(set(seeds))
     if len(layer) > limits.max_vertices:
         raise _vertex_budget(limits)
+    adjacency = cut.columns.graph(cut.conn, limits.graph)
+    if adjacency.exact:
+        return _walk_columns(cut, adjacency, limits, layer, budget, visibility)
+    return _walk_edges(cut, limits, layer, budget, visibility)
+
+
+def _charge_edges(limits: WalkLimits, budget: ReadBudget, examined: int, count: int) -> int:
+    """Charge one vertex's fact records; fail past ``max_edges``. Returns the new total."""
+    examined += count
+    budget.examine(count)
+    if examined > limits.max_edges:
+        raise BudgetExceededError(
+            f"the walk over {limits.graph!r} examined more than {limits.max_edges} edges",
+            details={"limit": limits.max_edges, "budget": "max_edges"},
+        )
+    return examined
+
+
+def _walk_columns(
+    cut: ReadCut,
+    adjacency: GraphView,
+    limits: WalkLimits,
+    seeds: list[EntityRef],
+    budget: ReadBudget,
+    visibility: VertexVisibility,
+) -> Reachability:
+    """The walk over the in-memory adjacency, in the columns' node numbers.
+
+    The same visits, charges and order as ``_walk_edges``: one vertex's edges may be
+    taken in any order, since every target they reach gets that vertex as predecessor,
+    and node keys sort exactly as refs do.
+    """
+    view = cut.columns
+    keys, nodes = view.node_keys, view.nodes
+    numbered = [(ref, nodes.get((ref.collection, ref.id))) for ref in seeds]
+    layer = [node for _, node in numbered if node is not None]
+    unnumbered = len(numbered) - len(layer)  # seeds the columns never saw have no edges
+    hops = dict.fromkeys(layer, 0)
+    predecessor: dict[int, int] = {}
+    allowed = _relation_codes(adjacency, limits.labels)
+    examined = 0
+    for depth in range(1, limits.max_depth + 1):
+        if not layer:
+            break
+        candidates: dict[int, int] = {}
+        for vertex in layer:
+            rows = adjacency.out_rows(vertex)
+            examined = _charge_edges(limits, budget, examined, len(rows))
+            if allowed is not None and len(rows):
+                rows = rows[np.isin(adjacency.relation[rows], allowed)]
+            for target in adjacency.target[rows].tolist():
+                if target in hops or target in candidates:
+                    continue
+                if visibility.visible_node(target, missing_is_corrupt=True):
+                    candidates[target] = vertex
+        rank = {vertex: index for index, vertex in enumerate(layer)}
+        layer = sorted(candidates, key=lambda node: (rank[candidates[node]], keys[node]))
+        for target in layer:
+            hops[target] = depth
+            predecessor[target] = candidates[target]
+        if len(hops) + unnumbered > limits.max_vertices:
+            raise _vertex_budget(limits)
+    refs = {node: EntityRef(*keys[node]) for node in hops}
+    reached = {ref: 0 for ref, node in numbered if node is None}
+    reached.update((refs[node], hop) for node, hop in hops.items())
+    paths = {refs[node]: refs[before] for node, before in predecessor.items()}
+    return Reachability(reached, paths, examined)
+
+
+def _relation_codes(
+    adjacency: GraphView, labels: frozenset[str] | None
+) -> npt.NDArray[np.int64] | None:
+    """The adjacency's codes of the allowed relations (None: every relation)."""
+    if labels is None:
+        return None
+    codes = [code for code, name in enumerate(adjacency.relations) if name in labels]
+    return np.asarray(codes, dtype=np.int64)
+
+
+def _walk_edges(
+    cut: ReadCut,
+    limits: WalkLimits,
+    layer: list[EntityRef],
+    budget: ReadBudget,
+    visibility: VertexVisibility,
+) -> Reachability:
+    """The walk through ``out_edges`` (for cuts the in-memory adjacency cannot answer)."""
     hops = dict.fromkeys(layer, 0)
     predecessor: dict[EntityRef, EntityRef] = {}
     examined = 0
@@ -166,13 +272,7 @@ def walk(
         # predecessor that reaches a vertex gives its lexicographically smallest path.
         for vertex in layer:
             edges = out_edges(cut, limits.graph, vertex)
-            examined += len(edges)
-            budget.examine(len(edges))
-            if examined > limits.max_edges:
-                raise BudgetExceededError(
-                    f"the walk over {limits.graph!r} examined more than {limits.max_edges} edges",
-                    details={"limit": limits.max_edges, "budget": "max_edges"},
-                )
+            examined = _charge_edges(limits, budget, examined, len(edges))
             for edge in edges:
                 target = edge.neighbour
                 if limits.labels is not None and edge.relation not in limits.labels:

@@ -31,10 +31,31 @@ def contract_types() -> dict[str, type[Any]]:
     return {alias: getattr(contracts, name) for name, alias in CONTRACT_ALIASES.items()}
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _field_names(value: Any) -> tuple[str, ...]:
+    """A dataclass instance's field names, looked up once per class."""
+    kind = type(value)
+    names = _FIELD_NAMES.get(kind)
+    if names is None:
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in dataclasses.fields(value))
+    return names
+
+
 def to_json(value: Any) -> Any:
     """Plain JSON form of a contract value (no type tag)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is tuple or kind is list:
+        # Query vectors are hundreds of floats: scalars are copied without a call each.
+        return [item if type(item) in _SCALARS else to_json(item) for item in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {name: to_json(getattr(value, name)) for name in _field_names(value)}
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, tuple | list):

@@ -30,8 +30,14 @@ class Edge:
 
 def graph_exists(cut: ReadCut, graph: str) -> bool:
     """Whether ``graph`` is configured at the cut."""
-    row = cut.conn.execute("SELECT 1 FROM graphs WHERE name = ?", (graph,)).fetchone()
-    return row is not None
+
+    def exists() -> bool:
+        row = cut.conn.execute("SELECT 1 FROM graphs WHERE name = ?", (graph,)).fetchone()
+        return row is not None
+
+    # Graphs are configured only by commits, and every commit moves the position.
+    found: bool = cut.columns.memo(("graph-exists", graph, cut.position), exists)
+    return found
 
 
 def _edges(cut: ReadCut, graph: str, vertex: EntityRef, *, outgoing: bool) -> tuple[Edge, ...]:

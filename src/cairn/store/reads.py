@@ -23,9 +23,17 @@ from cairn.errors import CairnError, NotFoundError, PermissionDeniedError, Valid
 from cairn.graph.model import freeze
 from cairn.store.apply import load_collection, load_document, load_field_policies
 from cairn.store.columns import ColumnsView
-from cairn.store.commands import EntityRef
+from cairn.store.commands import ConfigureCollection, EntityRef
 from cairn.store.limits import SQLITE_PARAMETER_BATCH, check_identifier, check_json_pointer
-from cairn.store.policy import Capability, Principal, field_allowed, redact, require, row_visible
+from cairn.store.policy import (
+    Capability,
+    FieldPolicy,
+    Principal,
+    field_allowed,
+    redact,
+    require,
+    row_visible,
+)
 from cairn.store.ranking import SlotRanking
 from cairn.store.text import CorpusStats, analyze, bm25_scores
 
@@ -33,6 +41,8 @@ __all__ = [
     "DocumentResult",
     "ReadCut",
     "TextHit",
+    "collection_config",
+    "field_policies",
     "live_slots",
     "read_document",
     "read_documents",
@@ -83,8 +93,29 @@ class TextHit:
     score: float
 
 
+def collection_config(cut: ReadCut, name: str) -> ConfigureCollection | None:
+    """The configuration of collection ``name`` at the cut (memoised per position).
+
+    Configuration changes only by a committed command, and every commit moves the
+    position, so the configuration at a position never changes.
+    """
+    found: ConfigureCollection | None = cut.columns.memo(
+        ("collection-config", name, cut.position), lambda: load_collection(cut.conn, name)
+    )
+    return found
+
+
+def field_policies(cut: ReadCut, resource: str) -> tuple[FieldPolicy, ...]:
+    """The field policies of ``resource`` at the cut (memoised per position, as above)."""
+    found: tuple[FieldPolicy, ...] = cut.columns.memo(
+        ("field-policies", resource, cut.position),
+        lambda: load_field_policies(cut.conn, resource),
+    )
+    return found
+
+
 def _collection_exists(cut: ReadCut, collection: str) -> None:
-    if load_collection(cut.conn, collection) is None:
+    if collection_config(cut, collection) is None:
         raise NotFoundError(f"no collection {collection!r}", details={"collection": collection})
 
 
@@ -105,7 +136,7 @@ def read_document(cut: ReadCut, collection: str, doc_id: str) -> DocumentResult:
             f"no document {doc_id!r} in {collection!r}",
             details={"collection": collection, "id": doc_id},
         )
-    policies = load_field_policies(cut.conn, collection)
+    policies = field_policies(cut, collection)
     body, removed = redact(cut.principal, cut.database, collection, policies, row.body)
     return DocumentResult(
         EntityRef(collection, doc_id), row.revision, freeze(body), bool(removed), removed
@@ -140,7 +171,7 @@ def read_documents_sized(
             require(cut.principal, cut.database, collection, *_READ)
         except CairnError:
             continue
-        policies = load_field_policies(cut.conn, collection)
+        policies = field_policies(cut, collection)
         unique = sorted(set(ids))
         for start in range(0, len(unique), SQLITE_PARAMETER_BATCH):
             batch = unique[start : start + SQLITE_PARAMETER_BATCH]
@@ -238,7 +269,7 @@ def _check_text_field(cut: ReadCut, collection: str, field: str) -> None:
     """The text branch's admission: collection, read grant, declared field, use grant."""
     check_identifier(collection, "collection")
     check_json_pointer(field, "text field")
-    config = load_collection(cut.conn, collection)
+    config = collection_config(cut, collection)
     if config is None:
         raise NotFoundError(f"no collection {collection!r}", details={"collection": collection})
     require(cut.principal, cut.database, collection, *_READ)
@@ -247,7 +278,7 @@ def _check_text_field(cut: ReadCut, collection: str, field: str) -> None:
             f"collection {collection!r} has no text field {field!r}",
             details={"collection": collection, "field": field},
         )
-    policies = load_field_policies(cut.conn, collection)
+    policies = field_policies(cut, collection)
     if not field_allowed(cut.principal, cut.database, collection, policies, field, "use"):
         raise PermissionDeniedError(
             f"principal {cut.principal.id!r} may not use field {field} of {collection!r}",

@@ -23,13 +23,19 @@ import numpy.typing as npt
 
 from cairn.canonical import canonical_bytes
 from cairn.errors import NotFoundError, PermissionDeniedError, ValidationError
-from cairn.store.apply import load_collection, load_field_policies, vector_pointer
+from cairn.store.apply import vector_pointer
 from cairn.store.columns import VectorColumnView
 from cairn.store.commands import EntityRef, Metric, VectorSpace
 from cairn.store.limits import COSINE_ERROR_FACTOR, SQLITE_PARAMETER_BATCH, check_identifier
 from cairn.store.policy import Capability, field_allowed, require
 from cairn.store.ranking import ApproxRanking, SlotRanking
-from cairn.store.reads import ReadCut, visible_everything, visible_mask
+from cairn.store.reads import (
+    ReadCut,
+    collection_config,
+    field_policies,
+    visible_everything,
+    visible_mask,
+)
 
 __all__ = ["VectorHit", "similarity", "vector_branch", "vector_ranking"]
 
@@ -71,13 +77,13 @@ def _check_vector_field(
     check_identifier(collection, "collection")
     check_identifier(field, "vector field")
     space.validate()
-    config = load_collection(cut.conn, collection)
+    config = collection_config(cut, collection)
     if config is None:
         raise NotFoundError(f"no collection {collection!r}", details={"collection": collection})
     require(cut.principal, cut.database, collection, Capability.VECTOR_SEARCH)
     if field not in {item.name for item in config.vector_fields}:
         raise ValidationError(f"collection {collection!r} has no vector field {field!r}")
-    policies = load_field_policies(cut.conn, collection)
+    policies = field_policies(cut, collection)
     pointer = vector_pointer(field)
     if not field_allowed(cut.principal, cut.database, collection, policies, pointer, "use"):
         raise PermissionDeniedError(

@@ -36,11 +36,13 @@ __all__ = [
     "MAX_OCCURRENCES_PER_FACT",
     "MAX_PATCH_OPERATIONS",
     "MAX_PROJECTS_PER_PRINCIPAL",
+    "MAX_SCAN_THREADS",
     "MAX_SNIPPET_CHARS",
     "MAX_TEXT_FIELDS",
     "MAX_VECTOR_DIMENSION",
     "MAX_VECTOR_FIELDS",
     "MIN_VECTOR_DIMENSION",
+    "PARALLEL_SCAN_MIN_ROWS",
     "PBKDF2_ITERATIONS",
     "RANK_SORT_LIMIT",
     "READER_POOL_SIZE",
@@ -143,6 +145,12 @@ ADJACENCY_REBUILD_FRACTION = 0.125
 
 COLUMN_MEMO_SIZE = 64
 """Position-bound derived arrays (alive masks, BM25 statistics) the columns memoise."""
+
+PARALLEL_SCAN_MIN_ROWS = 32_768
+"""Vector scans over at least this many rows are split across threads (one per core)."""
+
+MAX_SCAN_THREADS = 4
+"""At most this many threads share one vector scan (it is memory-bound past that)."""
 
 COSINE_ERROR_FACTOR = 2.0
 """Safety factor on the float32 scan's proven cosine error bound ``(d + 3) * 2**-24``."""

@@ -207,6 +207,11 @@ class Principal:
     revoked: bool = False
     expires_at: datetime | None = None
     policy_epoch: int = 0
+    # Decisions per (database, resource): the principal is immutable, so they never
+    # go stale; a fresh principal is resolved for every read cut.
+    _capabilities: dict[tuple[str, str], frozenset[Capability]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         check_identifier(self.id, "principal id")
@@ -223,13 +228,16 @@ class Principal:
 
     def capabilities(self, database: str, resource: str) -> frozenset[Capability]:
         """Every capability the principal holds on ``resource`` in ``database``."""
+        known = self._capabilities.get((database, resource))
+        if known is not None:
+            return known
         found: set[Capability] = set()
         for grant in self.grants:
             if grant.covers(database, resource):
                 found |= grant.capabilities
-        if Capability.ADMIN in found:
-            return frozenset(Capability)
-        return frozenset(found)
+        held = frozenset(Capability) if Capability.ADMIN in found else frozenset(found)
+        self._capabilities[(database, resource)] = held
+        return held
 
     def allows(self, database: str, resource: str, capability: Capability) -> bool:
         """Whether the principal holds ``capability`` (or ``admin``) on the resource."""

@@ -22,7 +22,7 @@ from cairn.canonical import canonical_bytes
 from cairn.errors import CairnError, NotFoundError, PermissionDeniedError, ValidationError
 from cairn.graph.model import freeze
 from cairn.store.apply import load_collection, load_document, load_field_policies
-from cairn.store.columns import ColumnsView
+from cairn.store.columns import ColumnsView, TextFieldView
 from cairn.store.commands import ConfigureCollection, EntityRef
 from cairn.store.limits import SQLITE_PARAMETER_BATCH, check_identifier, check_json_pointer
 from cairn.store.policy import (
@@ -35,7 +35,7 @@ from cairn.store.policy import (
     row_visible,
 )
 from cairn.store.ranking import SlotRanking
-from cairn.store.text import CorpusStats, analyze, bm25_scores
+from cairn.store.text import CorpusStats, analyze, bm25_norms, bm25_scores
 
 __all__ = [
     "DocumentResult",
@@ -286,6 +286,43 @@ def _check_text_field(cut: ReadCut, collection: str, field: str) -> None:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class _TextFieldState:
+    """What a text field's ranking reuses at one position: liveness and length norms."""
+
+    all_live: bool  # every slot below the view's size with this field is alive
+    norms: npt.NDArray[np.float64]
+
+
+def _text_field_state(
+    cut: ReadCut,
+    collection: str,
+    field: str,
+    index: TextFieldView,
+    alive: npt.NDArray[np.bool_],
+    stats: CorpusStats,
+) -> _TextFieldState:
+    """``_TextFieldState`` of the field at the cut (memoised per position and size).
+
+    When every slot holding the field is alive, a term's postings below the view's
+    size need no liveness filter; the memo key holds the size because later slots are
+    judged per query.
+    """
+    size = len(alive)
+
+    def compute() -> _TextFieldState:
+        lengths = index.lengths
+        known = min(size, len(lengths))
+        holding = lengths[:known] > 0
+        all_live = bool(np.all(alive[:known][holding]))
+        return _TextFieldState(all_live, bm25_norms(lengths, stats))
+
+    found: _TextFieldState = cut.columns.memo(
+        ("text-state", collection, field, cut.position, size, len(index.lengths)), compute
+    )
+    return found
+
+
 def text_ranking(
     cut: ReadCut,
     collection: str,
@@ -305,28 +342,32 @@ def text_ranking(
     size = len(alive)
     index = view.text_field(collection, field)
     stats = _text_stats(cut, collection, field, alive)
+    if index is None:
+        return SlotRanking(np.empty(0, np.int64), np.empty(0, np.float64), view.ids)
+    keep = allowed
+    if not visible_everything(cut, collection):
+        visible = visible_mask(cut, collection, size)
+        keep = visible if keep is None else keep & visible
+    prepared = _text_field_state(cut, collection, field, index, alive, stats)
     postings: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = []
-    lengths = np.zeros(0, dtype=np.float64)
-    if index is not None:
-        lengths = index.lengths
-        for term in dict.fromkeys(analyze(text)):
-            term_id = view.terms.get(term)
-            if term_id is None:
-                continue
-            slots, tfs = index.postings(term_id)
+    dfs: list[int] = []
+    for term in dict.fromkeys(analyze(text)):
+        term_id = view.terms.get(term)
+        if term_id is None:
+            continue
+        slots, tfs = index.postings(term_id)
+        if len(slots) and (not prepared.all_live or int(slots.max()) >= size):
             inside = slots < size
             if not inside.all():
                 slots, tfs = slots[inside], tfs[inside]
             live = alive[slots]
-            postings.append((slots[live], tfs[live]))
-    slots, scores = bm25_scores(postings, lengths, stats, size)
-    keep: npt.NDArray[np.bool_] | None = None
-    if not visible_everything(cut, collection):
-        keep = visible_mask(cut, collection, size)[slots]
-    if allowed is not None:
-        keep = allowed[slots] if keep is None else keep & allowed[slots]
-    if keep is not None:
-        slots, scores = slots[keep], scores[keep]
+            slots, tfs = slots[live], tfs[live]
+        dfs.append(len(slots))  # df: live documents with the term, before any narrowing
+        if keep is not None:
+            chosen = keep[slots]
+            slots, tfs = slots[chosen], tfs[chosen]
+        postings.append((slots, tfs))
+    slots, scores = bm25_scores(postings, index.lengths, stats, size, dfs=dfs, norms=prepared.norms)
     return SlotRanking(slots, scores, view.ids)
 
 

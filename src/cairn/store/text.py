@@ -29,6 +29,7 @@ __all__ = [
     "BM25_K1",
     "CorpusStats",
     "analyze",
+    "bm25_norms",
     "bm25_scores",
     "identifier_words",
     "term_counts",
@@ -110,35 +111,48 @@ class CorpusStats:
     average_length: float
 
 
+def bm25_norms(lengths: npt.NDArray[np.float64], stats: CorpusStats) -> npt.NDArray[np.float64]:
+    """Per slot, BM25's length normalisation ``k1 * (1 - b + b * length / avgdl)``."""
+    average = stats.average_length if stats.average_length > 0 else 1.0
+    norms: npt.NDArray[np.float64] = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / average)
+    return norms
+
+
 def bm25_scores(
     postings: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
     lengths: npt.NDArray[np.float64],
     stats: CorpusStats,
     size: int | None = None,
+    *,
+    dfs: Sequence[int] | None = None,
+    norms: npt.NDArray[np.float64] | None = None,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Sum BM25 over query terms; return ``(slots, scores)`` with slots ascending.
 
-    ``postings`` holds, per distinct query term, the live slots containing it (each at
-    most once) and its frequency there (already restricted to live documents at the cut,
-    so ``df`` is the array length). ``lengths[slot]`` is the analysed length of the field
-    in that slot. Scores accumulate per term, in query-term order, into a dense array of
-    ``size`` slots (default: just past the largest slot).
+    ``postings`` holds, per distinct query term, the slots to score (each at most once)
+    and the term's frequency there. ``df`` is the term's live document frequency:
+    ``dfs[i]`` when given (the caller scores only some of the live postings), else the
+    array's length. ``lengths[slot]`` is the analysed length of the field in that slot;
+    ``norms`` may carry ``bm25_norms(lengths, stats)`` computed once. Scores accumulate
+    per term, in query-term order, into a dense array of ``size`` slots (default: just
+    past the largest slot); every contribution is positive, so a slot scored is a slot
+    with a positive total.
     """
     if not postings or stats.documents == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-    average = stats.average_length if stats.average_length > 0 else 1.0
-    parts = [(slots, tf) for slots, tf in postings if len(slots)]
+    if norms is None:
+        norms = bm25_norms(lengths, stats)
+    frequencies = [len(slots) for slots, _ in postings] if dfs is None else list(dfs)
+    parts = [
+        (slots, tf, df) for (slots, tf), df in zip(postings, frequencies, strict=True) if len(slots)
+    ]
     if not parts:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     if size is None:
-        size = max(int(slots.max()) for slots, _ in parts) + 1
+        size = max(int(slots.max()) for slots, _, _ in parts) + 1
     totals = np.zeros(size, dtype=np.float64)
-    hit = np.zeros(size, dtype=bool)
-    for slots, tf in parts:
-        df = len(slots)
+    for slots, tf, df in parts:
         idf = np.log1p((stats.documents - df + 0.5) / (df + 0.5))
-        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[slots] / average)
-        totals[slots] += idf * tf * (BM25_K1 + 1.0) / (tf + norm)
-        hit[slots] = True
-    found = np.flatnonzero(hit)
+        totals[slots] += idf * tf * (BM25_K1 + 1.0) / (tf + norms[slots])
+    found = np.flatnonzero(totals)
     return found.astype(np.int64), totals[found]

@@ -15,7 +15,11 @@ bound picks the rows whose float64 score matters); the best ``limit`` are chosen
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
 from collections.abc import Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +30,13 @@ from cairn.errors import NotFoundError, PermissionDeniedError, ValidationError
 from cairn.store.apply import vector_pointer
 from cairn.store.columns import VectorColumnView
 from cairn.store.commands import EntityRef, Metric, VectorSpace
-from cairn.store.limits import COSINE_ERROR_FACTOR, SQLITE_PARAMETER_BATCH, check_identifier
+from cairn.store.limits import (
+    COSINE_ERROR_FACTOR,
+    MAX_SCAN_THREADS,
+    PARALLEL_SCAN_MIN_ROWS,
+    SQLITE_PARAMETER_BATCH,
+    check_identifier,
+)
 from cairn.store.policy import Capability, field_allowed, require
 from cairn.store.ranking import ApproxRanking, SlotRanking
 from cairn.store.reads import (
@@ -120,6 +130,33 @@ def _live_rows(
     return found
 
 
+def _live_row_of_slot(
+    cut: ReadCut, collection: str, key: bytes, column: VectorColumnView
+) -> npt.NDArray[np.intp] | None:
+    """Per slot, its row alive at the cut (-1: none), memoised like ``_live_rows``.
+
+    Lets a narrow ``allowed`` mask pick its rows without a pass over every row. None
+    when some slot has two live rows (the replaced row's death not caught up yet):
+    then the caller masks every row instead.
+    """
+
+    def compute() -> npt.NDArray[np.intp] | None:
+        rows = np.flatnonzero(_live_rows(cut, collection, key, column))
+        owners = column.slots[rows]
+        top = int(owners.max()) + 1 if len(owners) else 0
+        row_of = np.full(top, -1, dtype=np.intp)
+        row_of[owners] = rows
+        if np.count_nonzero(row_of >= 0) != len(rows):
+            return None
+        row_of.flags.writeable = False
+        return row_of
+
+    found: npt.NDArray[np.intp] | None = cut.columns.memo(
+        ("vector-row-of-slot", collection, key, len(column.slots), cut.position), compute
+    )
+    return found
+
+
 def vector_ranking(
     cut: ReadCut,
     collection: str,
@@ -143,22 +180,70 @@ def vector_ranking(
     column = view.vector_column(collection, field, key)
     if column is None:
         return SlotRanking(np.empty(0, np.int64), np.empty(0, np.float64), view.ids)
-    mask = _live_rows(cut, collection, key, column)
     slots = column.slots
     size = len(view.alive(collection))
     restricted = not visible_everything(cut, collection)
-    if restricted or allowed is not None:
-        mask = mask.copy()
-        inside = slots < size
+    row_of = None if allowed is None else _live_row_of_slot(cut, collection, key, column)
+    if allowed is not None and row_of is not None:
+        wanted = np.flatnonzero(allowed[: min(size, len(row_of))])
+        rows = row_of[wanted]
+        rows = np.sort(rows[rows >= 0])
         if restricted:
-            mask[inside] &= visible_mask(cut, collection, size)[slots[inside]]
-        if allowed is not None:
-            mask[inside] &= allowed[slots[inside]]
-    rows = np.flatnonzero(mask)
+            rows = rows[visible_mask(cut, collection, size)[slots[rows]]]
+    else:
+        mask = _live_rows(cut, collection, key, column)
+        if restricted or allowed is not None:
+            mask = mask.copy()
+            inside = slots < size
+            if restricted:
+                mask[inside] &= visible_mask(cut, collection, size)[slots[inside]]
+            if allowed is not None:
+                mask[inside] &= allowed[slots[inside]]
+        rows = np.flatnonzero(mask)
     if space.metric is not Metric.COSINE:
         scores = similarity(space.metric, column.matrix[rows].astype(np.float64), query)
         return SlotRanking(slots[rows], scores, view.ids)
     return _cosine_ranking(cut, column, rows, query)
+
+
+_SCAN_POOL: list[ThreadPoolExecutor] = []
+_SCAN_POOL_LOCK = threading.Lock()
+
+
+def _scan_threads() -> int:
+    return max(1, min(os.cpu_count() or 1, MAX_SCAN_THREADS))
+
+
+def _scan_pool() -> ThreadPoolExecutor:
+    """The process's scan threads, started on first use (numpy releases the GIL)."""
+    with _SCAN_POOL_LOCK:
+        if not _SCAN_POOL:
+            _SCAN_POOL.append(ThreadPoolExecutor(_scan_threads(), thread_name_prefix="cairn-scan"))
+        return _SCAN_POOL[0]
+
+
+def scan(
+    matrix: npt.NDArray[np.float32], query: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """``matrix @ query``, split by rows across the scan threads when it is large.
+
+    A split may round a row's float32 product differently in the last bits; callers use
+    these products only within their proven error bound (exact float64 scores decide),
+    so the split never changes a ranking or a score.
+    """
+    threads = _scan_threads()
+    if threads == 1 or len(matrix) < PARALLEL_SCAN_MIN_ROWS:
+        found: npt.NDArray[np.float32] = matrix @ query
+        return found
+    out = np.empty(len(matrix), dtype=np.float32)
+    bounds = np.linspace(0, len(matrix), threads + 1).astype(int).tolist()
+    jobs = [
+        _scan_pool().submit(np.matmul, matrix[begin:end], query, out=out[begin:end])
+        for begin, end in itertools.pairwise(bounds)
+    ]
+    for job in jobs:
+        job.result()
+    return out
 
 
 def _cosine_ranking(
@@ -171,9 +256,9 @@ def _cosine_ranking(
     query_norm = float(np.linalg.norm(query))
     matrix = column.matrix
     if 2 * len(rows) >= len(matrix):
-        dots = (matrix @ query.astype(np.float32))[rows]
+        dots = scan(matrix, query.astype(np.float32))[rows]
     else:
-        dots = matrix[rows] @ query.astype(np.float32)
+        dots = scan(matrix[rows], query.astype(np.float32))
     norms = column.norms[rows] * query_norm
     with np.errstate(divide="ignore", invalid="ignore"):
         approx = np.where(norms > 0, dots.astype(np.float64) / norms, 0.0)

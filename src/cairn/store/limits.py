@@ -44,7 +44,6 @@ __all__ = [
     "MIN_VECTOR_DIMENSION",
     "PARALLEL_SCAN_MIN_ROWS",
     "PBKDF2_ITERATIONS",
-    "RANK_SORT_LIMIT",
     "READER_POOL_SIZE",
     "SQLITE_BUSY_TIMEOUT_MS",
     "SQLITE_PARAMETER_BATCH",
@@ -154,9 +153,6 @@ MAX_SCAN_THREADS = 4
 
 COSINE_ERROR_FACTOR = 2.0
 """Safety factor on the float32 scan's proven cosine error bound ``(d + 3) * 2**-24``."""
-
-RANK_SORT_LIMIT = 4096
-"""Most scores a ranking sorts to answer many ranks at once (beyond it, it counts)."""
 
 LIVE_NODE_CACHE_SIZE = 4
 """Read positions whose node-to-live-slot map the columns keep (walk visibility)."""

@@ -21,8 +21,6 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from cairn.store.limits import RANK_SORT_LIMIT
-
 __all__ = ["ApproxRanking", "OrderedRanking", "Ranking", "SlotRanking"]
 
 Exact = Callable[[npt.NDArray[np.intp]], npt.NDArray[np.float64]]
@@ -62,6 +60,7 @@ class SlotRanking(Ranking):
         self.size = len(slots)
         self.eps = 0.0
         self._where: npt.NDArray[np.int64] | None = None
+        self._sorted: npt.NDArray[np.float64] | None = None
 
     def _exact(self, index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
         found: npt.NDArray[np.float64] = self.scores[index]
@@ -127,42 +126,53 @@ class SlotRanking(Ranking):
         score = float(self.scores[index])
         return self._better(score, slot) + 1, score
 
-    def ranks_of(self, slots: Sequence[int]) -> list[tuple[int, float] | None]:
-        """Exact ``(rank, score)`` of many slots from one pass over the scores.
+    def _ascending(self) -> npt.NDArray[np.float64]:
+        """Every candidate's (approximate) score, sorted once, on first use."""
+        if self._sorted is None:
+            self._sorted = np.sort(self.scores)
+        return self._sorted
 
-        Only scores at or above the lowest asked score (less ``eps``) can rank before any
-        of them; those are sorted once and each rank is a binary search, plus exact
-        scores for the few within ``eps`` of it.
+    def ranks_of(self, slots: Sequence[int]) -> list[tuple[int, float] | None]:
+        """Exact ``(rank, score)`` of many slots, by binary search in the sorted scores.
+
+        A candidate whose score is more than ``eps`` above a slot's exact score ranks
+        before it for certain; those are counted in the sorted scores. Only when other
+        candidates share the band within ``eps`` of it (ties, or near-ties of
+        approximate scores) are they read, scored exactly and compared (ties by ID).
         """
         found = [(j, self._position(slot)) for j, slot in enumerate(slots)]
         asked = [(j, p) for j, p in found if p is not None]
         result: list[tuple[int, float] | None] = [None] * len(slots)
         if not asked:
             return result
-        exact = self._exact(np.asarray([p for _, p in asked], dtype=np.intp)).tolist()
+        positions = np.asarray([p for _, p in asked], dtype=np.intp)
+        exact = self._exact(positions)
         eps = self.eps
-        near = np.flatnonzero(self.scores >= min(exact) - eps)
-        sort = len(near) <= RANK_SORT_LIMIT
-        order = near[np.argsort(self.scores[near], kind="stable")] if sort else near
-        ordered = self.scores[order]
-        for (j, position), score in zip(asked, exact, strict=True):
-            if sort:
-                high = int(np.searchsorted(ordered, score + eps, side="right"))
-                low = int(np.searchsorted(ordered, score - eps, side="left"))
-                above = len(ordered) - high
-                band = order[low:high]
-            else:  # too many to sort: count directly
-                above = int(np.count_nonzero(ordered > score + eps))
-                band = order[(ordered >= score - eps) & (ordered <= score + eps)]
-            values = self._exact(band) if eps else self.scores[band]
-            above += int(np.count_nonzero(values > score))
-            own_slot = int(self.slots[position])
-            own = self.ids[own_slot]
-            for other in self.slots[band[values == score]].tolist():
-                if other != own_slot and self.ids[other] < own:
-                    above += 1
+        ascending = self._ascending()
+        total = len(ascending)
+        below_high = np.searchsorted(ascending, exact + eps, side="right")
+        below_low = np.searchsorted(ascending, exact - eps, side="left")
+        for (j, position), score, high, low in zip(
+            asked, exact.tolist(), below_high.tolist(), below_low.tolist(), strict=True
+        ):
+            above = total - high
+            if high - low > 1:  # others share the band: decide them exactly
+                above += self._band_above(position, score)
             result[j] = (above + 1, score)
         return result
+
+    def _band_above(self, position: int, score: float) -> int:
+        """Candidates within ``eps`` of ``score`` that rank before candidate ``position``."""
+        eps = self.eps
+        band = np.flatnonzero((self.scores >= score - eps) & (self.scores <= score + eps))
+        values = self._exact(band) if eps else self.scores[band]
+        above = int(np.count_nonzero(values > score))
+        own_slot = int(self.slots[position])
+        own = self.ids[own_slot]
+        for other in self.slots[band[values == score]].tolist():
+            if other != own_slot and self.ids[other] < own:
+                above += 1
+        return above
 
 
 class ApproxRanking(SlotRanking):

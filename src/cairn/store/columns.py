@@ -31,7 +31,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,7 @@ import numpy.typing as npt
 from cairn.errors import CorruptionError
 from cairn.store.adjacency import GraphColumn, GraphView
 from cairn.store.limits import COLUMN_MEMO_SIZE, LIVE_NODE_CACHE_SIZE
+from cairn.store.snapshot import read_snapshot
 
 __all__ = [
     "ALIVE",
@@ -97,6 +98,14 @@ class _Growable:
         """The filled prefix (a view; later appends never change what it shows)."""
         return self._data[: self.size]
 
+    @classmethod
+    def of(cls, values: npt.NDArray[Any], dtype: type[np.generic], fill: int | float) -> _Growable:
+        """A growable holding a writable copy of ``values``."""
+        grown = cls(dtype, fill)
+        grown._data = np.array(values, dtype=dtype, copy=True)
+        grown.size = len(grown._data)
+        return grown
+
 
 class _Matrix:
     """Append-only float32 rows of one dimension that double their capacity."""
@@ -120,6 +129,14 @@ class _Matrix:
     def view(self) -> npt.NDArray[np.float32]:
         """The filled rows (a view; later appends never change what it shows)."""
         return self._data[: self.size]
+
+    @classmethod
+    def of(cls, rows: npt.NDArray[np.float32]) -> _Matrix:
+        """A matrix over ``rows`` as given (never written: appends copy into new room)."""
+        matrix = cls(rows.shape[1])
+        matrix._data = rows
+        matrix.size = len(rows)
+        return matrix
 
 
 VectorKey = tuple[str, str, bytes]
@@ -153,6 +170,28 @@ class _VectorColumn:
         self.death.extend(np.full(len(slots), ALIVE, dtype=np.int64))
         self.birth.extend(births)  # last: a row is never alive before it is complete
         return first
+
+    def export(self) -> dict[str, npt.NDArray[Any]]:
+        """Every array of the column (for a snapshot)."""
+        view = self.view()
+        return {
+            "matrix": view.matrix,
+            "norms": view.norms,
+            "slots": view.slots,
+            "birth": view.birth,
+            "death": view.death,
+        }
+
+    @classmethod
+    def restored(cls, arrays: Mapping[str, npt.NDArray[Any]]) -> _VectorColumn:
+        """A column over snapshot arrays (the matrix is used as is, the rest copied)."""
+        column = cls(arrays["matrix"].shape[1])
+        column.matrix = _Matrix.of(arrays["matrix"])
+        column.norms = _Growable.of(arrays["norms"], np.float64, 0)
+        column.slots = _Growable.of(arrays["slots"], np.int64, 0)
+        column.birth = _Growable.of(arrays["birth"], np.int64, ALIVE)
+        column.death = _Growable.of(arrays["death"], np.int64, ALIVE)
+        return column
 
     def view(self) -> VectorColumnView:
         """A consistent prefix of every array."""
@@ -229,6 +268,53 @@ class _TextField:
                 self.postings[term] = found
             found[0].extend(term_slots[begin:end])
             found[1].extend(counts[begin:end])
+
+    def export(self) -> dict[str, npt.NDArray[Any]]:
+        """Lengths and every posting grouped by term, tails merged after the base."""
+        parts_terms: list[npt.NDArray[np.int64]] = []
+        parts_slots: list[npt.NDArray[np.int64]] = []
+        parts_counts: list[npt.NDArray[np.float64]] = []
+        if self._base is not None:
+            slots, counts, firsts = self._base
+            ordered = sorted(firsts, key=firsts.__getitem__)
+            sizes = np.diff(self._bounds)
+            parts_terms.append(np.repeat(np.asarray(ordered, dtype=np.int64), sizes))
+            parts_slots.append(slots)
+            parts_counts.append(counts)
+        for term, (tail_slots, tail_counts) in self.postings.items():
+            size = min(tail_slots.size, tail_counts.size)
+            parts_terms.append(np.full(size, term, dtype=np.int64))
+            parts_slots.append(tail_slots.view()[:size])  # type: ignore[arg-type]
+            parts_counts.append(tail_counts.view()[:size])  # type: ignore[arg-type]
+        terms = np.concatenate(parts_terms) if parts_terms else np.zeros(0, np.int64)
+        order = _group_order(terms)  # stable: a term's base entries stay before its tail
+        terms = terms[order]
+        starts: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        if len(terms):
+            starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]])
+        return {
+            "lengths": self.lengths.view(),
+            "terms": terms[starts] if len(terms) else np.zeros(0, np.int64),
+            "bounds": np.append(starts, len(terms)).astype(np.int64),
+            "slots": _compact((np.concatenate(parts_slots) if parts_slots else terms)[order]),
+            "counts": _compact(
+                (np.concatenate(parts_counts) if parts_counts else np.zeros(0, np.float64))[order]
+            ),
+        }
+
+    @classmethod
+    def restored(cls, arrays: Mapping[str, npt.NDArray[Any]]) -> _TextField:
+        """A field over snapshot arrays: one base, no tails."""
+        field = cls()
+        field.lengths = _Growable.of(arrays["lengths"], np.float64, 0)
+        terms = arrays["terms"]
+        if len(terms):
+            firsts = dict(zip(terms.tolist(), range(len(terms)), strict=True))
+            field._bounds = np.asarray(arrays["bounds"], dtype=np.int64)
+            slots = np.asarray(arrays["slots"], dtype=np.int64)
+            counts = np.asarray(arrays["counts"], dtype=np.float64)
+            field._base = (slots, counts, firsts)
+        return field
 
     def base(self, term: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
         """The term's postings from the first load, or None."""
@@ -392,6 +478,7 @@ class Columns:
         self._live_cache: dict[int, npt.NDArray[np.int64]] = {}
         self._memo: OrderedDict[Hashable, object] = OrderedDict()
         self._memo_lock = threading.Lock()
+        self._snapshot_position: int | None = None  # -1: tried, none usable
         # Slot 0 is never used: it belongs to no collection and is never alive.
         self._collection.put([0], [-1])
         self._birth.put([0], [ALIVE])
@@ -466,10 +553,30 @@ class Columns:
             return slots
 
     def catch_up(self, conn: sqlite3.Connection, position: int) -> None:
-        """Load every slot, death and posting the snapshot of ``conn`` holds beyond memory."""
+        """Load every slot, death and posting the snapshot of ``conn`` holds beyond memory.
+
+        Empty full-history columns first try the file's column snapshot
+        (``cairn.store.snapshot``): arrays built at some position P <= ``position``,
+        mapped with numpy; the rows after P are then caught up as usual. A missing,
+        stale or invalid snapshot is ignored and everything is loaded from the rows.
+        """
         with self._lock:
             if position <= self.position:
                 return
+            if self.position == 0 and self.horizon == 0 and self._snapshot_position is None:
+                self._snapshot_position = -1  # tried once per generation
+                found = read_snapshot(conn, position)
+                if found is not None:
+                    try:
+                        restored = Columns()
+                        restored._restore(*found)
+                        restored._check()
+                    except (ValueError, KeyError, TypeError, IndexError):
+                        pass  # inconsistent arrays: ignored, everything loads from rows
+                    else:
+                        self._adopt(restored)
+                        if position <= self.position:
+                            return
             try:
                 self._load_slots(conn)
                 self._load_deaths(conn)
@@ -482,6 +589,146 @@ class Columns:
             self._last_slot = len(self._ids) - 1
             self._last_vector_row = max(self._last_vector_row, _max_row(conn))
             self.position = position
+
+    @property
+    def snapshot_position(self) -> int | None:
+        """The position these columns were restored from a snapshot at, or None."""
+        found = self._snapshot_position
+        return None if found is None or found < 0 else found
+
+    def export(self) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+        """``(scalars, arrays)`` of everything caught up, for a snapshot at ``position``.
+
+        Only full-history columns (horizon 0) without loaded graphs can be exported
+        (``ValueError`` otherwise): the snapshot holds slots, text and vectors.
+        """
+        with self._lock:
+            if self.horizon or self._graphs:
+                raise ValueError("only fresh full-history columns can be exported")
+            if sorted(self._terms.values()) != list(range(1, len(self._terms) + 1)):
+                raise ValueError("term ids are not contiguous")
+            arrays: dict[str, npt.NDArray[Any]] = {
+                "slots.collection": self._collection.view(),
+                "slots.birth": self._birth.view(),
+                "slots.death": self._death.view(),
+                "slots.owner": self._owner.view(),
+                "slots.project": self._project.view(),
+                "slots.node": self._slot_node.view(),
+                "ids": _pack_strings(self._ids),
+                "codes": _pack_strings(sorted(self._codes, key=self._codes.__getitem__)),
+                "terms": _pack_strings(sorted(self._terms, key=self._terms.__getitem__)),
+                "nodes.collection": _pack_strings([key[0] for key in self._node_keys]),
+                "nodes.id": _pack_strings([key[1] for key in self._node_keys]),
+                "rows.column": self._row_column.view(),
+                "rows.index": self._row_index.view(),
+            }
+            text_keys = sorted(self._text)
+            for index, key in enumerate(text_keys):
+                for name, array in self._text[key].export().items():
+                    arrays[f"text.{index}.{name}"] = array
+            for index, vector_key in enumerate(self._vector_keys):
+                for name, array in self._vectors[vector_key].export().items():
+                    arrays[f"vector.{index}.{name}"] = array
+            scalars: dict[str, Any] = {
+                "position": self.position,
+                "last_slot": self._last_slot,
+                "last_vector_row": self._last_vector_row,
+                "counts": {
+                    "ids": len(self._ids),
+                    "codes": len(self._codes),
+                    "terms": len(self._terms),
+                    "nodes": len(self._node_keys),
+                },
+                "text": [list(key) for key in text_keys],
+                "vectors": [[c, f, space.hex()] for c, f, space in self._vector_keys],
+            }
+            return scalars, arrays
+
+    def _restore(self, scalars: Mapping[str, Any], arrays: Mapping[str, npt.NDArray[Any]]) -> None:
+        """Take the state of a snapshot (call under the lock, on empty columns)."""
+        counts = scalars["counts"]
+        self._collection = _Growable.of(arrays["slots.collection"], np.int32, -1)
+        self._birth = _Growable.of(arrays["slots.birth"], np.int64, ALIVE)
+        self._death = _Growable.of(arrays["slots.death"], np.int64, ALIVE)
+        self._owner = _Growable.of(arrays["slots.owner"], np.int32, 0)
+        self._project = _Growable.of(arrays["slots.project"], np.int32, 0)
+        self._slot_node = _Growable.of(arrays["slots.node"], np.int64, -1)
+        self._ids = _unpack_strings(arrays["ids"], counts["ids"])
+        codes = _unpack_strings(arrays["codes"], counts["codes"])
+        self._codes = {name: code for code, name in enumerate(codes, start=1)}
+        terms = _unpack_strings(arrays["terms"], counts["terms"])
+        self._terms = {term: term_id for term_id, term in enumerate(terms, start=1)}
+        self._node_keys = list(
+            zip(
+                _unpack_strings(arrays["nodes.collection"], counts["nodes"]),
+                _unpack_strings(arrays["nodes.id"], counts["nodes"]),
+                strict=True,
+            )
+        )
+        self._nodes = dict(zip(self._node_keys, range(len(self._node_keys)), strict=True))
+        self._row_column = _Growable.of(arrays["rows.column"], np.int32, -1)
+        self._row_index = _Growable.of(arrays["rows.index"], np.int64, -1)
+        self._text = {}
+        for index, (collection, field) in enumerate(scalars["text"]):
+            prefix = f"text.{index}."
+            parts = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
+            self._text[(collection, field)] = _TextField.restored(parts)
+        self._vectors, self._vector_keys, self._vector_key_codes = {}, [], {}
+        for index, (collection, field, space) in enumerate(scalars["vectors"]):
+            key: VectorKey = (collection, field, bytes.fromhex(space))
+            prefix = f"vector.{index}."
+            parts = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
+            self._vectors[key] = _VectorColumn.restored(parts)
+            self._vector_key_codes[key] = index
+            self._vector_keys.append(key)
+        self._last_slot = int(scalars["last_slot"])
+        self._last_vector_row = int(scalars["last_vector_row"])
+        self.position = int(scalars["position"])
+        self._snapshot_position = self.position
+
+    def _check(self) -> None:
+        """``ValueError`` unless the restored arrays fit together."""
+        size = len(self._ids)
+        if size != self._last_slot + 1 or size < 1:
+            raise ValueError("slot count")
+        for column in (self._collection, self._birth, self._death, self._owner, self._project):
+            if column.size != size:
+                raise ValueError("slot column size")
+        nodes: npt.NDArray[np.int64] = self._slot_node.view()  # type: ignore[assignment]
+        if self._slot_node.size != size or (size > 1 and int(nodes[1:].max()) >= len(self._nodes)):
+            raise ValueError("slot nodes")
+        if len(self._nodes) != len(self._node_keys):
+            raise ValueError("node keys are not unique")
+        for field in self._text.values():
+            if field.lengths.size > size:
+                raise ValueError("text lengths")
+            if field._base is not None:
+                slots, counts, firsts = field._base
+                bounds = field._bounds
+                if len(bounds) != len(firsts) + 1 or bounds[0] != 0 or bounds[-1] != len(slots):
+                    raise ValueError("posting bounds")
+                if len(counts) != len(slots) or np.any(np.diff(bounds) <= 0):
+                    raise ValueError("posting sizes")
+                if len(slots) and (int(slots.min()) < 1 or int(slots.max()) >= size):
+                    raise ValueError("posting slots")
+        rows = self._row_column.size
+        if self._row_index.size != rows or rows > self._last_vector_row + 1:
+            raise ValueError("vector row map")
+        for vectors in self._vectors.values():
+            count = vectors.matrix.size
+            parts = (vectors.norms, vectors.slots, vectors.birth, vectors.death)
+            if any(part.size != count for part in parts):
+                raise ValueError("vector column sizes")
+            bound = vectors.slots.view()
+            if count and (int(bound.min()) < 1 or int(bound.max()) >= size):
+                raise ValueError("vector slots")
+
+    def _adopt(self, other: Columns) -> None:
+        """Take ``other``'s state (call under the lock; locks and memo stay ours)."""
+        keep = {"_lock", "_memo", "_memo_lock"}
+        for name, value in vars(other).items():
+            if name not in keep:
+                setattr(self, name, value)
 
     def _load_slots(self, conn: sqlite3.Connection) -> None:
         rows = conn.execute(
@@ -631,6 +878,33 @@ def _group_order(terms: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
         found: npt.NDArray[np.intp] = low[high]
         return found
     return np.argsort(terms, kind="stable")
+
+
+def _compact(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``values`` as ``uint32`` when that holds them exactly (half the bytes to read)."""
+    if len(values) == 0:
+        return values
+    if values.min() < 0 or values.max() >= 2**32:
+        return values
+    compact = values.astype(np.uint32)
+    return compact if np.array_equal(compact, values) else values
+
+
+def _pack_strings(strings: Sequence[str]) -> npt.NDArray[np.uint8]:
+    """Strings as UTF-8 bytes joined by NUL (identifiers and terms hold no NUL)."""
+    return np.frombuffer("\x00".join(strings).encode("utf-8"), dtype=np.uint8)
+
+
+def _unpack_strings(data: npt.NDArray[Any], count: int) -> list[str]:
+    """The ``count`` strings ``_pack_strings`` joined (``ValueError`` if the count differs)."""
+    if count == 0:
+        if len(data):
+            raise ValueError("a packed string list has the wrong count")
+        return []
+    found = bytes(data).decode("utf-8").split("\x00")
+    if len(found) != count:
+        raise ValueError("a packed string list has the wrong count")
+    return found
 
 
 def _max_row(conn: sqlite3.Connection) -> int:

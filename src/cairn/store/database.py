@@ -65,6 +65,7 @@ from cairn.store.policy import (
 )
 from cairn.store.reads import DocumentResult, ReadCut, TextHit, read_document, text_branch
 from cairn.store.schema import migrate, schema_version
+from cairn.store.snapshot import snapshot_position, write_snapshot
 from cairn.store.validation import validate_command
 from cairn.store.vectors import VectorHit, vector_branch
 
@@ -385,6 +386,58 @@ class Database:
             self._columns = fresh
             self._generation += 1
         return position
+
+    def checkpoint_columns(self) -> int:
+        """Persist the built column arrays at the current position P; return P.
+
+        The arrays (slots, text postings, vector matrices) are built at P in one read
+        transaction (the handle's own columns when they are exactly at P, else a fresh
+        build from the rows) and written into the file's ``column_snapshot`` table in
+        one write transaction, replacing the previous snapshot. A later cold open maps
+        them and catches up from the ``changes`` log after P. Derived data only: the
+        position does not move and no read ever depends on it being there or valid.
+        """
+        with self._reader() as conn:
+            conn.execute("BEGIN")
+            position = int(_meta(conn)["position"])
+            current = self._columns
+            usable = current.position == position
+            if usable:
+                try:
+                    scalars, arrays = current.export()
+                except ValueError:  # a compacted generation, or graphs loaded
+                    usable = False
+            if not usable:
+                fresh = Columns()
+                fresh.catch_up(conn, position)
+                scalars, arrays = fresh.export()
+        with self._write_lock:
+            self._check_open()
+            conn = self._writer
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                write_snapshot(conn, scalars, arrays)
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise _translate(exc, "checkpoint columns") from exc
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return position
+
+    @property
+    def stored_snapshot_position(self) -> int | None:
+        """The position of the file's valid-looking column snapshot, or None."""
+        with self._reader() as conn:
+            return snapshot_position(conn)
+
+    @property
+    def columns_snapshot_position(self) -> int | None:
+        """The snapshot position the current columns were restored from, or None."""
+        return self._columns.snapshot_position
 
     def get_document(
         self,

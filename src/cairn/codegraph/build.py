@@ -306,25 +306,30 @@ def write_index(
     *,
     generated_at: str | None = None,
 ) -> WrittenIndex:
-    """Write ``graph.cairn`` and the manifest into ``out_dir`` (default ``ROOT/.cairn``).
+    """Activate ``graph.cairn`` and write the manifest in ``out_dir`` (default ``ROOT/.cairn``).
 
-    ``generated_at`` is injected for reproducible output; when omitted the artifact
-    writer uses ``SOURCE_DATE_EPOCH`` or the current time.
+    The artifact goes through folder activation (``cairn.artifact.activate_folder``): a
+    v1 ``graph.json`` already there (Graphify, networkx) is preserved as
+    ``graph.v1.json`` and replaced by the tombstone, so old readers fail loudly instead
+    of reading a stale graph; a ``graph.json`` that is not a v1 graph stops the write
+    with a typed error before anything is written. ``generated_at`` is injected for
+    reproducible output; when omitted the writer uses ``SOURCE_DATE_EPOCH`` or now.
     """
     from cairn.artifact.atomic import atomic_write_bytes
-    from cairn.artifact.format import write_artifact
+    from cairn.artifact.folder import activate_folder
     from cairn.canonical import canonical_bytes
 
     target = Path(out_dir) if out_dir is not None else result.root / DEFAULT_OUT_DIRNAME
     target.mkdir(parents=True, exist_ok=True)
     graph_path = target / GRAPH_FILENAME
-    graph_bytes = write_artifact(
-        graph_path,
+    activated = activate_folder(
+        target,
         result.graph,
         repository_revision=repository_revision(result.root),
         generated_at=generated_at,
         provenance={"producer": "cairn.codegraph", "adapter_version": ADAPTER_VERSION},
     )
+    graph_bytes = activated.artifact_bytes
     manifest = canonical_bytes(result.manifest.to_json()) + b"\n"
     manifest_path = target / MANIFEST_FILENAME
     atomic_write_bytes(manifest_path, manifest)

@@ -186,7 +186,7 @@ def _phases(path: Path) -> list[tuple[str, str]]:
     with gc_paused():
         body = reader.split_header(data)
         payload = step("main: parse (orjson)", lambda: reader._parse(body))
-        builder = reader._Builder(payload, reader.REGISTRY)
+        builder = reader._Builder(payload, reader.REGISTRY, fast=True)
         nodes = step("main: build nodes", builder.nodes)
         facts = step("main: build facts", builder.facts)
         occurrences = step("main: build occurrences", builder.occurrences)

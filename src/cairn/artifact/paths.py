@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["PATH_FIELD_NAMES", "absolute_path_fields", "is_absolute_path"]
+__all__ = ["PATH_FIELD_NAMES", "absolute_path_fields", "has_absolute_path", "is_absolute_path"]
 
 PATH_FIELD_NAMES = frozenset(
     {
@@ -37,6 +37,7 @@ PATH_FIELD_NAMES = frozenset(
 """Object keys whose string values are file locations and must be repository-relative."""
 
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+_ABSOLUTE_STARTS = ("/", "\\", "~")
 
 
 def is_absolute_path(text: str) -> bool:
@@ -67,3 +68,35 @@ def _walk(value: Any, where: str, found: list[str]) -> None:
         for index, item in enumerate(value):
             if isinstance(item, Mapping | list | tuple):
                 _walk(item, f"{where}[{index}]", found)
+
+
+def has_absolute_path(value: Any) -> bool:
+    """``bool(absolute_path_fields(value, ...))`` for parsed JSON (dicts, lists, scalars).
+
+    The bulk form for loaders: exact type checks and no location strings, which
+    ``absolute_path_fields`` then builds only for a value that holds a hit.
+    """
+    kind = type(value)
+    if kind is dict:
+        for key, item in value.items():
+            item_kind = type(item)
+            if item_kind is str:
+                if key in PATH_FIELD_NAMES and _maybe_absolute(item) and is_absolute_path(item):
+                    return True
+            elif (item_kind is dict or item_kind is list) and has_absolute_path(item):
+                return True
+        return False
+    if kind is list:
+        for item in value:
+            item_kind = type(item)
+            if (item_kind is dict or item_kind is list) and has_absolute_path(item):
+                return True
+        return False
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return False
+    return bool(absolute_path_fields(value, ""))
+
+
+def _maybe_absolute(text: str) -> bool:
+    """A necessary condition of ``is_absolute_path``: a leading marker or an early colon."""
+    return text.startswith(_ABSOLUTE_STARTS) or ":" in text[:5]

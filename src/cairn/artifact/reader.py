@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import fields
-from itertools import pairwise
+from itertools import pairwise, repeat
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -90,14 +91,9 @@ from cairn.graph.registry import LEGACY_RELATION, REGISTRY, RelationRegistry
 __all__ = ["decode_artifact", "read_artifact", "split_header"]
 
 _DIRECTIONS = {direction.value: direction for direction in Direction}
-_RANGE_FIELDS = ("start_line", "start_column", "end_line", "end_column")
-if tuple(item.name for item in fields(SourceRange)) != _RANGE_FIELDS:  # pragma: no cover
-    raise ImportError("SourceRange changed shape; update cairn.artifact.reader._range")
-_new_range = object.__new__
-_set_start_line, _set_start_column, _set_end_line, _set_end_column = (
-    getattr(SourceRange, name).__set__ for name in _RANGE_FIELDS
-)
 _EMPTY: tuple[Any, ...] = ()
+_EMPTY_MAPPING: Mapping[str, Any] = MappingProxyType({})
+_CONTAINERS = (dict, list)
 
 
 def read_artifact(
@@ -153,7 +149,7 @@ def decode_artifact(data: bytes, *, strict: bool = False, parallel: bool = True)
         versions = _check_versions(payload)
         _check_keys(payload)
         try:
-            loaded = _build(payload, versions)
+            loaded = _build(payload, versions, fast=fast)
         except ArtifactCorruptError:
             raise
         except _MALFORMED as exc:
@@ -308,11 +304,17 @@ def _free_object(value: Any, where: Callable[[], str]) -> Any:
     return freeze(_checked_object(value, where))
 
 
-def _free_items(value: Any, what: str, *, objects: bool = True) -> tuple[Any, ...]:
+def _free_items(
+    value: Any,
+    what: str,
+    *,
+    objects: bool = True,
+    freeze_item: Callable[[Any], Any] = freeze,
+) -> tuple[Any, ...]:
     """A set-like array of free-form values, frozen (absolute paths: ``check_record_rules``)."""
     if type(value) is not list or (objects and set(map(type, value)) - {dict}):
         raise _corrupt(f"{what} must be an array{' of objects' if objects else ''}")
-    return tuple(map(freeze, value))
+    return tuple(map(freeze_item, value))
 
 
 def _strings(value: Any, what: str) -> tuple[str, ...]:
@@ -322,16 +324,66 @@ def _strings(value: Any, what: str) -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------ build
+_SETTERS: dict[type, tuple[Callable[[Any, Any], None], ...]] = {}
+
+
+def _assemble(cls: type[Any], columns: Sequence[Iterable[Any]], count: int) -> list[Any]:
+    """``list(map(cls, *columns))`` for a slotted dataclass, without running ``__init__``.
+
+    Only for records whose ``__init__`` validates nothing (no ``__post_init__``), or
+    whose checks the caller has already made in bulk: each field is filled by one
+    C-level pass of its slot descriptor over its column, instead of one frozen
+    ``__init__`` call (a Python frame and ``object.__setattr__`` per field) per record.
+    """
+    setters = _SETTERS.get(cls)
+    if setters is None:
+        setters = tuple(getattr(cls, item.name).__set__ for item in fields(cls))
+        _SETTERS[cls] = setters
+    if len(columns) != len(setters):  # pragma: no cover - a programming error
+        raise TypeError(f"{cls.__name__} takes {len(setters)} columns, got {len(columns)}")
+    records = list(map(object.__new__, repeat(cls, count)))
+    for setter, column in zip(setters, columns, strict=True):
+        cells = column if type(column) is list else list(column)
+        if len(cells) != count:
+            raise _corrupt(f"a {cls.__name__} column has {len(cells)} cells, not {count}")
+        deque(map(setter, records, cells), maxlen=0)
+    return records
+
+
+def _freeze_canonical(value: Any) -> Any:
+    """``freeze(value)`` for a value of a body proven canonical and NFC (fast mode).
+
+    Keys are then already sorted and every string normalised, so objects without
+    nested containers are wrapped as they are (the parsed dict is owned by nobody else
+    once the load returns) and only nested arrays and objects are copied.
+    """
+    kind = type(value)
+    if kind is dict:
+        if any(type(item) in _CONTAINERS for item in value.values()):
+            return MappingProxyType({key: _freeze_canonical(item) for key, item in value.items()})
+        return MappingProxyType(value)
+    if kind is list:
+        return tuple(map(_freeze_canonical, value))
+    return value
+
+
 class _Builder:
     """Turns validated payload columns into graph records (the main-process half)."""
 
-    def __init__(self, payload: dict[str, Any], registry: RelationRegistry) -> None:
+    def __init__(
+        self, payload: dict[str, Any], registry: RelationRegistry, *, fast: bool = False
+    ) -> None:
         self.payload = payload
         self.registry = registry
+        # Fast: the body is NFC text whose canonical form the worker proves (see
+        # ``verify``), so strings need no normalising and object keys no sorting.
+        self.fast = fast
+        self._freeze: Callable[[Any], Any] = _freeze_canonical if fast else freeze
         self.identities = self._identity_table()
         self.discriminators = self._discriminator_table()
         self.owners = self._owner_table()
         self._observations: dict[tuple[Any, ...], ConfidenceObservation] = {}
+        self._known_ranges: dict[tuple[Any, ...], SourceRange] = {}
 
     # ---------------------------------------------------------- tables
     def _table(self, name: str) -> list[Any]:
@@ -395,7 +447,17 @@ class _Builder:
             raise _corrupt("node attributes must be objects")
         self.used_identities = set(identity_rows)
         identities = self.identities
-        return list(map(Node, ids, kinds, map(identities.__getitem__, identity_rows), attributes))
+        node_identities = map(identities.__getitem__, identity_rows)
+        if not self.fast:
+            return list(map(Node, ids, kinds, node_identities, attributes))
+        # Node.__post_init__'s checks, in bulk; NFC and key order are proven by the worker.
+        if set(map(type, ids)) - {str} or not all(map(str.strip, ids)):
+            raise _corrupt("every node ID must be a non-blank string")
+        for kind in set(kinds):
+            if type(kind) is not str or not kind.strip():
+                raise _corrupt(f"node kind {kind!r} is not a non-blank string")
+        frozen = [_freeze_canonical(item) if item else _EMPTY_MAPPING for item in attributes]
+        return _assemble(Node, [ids, kinds, node_identities, frozen], len(ids))
 
     def _fact_kind(self, relation: Any, row: int, direction: Any) -> Direction:
         """Check one (relation, discriminator, direction) against the registry."""
@@ -432,41 +494,48 @@ class _Builder:
             for key in self.pair_counts
         }
         self.relations = {key[0] for key in kind}
-        return list(
-            map(
-                SemanticFact,
-                ids,
-                map(kind.__getitem__, kinds_of),
-                sources,
-                targets,
-                relations,
-                map(self.discriminators.__getitem__, disc_rows),
-                map(pair.__getitem__, pair_keys),
-                map(tuple, occurrence_ids),
-                [
-                    _free_items(item, "annotation_variants") if item else _EMPTY
-                    for item in annotations
-                ],
-            )
-        )
+        freeze_item = self._freeze
+        fields_in_order: list[Iterable[Any]] = [
+            ids,
+            map(kind.__getitem__, kinds_of),
+            sources,
+            targets,
+            relations,
+            map(self.discriminators.__getitem__, disc_rows),
+            map(pair.__getitem__, pair_keys),
+            map(tuple, occurrence_ids),
+            [
+                _free_items(item, "annotation_variants", freeze_item=freeze_item)
+                if item
+                else _EMPTY
+                for item in annotations
+            ],
+        ]
+        # SemanticFact.__init__ validates nothing: assembling skips no check.
+        return _assemble(SemanticFact, fields_in_order, len(ids))
 
-    @staticmethod
-    def _range(value: Any) -> SourceRange | None:
-        """A range from ``[l1, c1, l2, c2]``, validated by the worker's record rules.
+    def _ranges(self, column: list[Any]) -> list[Any]:
+        """Ranges from ``[l1, c1, l2, c2]`` cells (or null), validated by the worker.
 
         ``check_record_rules`` proves every range well formed before the load returns,
-        so the record is assembled without repeating ``SourceRange.__post_init__``.
+        so each distinct range is assembled once without repeating
+        ``SourceRange.__post_init__``, and equal ranges share one (immutable) record.
         """
-        if value is None:
-            return None
-        if type(value) is not list or len(value) != 4:
-            raise _corrupt(f"malformed source range {value!r}")
-        record = _new_range(SourceRange)
-        _set_start_line(record, value[0])
-        _set_start_column(record, value[1])
-        _set_end_line(record, value[2])
-        _set_end_column(record, value[3])
-        return record
+        nones = column.count(None)
+        if nones == len(column):
+            return column
+        present = column if not nones else [cell for cell in column if cell is not None]
+        if set(map(type, present)) - {list} or set(map(len, present)) - {4}:
+            raise _corrupt("a source range must be an array of four numbers or null")
+        keys = list(map(tuple, present))
+        known = self._known_ranges
+        for key in set(keys) - known.keys():
+            known[key] = _assemble(SourceRange, [[item] for item in key], 1)[0]
+        built = list(map(known.__getitem__, keys))
+        if not nones:
+            return built
+        records = iter(built)
+        return [None if cell is None else next(records) for cell in column]
 
     def _confidence(self, value: Any) -> tuple[ConfidenceObservation, ...]:
         if type(value) is not list:
@@ -498,27 +567,32 @@ class _Builder:
                 raise _corrupt(f"every {what} must be a string or null")
         if set(map(type, diagnostics)) - {list}:
             raise _corrupt("diagnostics must be arrays")
-        return list(
-            map(
-                EvidenceOccurrence,
-                ids,
-                fact_ids,
-                map(self.owners.__getitem__, owner_rows),
-                source_files,
-                map(self._range, source_ranges),
-                target_files,
-                map(self._range, target_ranges),
-                site_kinds,
-                evidence_keys,
-                [
-                    _free_items(item, "provenance", objects=False) if item else _EMPTY
-                    for item in provenance
-                ],
-                [self._confidence(item) if item else _EMPTY for item in confidence],
-                [_free_items(item, "metadata_variants") if item else _EMPTY for item in metadata],
-                map(tuple, diagnostics),
-            )
-        )
+        freeze_item = self._freeze
+        fields_in_order: list[Iterable[Any]] = [
+            ids,
+            fact_ids,
+            map(self.owners.__getitem__, owner_rows),
+            source_files,
+            self._ranges(source_ranges),
+            target_files,
+            self._ranges(target_ranges),
+            site_kinds,
+            evidence_keys,
+            [
+                _free_items(item, "provenance", objects=False, freeze_item=freeze_item)
+                if item
+                else _EMPTY
+                for item in provenance
+            ],
+            [self._confidence(item) if item else _EMPTY for item in confidence],
+            [
+                _free_items(item, "metadata_variants", freeze_item=freeze_item) if item else _EMPTY
+                for item in metadata
+            ],
+            map(tuple, diagnostics),
+        ]
+        # EvidenceOccurrence.__init__ validates nothing: assembling skips no check.
+        return _assemble(EvidenceOccurrence, fields_in_order, len(ids))
 
     def hyperedges(self) -> list[Hyperedge]:
         items = self.payload["hyperedges"]
@@ -568,7 +642,7 @@ def _metadata(payload: dict[str, Any]) -> None:
         raise _corrupt("community_labels must map community IDs to strings")
 
 
-def _build(payload: dict[str, Any], versions: dict[str, Any]) -> LoadedArtifact:
+def _build(payload: dict[str, Any], versions: dict[str, Any], *, fast: bool) -> LoadedArtifact:
     _metadata(payload)
     provenance = _free_object(payload["provenance"], lambda: "provenance")
     admission = payload["admission"]
@@ -585,7 +659,7 @@ def _build(payload: dict[str, Any], versions: dict[str, Any]) -> LoadedArtifact:
     unregistered = _counters(
         admission["unregistered_relation_admissions"], "unregistered_relation_admissions", None
     )
-    builder = _Builder(payload, REGISTRY)
+    builder = _Builder(payload, REGISTRY, fast=fast)
     nodes = builder.nodes()
     facts = builder.facts()
     occurrences = builder.occurrences()

@@ -15,15 +15,15 @@ identity payload goes through ``cairn.canonical.canonical_bytes``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from itertools import chain
-from operator import ge, itemgetter
+from itertools import chain, compress, repeat
+from operator import eq, ge, is_, itemgetter, lt
 from typing import Any
 
 import orjson
 
-from cairn.artifact.paths import absolute_path_fields
+from cairn.artifact.paths import absolute_path_fields, has_absolute_path
 from cairn.artifact.seal import stored_digest, unsealed_digest
 from cairn.canonical import MAX_SAFE_INTEGER, canonical_bytes, format_number
 from cairn.errors import CairnError
@@ -54,6 +54,8 @@ _PLAIN_FLOAT_MIN = 1e-4
 _PLAIN_FLOAT_MAX = 1e16
 _SORT = orjson.OPT_SORT_KEYS
 _sha256 = hashlib.sha256
+_NONE_TYPE = type(None)
+_PLAIN_LEAVES = frozenset({str, int, float, bool, _NONE_TYPE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +117,67 @@ def _fragment(value: Any) -> Any:
     return orjson.Fragment(canonical_bytes(value)) if _unsafe(value) else value
 
 
-def _patched_column(column: Any, patch: Callable[[Any], Any]) -> Any:
-    """A copy of ``column`` with ``patch`` applied to non-empty cells, or ``column`` itself."""
+def _leaves_safe(values: Iterable[Any]) -> bool:
+    """Whether every value is a scalar orjson prints canonically (C-level passes).
+
+    False also when unsure (a nested container): the caller then checks cell by cell.
+    """
+    values = list(values)
+    kinds = set(map(type, values))
+    if kinds - _PLAIN_LEAVES:
+        return False
+    for number_type in (int, float):
+        if number_type in kinds:
+            numbers = set(compress(values, map(is_, map(type, values), repeat(number_type))))
+            if any(map(_unsafe, numbers)):
+                return False
+    return True
+
+
+def _objects_safe(objects: Iterable[Any]) -> bool:
+    """Whether every item is a JSON object of canonically printed scalars."""
+    objects = list(objects)
+    if set(map(type, objects)) - {dict}:
+        return False
+    return _leaves_safe(chain.from_iterable(map(dict.values, objects)))
+
+
+def _items_safe(cells: list[Any]) -> bool:
+    """``_objects_safe`` or ``_leaves_safe`` over the items of a column of arrays."""
+    if set(map(type, cells)) - {list}:
+        return False
+    items = list(chain.from_iterable(cells))
+    if set(map(type, items)) == {dict}:
+        return _objects_safe(items)
+    return _leaves_safe(items)
+
+
+def _observations_safe(cells: list[Any]) -> bool:
+    """Whether no confidence value of a column needs a fragment (see ``_patch_observations``)."""
+    if set(map(type, cells)) - {list}:
+        return False
+    observations = list(chain.from_iterable(cells))
+    if set(map(type, observations)) - {dict}:
+        return False
+    try:
+        values = list(map(itemgetter("value"), observations))
+    except KeyError:
+        return False
+    floats = set(compress(values, map(is_, map(type, values), repeat(float))))
+    return not any(map(_unsafe, floats))
+
+
+def _patched_column(
+    column: Any, patch: Callable[[Any], Any], safe: Callable[[list[Any]], bool] | None = None
+) -> Any:
+    """A copy of ``column`` with ``patch`` applied to non-empty cells, or ``column`` itself.
+
+    ``safe`` is a bulk test that ``patch`` would change no cell; when it says so the
+    cell-by-cell pass is skipped.
+    """
     if type(column) is not list:
+        return column
+    if safe is not None and safe(column):
         return column
     changed = False
     cells = list(column)
@@ -151,13 +211,21 @@ def _patch_observations(cell: Any) -> Any:
     return patched if changed else cell
 
 
-def _patch_section(section: Any, patches: Mapping[str, Callable[[Any], Any]]) -> Any:
+_Patch = tuple[Callable[[Any], Any], Callable[[list[Any]], bool]]
+
+
+def _patch_section(section: Any, patches: Mapping[str, _Patch]) -> Any:
     if type(section) is not dict:
         return section
     return {
-        name: _patched_column(column, patches[name]) if name in patches else column
+        name: _patched_column(column, *patches[name]) if name in patches else column
         for name, column in section.items()
     }
+
+
+def _same_bytes(expected: bytes, body: bytes | memoryview) -> bool:
+    """``expected == body`` as one memcmp (comparing a memoryview runs item by item)."""
+    return len(expected) == len(body) and expected.startswith(body)
 
 
 def check_canonical_body(state: VerifyState) -> list[str]:
@@ -165,19 +233,21 @@ def check_canonical_body(state: VerifyState) -> list[str]:
     try:
         payload = _payload_of(state)
         if not state.fast:
-            same = canonical_bytes(payload) == state.body
+            same = _same_bytes(canonical_bytes(payload), state.body)
         else:
             expected = dict(payload)
-            expected["nodes"] = _patch_section(payload.get("nodes"), {"attributes": _fragment})
+            expected["nodes"] = _patch_section(
+                payload.get("nodes"), {"attributes": (_fragment, _objects_safe)}
+            )
             expected["facts"] = _patch_section(
-                payload.get("facts"), {"annotation_variants": _patch_items}
+                payload.get("facts"), {"annotation_variants": (_patch_items, _items_safe)}
             )
             expected["occurrences"] = _patch_section(
                 payload.get("occurrences"),
                 {
-                    "provenance": _patch_items,
-                    "metadata_variants": _patch_items,
-                    "confidence_observations": _patch_observations,
+                    "provenance": (_patch_items, _items_safe),
+                    "metadata_variants": (_patch_items, _items_safe),
+                    "confidence_observations": (_patch_observations, _observations_safe),
                 },
             )
             for key in ("endpoint_identities", "discriminators", "occurrence_owners"):
@@ -185,7 +255,7 @@ def check_canonical_body(state: VerifyState) -> list[str]:
             if type(payload.get("hyperedges")) is list:
                 expected["hyperedges"] = [_fragment(item) for item in payload["hyperedges"]]
             expected["provenance"] = _fragment(payload.get("provenance"))
-            same = orjson.dumps(expected, option=_SORT) == state.body
+            same = _same_bytes(orjson.dumps(expected, option=_SORT), state.body)
     except (CairnError, TypeError, ValueError, orjson.JSONEncodeError) as exc:
         return [f"the body cannot be canonicalised: {exc}"]
     if not same:
@@ -393,6 +463,15 @@ def _paths(value: Any, where: str, problems: list[str]) -> None:
         problems.append(f"the artifact holds an absolute path at {found[0]}")
 
 
+def _column_paths(
+    ids: list[Any], column: list[Any], where: Callable[[Any], str], problems: list[str]
+) -> None:
+    """``_paths`` over the non-empty cells of a column, naming only the cells that hit."""
+    for record_id, value in compress(zip(ids, column, strict=True), column):
+        if has_absolute_path(value):
+            _paths(value, where(record_id), problems)
+
+
 def _files_valid(column: list[Any], what: str) -> bool:
     for value in set(column) - {None}:
         try:
@@ -417,9 +496,9 @@ def check_record_rules(state: VerifyState) -> list[str]:
         for name, section in (("node", nodes), ("fact", facts), ("occurrence", occurrences)):
             if not _sorted_unique(section["id"]):
                 problems.append(f"{name} IDs must be unique strings in ascending order")
-        for node_id, attributes in zip(nodes["id"], nodes["attributes"], strict=True):
-            if attributes:
-                _paths(attributes, f"nodes[{node_id}].attributes", problems)
+        _column_paths(
+            nodes["id"], nodes["attributes"], lambda at: f"nodes[{at}].attributes", problems
+        )
         _fact_rules(facts, problems)
         _occurrence_rules(occurrences, problems)
         for index, hyperedge in enumerate(payload["hyperedges"]):
@@ -437,16 +516,21 @@ def _fact_rules(facts: dict[str, Any], problems: list[str]) -> None:
         return
     if set(map(type, chain.from_iterable(listed))) - {str}:
         problems.append("occurrence IDs must be strings")
-    for fact_id, ids in zip(facts["id"], listed, strict=True):
-        if len(ids) > 1 and not _sorted_unique(ids):
+    several = list(map(lt, repeat(1), map(len, listed)))
+    for fact_id, ids in compress(zip(facts["id"], listed, strict=True), several):
+        if not _sorted_unique(ids):
             problems.append(f"occurrence IDs of fact {fact_id} must be sorted and unique")
-    rows = zip(facts["id"], facts["direction"], facts["source"], facts["target"], strict=True)
-    for fact_id, direction, source, target in rows:
-        if direction == "undirected" and not source <= target:
+    undirected = list(map(eq, facts["direction"], repeat("undirected")))
+    rows = zip(facts["id"], facts["source"], facts["target"], strict=True)
+    for fact_id, source, target in compress(rows, undirected):
+        if not source <= target:
             problems.append(f"undirected fact {fact_id} must store its endpoints sorted")
-    for fact_id, variants in zip(facts["id"], facts["annotation_variants"], strict=True):
-        if variants:
-            _paths(variants, f"facts[{fact_id}].annotation_variants", problems)
+    _column_paths(
+        facts["id"],
+        facts["annotation_variants"],
+        lambda at: f"facts[{at}].annotation_variants",
+        problems,
+    )
 
 
 def _occurrence_rules(occurrences: dict[str, Any], problems: list[str]) -> None:
@@ -457,6 +541,8 @@ def _occurrence_rules(occurrences: dict[str, Any], problems: list[str]) -> None:
         if not _ranges_valid(occurrences[what]):
             problems.append(f"an occurrence {what} is malformed")
     for what in ("provenance", "metadata_variants"):
-        for occurrence_id, value in zip(occurrences["id"], occurrences[what], strict=True):
-            if value:
-                _paths(value, f"occurrences[{occurrence_id}].{what}", problems)
+        _column_paths(occurrences["id"], occurrences[what], _occurrence_where(what), problems)
+
+
+def _occurrence_where(what: str) -> Callable[[Any], str]:
+    return lambda at: f"occurrences[{at}].{what}"

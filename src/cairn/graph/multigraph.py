@@ -10,17 +10,21 @@ independent of insertion order (spec §8).
 from __future__ import annotations
 
 import bisect
-from collections import Counter
+from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from itertools import chain, repeat
+from operator import attrgetter, eq
 from types import MappingProxyType
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
+from cairn.canonical import nfc
 from cairn.errors import (
     AmbiguousEdgeError,
     ConflictError,
     IdentityCollisionError,
+    InvariantError,
     MissingEndpointError,
     NotFoundError,
     UnknownEdgeError,
@@ -64,6 +68,8 @@ __all__ = [
     "OccurrenceInput",
     "SemanticGraph",
 ]
+
+_K = TypeVar("_K")
 
 DIAGNOSTIC_METADATA_CONFLICT = "metadata_conflict"
 DIAGNOSTIC_ADAPTER_VERSION_CONFLICT = "adapter_version_conflict"
@@ -516,10 +522,14 @@ class SemanticGraph:
         return MappingProxyType(dict(sorted(self._community_labels.items())))
 
     def set_community_label(self, community: str, label: str) -> None:
-        """Name one community; labels are presentation, never identity."""
+        """Name one community; labels are presentation, never identity.
+
+        Both strings are kept in NFC, the form the artifact writes, so a graph equals
+        the one read back from its artifact.
+        """
         if not isinstance(community, str) or not isinstance(label, str) or not community:
             raise ValidationError("community ID and label must be strings")
-        self._community_labels[community] = label
+        self._community_labels[nfc(community)] = nfc(label)
 
     # ---------------------------------------------------------------- counts
     @property
@@ -590,29 +600,11 @@ class SemanticGraph:
         fact that lists it, and nothing is given twice.
         """
         graph = cls(registry)
-        for node in nodes:
-            if node.id in graph._nodes:
-                raise ConflictError(f"node {node.id!r} given twice")
-            graph._nodes[node.id] = node
-        for fact in facts:
-            if fact.id in graph._facts:
-                raise ConflictError(f"fact {fact.id} given twice")
-            graph._endpoint(fact.source, "source")
-            graph._endpoint(fact.target, "target")
-            graph._facts[fact.id] = fact
-            graph._index.add(fact)
-        for occurrence in occurrences:
-            fact_of = graph._facts.get(occurrence.fact_id)
-            if fact_of is None or occurrence.id not in fact_of.occurrence_ids:
-                raise MissingEndpointError(
-                    f"occurrence {occurrence.id} is not listed by fact {occurrence.fact_id}"
-                )
-            if occurrence.id in graph._occurrences:
-                raise ConflictError(f"occurrence {occurrence.id} given twice")
-            graph._occurrences[occurrence.id] = occurrence
-        listed = sum(len(fact.occurrence_ids) for fact in graph._facts.values())
-        if listed != len(graph._occurrences):
-            raise MissingEndpointError("a fact lists an occurrence that was not given")
+        node_list, fact_list, occurrence_list = list(nodes), list(facts), list(occurrences)
+        if not graph._load_in_bulk(node_list, fact_list, occurrence_list):
+            # Something is wrong: the record-by-record path names the first offender.
+            graph._load_one_by_one(node_list, fact_list, occurrence_list)
+            raise InvariantError("bulk and record-by-record structural checks disagree")
         for hyperedge in hyperedges:
             graph.put_hyperedge(hyperedge)
         for community, label in (community_labels or {}).items():
@@ -621,6 +613,73 @@ class SemanticGraph:
             admission_counts or {}, unregistered_relation_admissions or {}
         )
         return graph
+
+    def _load_in_bulk(
+        self,
+        nodes: list[Node],
+        facts: list[SemanticFact],
+        occurrences: list[EvidenceOccurrence],
+    ) -> bool:
+        """Store the records and build the indexes with C-level passes over columns.
+
+        Returns False, leaving partial state, when any structural check fails (a
+        duplicate, a missing endpoint, an occurrence not listed by its fact); the caller
+        then replays ``_load_one_by_one`` to raise the typed error for the first offender.
+        """
+        self._nodes = dict(zip(map(_ID, nodes), nodes, strict=True))
+        fact_ids = list(map(_ID, facts))
+        self._facts = dict(zip(fact_ids, facts, strict=True))
+        occurrence_ids = list(map(_ID, occurrences))
+        self._occurrences = dict(zip(occurrence_ids, occurrences, strict=True))
+        if (len(self._nodes), len(self._facts), len(self._occurrences)) != (
+            len(nodes),
+            len(facts),
+            len(occurrences),
+        ):
+            return False  # an ID given twice
+        sources, targets = list(map(_SOURCE, facts)), list(map(_TARGET, facts))
+        index = self._index
+        index.by_source = _grouped(sources, fact_ids)
+        index.by_target = _grouped(targets, fact_ids)
+        node_ids = self._nodes.keys()
+        if not (node_ids >= index.by_source.keys() and node_ids >= index.by_target.keys()):
+            return False  # a missing endpoint
+        index.by_relation = _grouped(map(_RELATION, facts), fact_ids)
+        index.by_pair = _grouped(zip(sources, targets, strict=True), fact_ids)
+        return _occurrences_listed(fact_ids, facts, occurrence_ids, occurrences)
+
+    def _load_one_by_one(
+        self,
+        nodes: list[Node],
+        facts: list[SemanticFact],
+        occurrences: list[EvidenceOccurrence],
+    ) -> None:
+        """The reference structural checks, record by record (raises on the first offender)."""
+        self._nodes, self._facts, self._occurrences = {}, {}, {}
+        self._index = _Indexes()
+        for node in nodes:
+            if node.id in self._nodes:
+                raise ConflictError(f"node {node.id!r} given twice")
+            self._nodes[node.id] = node
+        for fact in facts:
+            if fact.id in self._facts:
+                raise ConflictError(f"fact {fact.id} given twice")
+            self._endpoint(fact.source, "source")
+            self._endpoint(fact.target, "target")
+            self._facts[fact.id] = fact
+            self._index.add(fact)
+        for occurrence in occurrences:
+            fact_of = self._facts.get(occurrence.fact_id)
+            if fact_of is None or occurrence.id not in fact_of.occurrence_ids:
+                raise MissingEndpointError(
+                    f"occurrence {occurrence.id} is not listed by fact {occurrence.fact_id}"
+                )
+            if occurrence.id in self._occurrences:
+                raise ConflictError(f"occurrence {occurrence.id} given twice")
+            self._occurrences[occurrence.id] = occurrence
+        listed = sum(len(fact.occurrence_ids) for fact in self._facts.values())
+        if listed != len(self._occurrences):
+            raise MissingEndpointError("a fact lists an occurrence that was not given")
 
     # ----------------------------------------------------------------- views
     def copy(self) -> SemanticGraph:
@@ -857,6 +916,46 @@ class _Batch:
         graph._occurrences.update(self.occurrences)
         graph._admissions.update(self.outcomes)
         graph._unregistered.update(self.unregistered)
+
+
+_ID = attrgetter("id")
+_SOURCE = attrgetter("source")
+_TARGET = attrgetter("target")
+_RELATION = attrgetter("relation")
+_FACT_ID = attrgetter("fact_id")
+_OCCURRENCE_IDS = attrgetter("occurrence_ids")
+
+
+def _grouped(keys: Iterable[_K], fact_ids: list[str]) -> dict[_K, set[str]]:
+    """``{key: {IDs of the facts with that key}}``, by C-level ``map`` calls only."""
+    groups: defaultdict[_K, set[str]] = defaultdict(set)
+    deque(map(set.add, map(groups.__getitem__, keys), fact_ids), maxlen=0)
+    return dict(groups)
+
+
+def _occurrences_listed(
+    fact_ids: list[str],
+    facts: list[SemanticFact],
+    occurrence_ids: list[str],
+    occurrences: list[EvidenceOccurrence],
+) -> bool:
+    """Whether the facts list each given occurrence exactly once, under its own fact.
+
+    With occurrence IDs already unique: the listed IDs must be unique, as many as the
+    occurrences, and each occurrence's ``fact_id`` must be the fact that lists it. That
+    is exactly what the record-by-record checks accept.
+    """
+    listed_ids = list(map(_OCCURRENCE_IDS, facts))
+    listing_fact = dict(
+        zip(
+            chain.from_iterable(listed_ids),
+            chain.from_iterable(map(repeat, fact_ids, map(len, listed_ids))),
+            strict=True,
+        )
+    )
+    if len(listing_fact) != len(occurrences) or sum(map(len, listed_ids)) != len(occurrences):
+        return False
+    return all(map(eq, map(listing_fact.get, occurrence_ids), map(_FACT_ID, occurrences)))
 
 
 def _occurrence_key(occurrence: EvidenceOccurrence) -> tuple[Any, ...]:

@@ -44,6 +44,7 @@ __all__ = [
     "MIN_VECTOR_DIMENSION",
     "PARALLEL_SCAN_MIN_ROWS",
     "PBKDF2_ITERATIONS",
+    "READER_MMAP_BYTES",
     "READER_POOL_SIZE",
     "SQLITE_BUSY_TIMEOUT_MS",
     "SQLITE_PARAMETER_BATCH",
@@ -105,6 +106,9 @@ PBKDF2_ITERATIONS = 200_000
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 """How long a connection waits for another process's write lock before failing."""
+
+READER_MMAP_BYTES = 2**31
+"""How much of the file a read connection memory-maps (SQLite ``mmap_size``)."""
 
 READER_POOL_SIZE = 8
 """Idle reader connections kept open for reuse."""

@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from cairn.search.admission import number_length, vector_text_length
 from cairn.search.fusion import BranchRanking, RankedBranch, fused_top, weighted_rrf
-from cairn.store.ranking import ApproxRanking, OrderedRanking, SlotRanking
+from cairn.store.ranking import (
+    ApproxRanking,
+    DenseRanking,
+    OrderedRanking,
+    SlotRanking,
+    mth_largest,
+)
 
 IDS = [f"id{slot:04d}" for slot in range(400)]  # slot order is ID order
 
@@ -126,3 +132,32 @@ def test_vector_text_length_equals_the_canonical_form(values: list[float]) -> No
     from cairn.canonical import canonical_bytes_reference
 
     assert vector_text_length(values) == len(canonical_bytes_reference(values))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 200), st.integers(1, 8), st.integers(0, 50))
+def test_dense_ranking_answers_like_the_candidate_arrays(size: int, levels: int, m: int) -> None:
+    rng = np.random.default_rng(size * 17 + levels)
+    slots = np.sort(rng.permutation(np.arange(1, 400))[:size]).astype(np.int64)
+    scores = rng.integers(1, levels + 1, size) / levels  # positive: a dense 0 is no candidate
+    dense = np.zeros(400, dtype=np.float64)
+    dense[slots] = scores
+    found = DenseRanking(dense, IDS)
+    expected = complete(slots, scores)
+    assert found.size == size
+    assert found.top(m) == expected[:m]
+    ranks = {slot: (rank, score) for rank, (slot, score) in enumerate(expected, 1)}
+    wanted = [int(s) for s in slots[:: max(1, size // 5)]] + [0, 399]
+    assert found.ranks_of(wanted) == [ranks.get(slot) for slot in wanted]
+    assert found.top(m) == expected[:m]  # after materialising, still the same
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(-5, 40).map(lambda x: x / 8), max_size=300),
+    st.integers(0, 40),
+)
+def test_mth_largest_equals_the_sorted_order(values: list[float], m: int) -> None:
+    found = mth_largest(np.asarray(values, dtype=np.float64), m)
+    expected = sorted(values, reverse=True)[m - 1] if 1 <= m <= len(values) else None
+    assert found == expected

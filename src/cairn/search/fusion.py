@@ -153,13 +153,27 @@ def fused_top(
     ]
     if not active or limit <= 0:
         return []
-    # One branch ranks exactly as it fuses: its first ``limit`` decide everything.
-    m = limit if len(active) == 1 else max(prefix, limit)
+    if len(active) == 1:
+        return _single(active[0], fusion_k, limit)
+    m = max(prefix, limit)
     while True:
         found = _round(active, fusion_k, limit, ids, m)
         if found is not None:
             return found
         m *= FUSION_PREFIX_GROWTH
+
+
+def _single(
+    active: tuple[RankedBranch, Fraction], fusion_k: int, limit: int
+) -> list[FusedHit[int]]:
+    """One branch fuses in its own order (``w / (k + rank)`` falls with the rank)."""
+    branch, weight = active
+    hits: list[FusedHit[int]] = []
+    for rank, (slot, native) in enumerate(branch.ranking.top(limit), start=1):
+        share = weight / (fusion_k + rank)
+        part = Contribution(branch.name, rank, native, branch.weight, float(share))
+        hits.append(FusedHit(slot, share, (part,)))
+    return hits
 
 
 def _round(

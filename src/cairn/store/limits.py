@@ -48,6 +48,7 @@ __all__ = [
     "READER_POOL_SIZE",
     "SQLITE_BUSY_TIMEOUT_MS",
     "SQLITE_PARAMETER_BATCH",
+    "TOP_SAMPLE_STRIDE",
     "WORD_CACHE_SIZE",
     "check_depth",
     "check_identifier",
@@ -157,6 +158,9 @@ MAX_SCAN_THREADS = 4
 
 COSINE_ERROR_FACTOR = 2.0
 """Safety factor on the float32 scan's proven cosine error bound ``(d + 3) * 2**-24``."""
+
+TOP_SAMPLE_STRIDE = 16
+"""Top-m selection first takes the m-th best of every 16th score, a lower bound."""
 
 LIVE_NODE_CACHE_SIZE = 4
 """Read positions whose node-to-live-slot map the columns keep (walk visibility)."""

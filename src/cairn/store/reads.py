@@ -34,8 +34,8 @@ from cairn.store.policy import (
     require,
     row_visible,
 )
-from cairn.store.ranking import SlotRanking
-from cairn.store.text import CorpusStats, analyze, bm25_norms, bm25_scores
+from cairn.store.ranking import DenseRanking, SlotRanking
+from cairn.store.text import CorpusStats, analyze, bm25_dense, bm25_norms
 
 __all__ = [
     "DocumentResult",
@@ -367,8 +367,8 @@ def text_ranking(
             chosen = keep[slots]
             slots, tfs = slots[chosen], tfs[chosen]
         postings.append((slots, tfs))
-    slots, scores = bm25_scores(postings, index.lengths, stats, size, dfs=dfs, norms=prepared.norms)
-    return SlotRanking(slots, scores, view.ids)
+    totals = bm25_dense(postings, index.lengths, stats, size, dfs=dfs, norms=prepared.norms)
+    return DenseRanking(totals, view.ids)
 
 
 def text_branch(

@@ -29,6 +29,7 @@ __all__ = [
     "BM25_K1",
     "CorpusStats",
     "analyze",
+    "bm25_dense",
     "bm25_norms",
     "bm25_scores",
     "identifier_words",
@@ -138,21 +139,31 @@ def bm25_scores(
     past the largest slot); every contribution is positive, so a slot scored is a slot
     with a positive total.
     """
+    if size is None:
+        size = max((int(slots.max()) + 1 for slots, _ in postings if len(slots)), default=0)
+    totals = bm25_dense(postings, lengths, stats, size, dfs=dfs, norms=norms)
+    found = np.flatnonzero(totals)
+    return found.astype(np.int64), totals[found]
+
+
+def bm25_dense(
+    postings: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
+    lengths: npt.NDArray[np.float64],
+    stats: CorpusStats,
+    size: int,
+    *,
+    dfs: Sequence[int] | None = None,
+    norms: npt.NDArray[np.float64] | None = None,
+) -> npt.NDArray[np.float64]:
+    """``bm25_scores`` as a dense array of ``size`` totals by slot (0: not scored)."""
+    totals = np.zeros(size, dtype=np.float64)
     if not postings or stats.documents == 0:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        return totals
     if norms is None:
         norms = bm25_norms(lengths, stats)
     frequencies = [len(slots) for slots, _ in postings] if dfs is None else list(dfs)
-    parts = [
-        (slots, tf, df) for (slots, tf), df in zip(postings, frequencies, strict=True) if len(slots)
-    ]
-    if not parts:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
-    if size is None:
-        size = max(int(slots.max()) for slots, _, _ in parts) + 1
-    totals = np.zeros(size, dtype=np.float64)
-    for slots, tf, df in parts:
-        idf = np.log1p((stats.documents - df + 0.5) / (df + 0.5))
-        totals[slots] += idf * tf * (BM25_K1 + 1.0) / (tf + norms[slots])
-    found = np.flatnonzero(totals)
-    return found.astype(np.int64), totals[found]
+    for (slots, tf), df in zip(postings, frequencies, strict=True):
+        if len(slots):
+            idf = np.log1p((stats.documents - df + 0.5) / (df + 0.5))
+            totals[slots] += idf * tf * (BM25_K1 + 1.0) / (tf + norms[slots])
+    return totals

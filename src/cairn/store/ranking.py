@@ -220,7 +220,7 @@ class DenseRanking(SlotRanking):
 
     def _materialised(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         if self._parts is None:
-            found = np.flatnonzero(self._dense).astype(np.int64)
+            found = np.flatnonzero(self._dense > 0).astype(np.int64)
             self._parts = (found, self._dense[found])
         return self._parts
 
@@ -243,7 +243,7 @@ class DenseRanking(SlotRanking):
         dense = self._dense
         sample = dense[::TOP_SAMPLE_STRIDE]
         floor = mth_largest(sample[sample > 0], m)  # None: fewer than m in the sample
-        near = np.flatnonzero(dense >= floor) if floor is not None else np.flatnonzero(dense)
+        near = np.flatnonzero(dense >= floor) if floor is not None else np.flatnonzero(dense > 0)
         threshold = mth_largest(dense[near], m)
         assert threshold is not None  # ``near`` holds every candidate at or above floor
         slots = near[dense[near] >= threshold].astype(np.int64)

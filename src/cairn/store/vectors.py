@@ -203,7 +203,8 @@ def vector_ranking(
     if space.metric is not Metric.COSINE:
         scores = similarity(space.metric, column.matrix[rows].astype(np.float64), query)
         return SlotRanking(slots[rows], scores, view.ids)
-    return _cosine_ranking(cut, column, rows, query)
+    inverse = _inverse_norms(cut, collection, key, column)
+    return _cosine_ranking(cut, column, rows, query, inverse)
 
 
 _SCAN_POOL: list[ThreadPoolExecutor] = []
@@ -246,28 +247,59 @@ def scan(
     return out
 
 
+def _inverse_norms(
+    cut: ReadCut, collection: str, key: bytes, column: VectorColumnView
+) -> npt.NDArray[np.float64]:
+    """``1 / |row|`` per row (0 for a zero row), memoised: rows never change once stored."""
+
+    def compute() -> npt.NDArray[np.float64]:
+        norms = column.norms
+        inverse = np.zeros(len(norms), dtype=np.float64)
+        np.divide(1.0, norms, out=inverse, where=norms > 0)
+        inverse.flags.writeable = False
+        return inverse
+
+    found: npt.NDArray[np.float64] = cut.columns.memo(
+        ("vector-inverse-norms", collection, key, len(column.norms)), compute
+    )
+    return found
+
+
 def _cosine_ranking(
     cut: ReadCut,
     column: VectorColumnView,
     rows: npt.NDArray[np.intp],
     query: npt.NDArray[np.float64],
+    inverse: npt.NDArray[np.float64],
 ) -> SlotRanking:
-    """Float32 scan with a proven error bound; exact float64 scores on demand."""
+    """Float32 scan with a proven error bound; exact float64 scores on demand.
+
+    The approximation is ``dot32 * (1 / |row|) * (1 / |query|)`` in float64: a few
+    float64 roundings on top of the float32 dot product, far inside ``eps``.
+    """
     query_norm = float(np.linalg.norm(query))
+    scale = 1.0 / query_norm if query_norm > 0 else 0.0
     matrix = column.matrix
-    if 2 * len(rows) >= len(matrix):
-        dots = scan(matrix, query.astype(np.float32))[rows]
+    query32 = query.astype(np.float32)
+    if len(rows) == len(matrix):  # every row counts: no gathers
+        approx = scan(matrix, query32).astype(np.float64)
+        approx *= inverse[: len(matrix)]
+        slots = column.slots[: len(matrix)]
     else:
-        dots = scan(matrix[rows], query.astype(np.float32))
-    norms = column.norms[rows] * query_norm
-    with np.errstate(divide="ignore", invalid="ignore"):
-        approx = np.where(norms > 0, dots.astype(np.float64) / norms, 0.0)
+        if 2 * len(rows) >= len(matrix):
+            dots = scan(matrix, query32)[rows]
+        else:
+            dots = scan(matrix[rows], query32)
+        approx = dots.astype(np.float64)
+        approx *= inverse[rows]
+        slots = column.slots[rows]
+    approx *= scale
     eps = COSINE_ERROR_FACTOR * (matrix.shape[1] + 3) * 2.0**-24
 
     def exact(index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
         return similarity(Metric.COSINE, matrix[rows[index]].astype(np.float64), query)
 
-    return ApproxRanking(column.slots[rows], approx, eps, exact, cut.columns.ids)
+    return ApproxRanking(slots, approx, eps, exact, cut.columns.ids)
 
 
 def vector_branch(

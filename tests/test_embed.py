@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cairn.embed import (
     HASHING_MODEL,
@@ -265,3 +267,59 @@ def test_real_packaged_minilm_when_installed(monkeypatch: pytest.MonkeyPatch) ->
     assert rows.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
     assert float(rows[0] @ rows[1]) > float(rows[0] @ rows[2])
+
+
+def _per_feature_embed(texts: list[str], dimension: int) -> np.ndarray:
+    """The pre-batching implementation (np.add.at of each feature's sign, row by row)."""
+    matrix = np.zeros((len(texts), dimension), dtype=np.float64)
+    for row, text in enumerate(texts):
+        buckets = []
+        for token in analyze(text):
+            for feature in hashing_features(token):
+                digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+                value = int.from_bytes(digest, "little")
+                buckets.append((value % dimension, -1.0 if (value >> 63) & 1 else 1.0))
+        if buckets:
+            columns = np.fromiter((b[0] for b in buckets), dtype=np.int64, count=len(buckets))
+            signs = np.fromiter((b[1] for b in buckets), dtype=np.float64, count=len(buckets))
+            np.add.at(matrix[row], columns, signs)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.divide(matrix, norms, out=matrix, where=norms > 0)
+    return matrix.astype(np.float32)
+
+
+def _source_texts() -> list[str]:
+    """Real code text: every 7-line window of this repository's Python sources."""
+    texts: list[str] = []
+    for path in sorted(Path(__file__).resolve().parents[1].joinpath("src").rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        texts.extend("\n".join(lines[start : start + 7]) for start in range(0, len(lines), 7))
+    return texts
+
+
+@pytest.mark.parametrize("dimension", [8, 64, 512, 1000])
+def test_batched_hashing_is_bit_identical_to_the_per_feature_sums(dimension: int) -> None:
+    texts = _source_texts()
+    assert len(texts) > 1000
+    texts[10:10] = ["", "   ", "ünïcödé Straße ﬁle", "a a a a", "getUserName " * 200]
+    embedder = HashingEmbedder(dimension)
+    for start, size in ((0, 1), (1, 256), (257, 3), (260, len(texts))):
+        batch = texts[start : start + size]
+        got = embedder.embed(batch)
+        expected = _per_feature_embed(batch, dimension)
+        assert got.dtype == np.float32
+        assert got.shape == expected.shape
+        assert got.tobytes() == expected.tobytes()
+    # Cached tokens (second call) give the same bits as fresh ones.
+    assert (
+        HashingEmbedder(dimension).embed(texts[:50]).tobytes()
+        == embedder.embed(texts[:50]).tobytes()
+    )
+    assert embedder.embed([]).shape == (0, dimension)
+
+
+@given(st.lists(st.text(max_size=200), max_size=8))
+@settings(max_examples=200, deadline=None)
+def test_batched_hashing_equals_the_per_feature_sums_on_any_text(texts: list[str]) -> None:
+    embedder = HashingEmbedder(97)
+    assert embedder.embed(texts).tobytes() == _per_feature_embed(texts, 97).tobytes()

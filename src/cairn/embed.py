@@ -128,7 +128,8 @@ class HashingEmbedder:
         self._space = VectorSpace(
             f"hashing-{dimension}", dimension, Metric.COSINE, HASHING_MODEL, HASHING_VERSION
         )
-        self._cache: dict[str, tuple[tuple[int, float], ...]] = {}
+        self._cache: dict[str, tuple[int, ...]] = {}  # token -> its feature codes
+        self._features: dict[str, int] = {}  # feature -> code
 
     @property
     def space(self) -> VectorSpace:
@@ -140,28 +141,56 @@ class HashingEmbedder:
         value = int.from_bytes(digest, "little")
         return value % self._space.dimension, -1.0 if (value >> 63) & 1 else 1.0
 
-    def _token_buckets(self, token: str) -> tuple[tuple[int, float], ...]:
-        """The buckets of one analyzer token: the token itself, then its trigrams."""
+    def _token_codes(self, token: str) -> tuple[int, ...]:
+        """The signed buckets of one analyzer token (itself, then its trigrams) as codes.
+
+        Code ``b`` adds +1 to coordinate ``b``; code ``dimension + b`` adds -1 to it.
+        """
         found = self._cache.get(token)
         if found is None:
-            found = tuple(self._bucket(feature) for feature in hashing_features(token))
+            found = tuple(map(self._feature_code, hashing_features(token)))
             if len(self._cache) < _TOKEN_CACHE_SIZE:
                 self._cache[token] = found
         return found
 
+    def _feature_code(self, feature: str) -> int:
+        """The code of one feature (trigrams recur across many tokens: hashed once)."""
+        code = self._features.get(feature)
+        if code is None:
+            bucket, sign = self._bucket(feature)
+            code = bucket if sign > 0 else self._space.dimension + bucket
+            if len(self._features) < _TOKEN_CACHE_SIZE:
+                self._features[feature] = code
+        return code
+
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Hash every text's features into one row; an empty text gives the zero vector."""
+        """Hash every text's features into one row; an empty text gives the zero vector.
+
+        Each row holds, per coordinate, the number of +1 features minus the number of
+        -1 features hashed to it, as float64 (exact: small integers), L2-normalised and
+        rounded to float32. The tallies of a whole batch are counted with one
+        ``bincount``: the same integers, hence the same bits, as adding the signs one
+        feature at a time.
+        """
         if isinstance(texts, str):
             raise ValidationError("embed() takes a sequence of texts, not one string")
-        matrix = np.zeros((len(texts), self._space.dimension), dtype=np.float64)
-        for row, text in enumerate(texts):
+        dimension = self._space.dimension
+        codes: list[int] = []
+        lengths: list[int] = []
+        token_codes = self._token_codes
+        for text in texts:
             if not isinstance(text, str):
                 raise ValidationError(f"texts must be strings, got {type(text).__name__}")
-            buckets = [pair for token in analyze(text) for pair in self._token_buckets(token)]
-            if buckets:
-                columns = np.fromiter((b[0] for b in buckets), dtype=np.int64, count=len(buckets))
-                signs = np.fromiter((b[1] for b in buckets), dtype=np.float64, count=len(buckets))
-                np.add.at(matrix[row], columns, signs)
+            start = len(codes)
+            for token in analyze(text):
+                codes.extend(token_codes(token))
+            lengths.append(len(codes) - start)
+        count = len(lengths)
+        width = 2 * dimension
+        rows = np.repeat(np.arange(count, dtype=np.int64) * width, lengths)
+        flat = rows + np.asarray(codes, dtype=np.int64)
+        tallies = np.bincount(flat, minlength=count * width).reshape(count, 2, dimension)
+        matrix = (tallies[:, 0, :] - tallies[:, 1, :]).astype(np.float64)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         np.divide(matrix, norms, out=matrix, where=norms > 0)
         return matrix.astype(np.float32)

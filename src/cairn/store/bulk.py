@@ -20,7 +20,7 @@ a batch naming one twice is refused with ``ValidationError``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,7 @@ from cairn.errors import ConflictError, CorruptionError, MissingEndpointError, V
 from cairn.graph.model import SemanticFact
 from cairn.store.apply import Applier, _denied, field_text, vector_pointer
 from cairn.store.commands import EntityRef, MutationOutcome, PutDocument, PutFact, PutVector
-from cairn.store.limits import MAX_DOCUMENT_BYTES, check_depth, check_size
+from cairn.store.limits import MAX_DOCUMENT_BYTES, MAX_DOCUMENT_DEPTH, check_depth, check_size
 from cairn.store.pointer import get_at
 from cairn.store.policy import Capability, field_allowed, require, row_visible
 from cairn.store.text import analyze, term_counts
@@ -87,6 +87,34 @@ class _Stored:
 def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(values), _CHUNK):
         yield values[start : start + _CHUNK]
+
+
+def _depth_within(value: Any, limit: int) -> bool:
+    """``json_depth(value) <= limit``, walked level by level with exact-type shortcuts.
+
+    Containers are what ``json_depth`` counts (mappings, lists, tuples); the depth is the
+    number of levels holding a container.
+    """
+    level = [value] if isinstance(value, Mapping | list | tuple) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return False
+        deeper: list[Any] = []
+        push = deeper.append
+        for container in level:
+            children: Iterable[Any] = (
+                container.values() if isinstance(container, Mapping) else container
+            )
+            for child in children:
+                kind = type(child)
+                if kind is str or kind is int or kind is float or kind is bool or child is None:
+                    continue
+                if kind is dict or kind is list or isinstance(child, Mapping | list | tuple):
+                    push(child)
+        level = deeper
+    return True
 
 
 def _unique(keys: Iterable[object], what: str) -> None:
@@ -252,7 +280,8 @@ class BulkApplier(Applier):
             self._check_field_writes(item.collection, before, item.body)
         if not row_visible(self.principal, self.database, item.collection, None, None):
             raise self._denied_write(item.collection)
-        check_depth(item.body, "document body")
+        if not _depth_within(item.body, MAX_DOCUMENT_DEPTH):
+            check_depth(item.body, "document body")  # raises the row path's error
         check_size(len(item.data), MAX_DOCUMENT_BYTES, "document body")
         return previous
 

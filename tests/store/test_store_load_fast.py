@@ -1,0 +1,250 @@
+"""The load's shortcuts give exactly what the plain definitions give.
+
+``_record_bytes`` must equal ``canonical_bytes_reference`` (or raise the same error),
+``_validate_ref`` must accept and refuse exactly what ``EntityRef.validate`` does, and
+the whole wanted state (every body, record and the fingerprint) built with the
+shortcuts must equal the one built with plain ``canonical_bytes``.
+"""
+
+from __future__ import annotations
+
+import enum
+import gc
+import uuid
+from collections import OrderedDict
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_store_load import build
+
+from cairn.canonical import MAX_SAFE_INTEGER, canonical_bytes, canonical_bytes_reference
+from cairn.embed import HashingEmbedder
+from cairn.errors import CairnError
+from cairn.graph import EndpointIdentity, OccurrenceInput, SemanticGraph, SourceRange
+from cairn.store import EntityRef
+from cairn.store.bulk import _depth_within
+from cairn.store.limits import MAX_DOCUMENT_DEPTH, json_depth
+from cairn.store.load import _gc_paused, _record_bytes, _validate_ref, _wanted
+
+
+class _Colour(enum.StrEnum):
+    RED = "red"
+
+
+class _Level(enum.IntEnum):
+    ONE = 1
+
+
+class _Text(str):
+    pass
+
+
+def _outcome(function: Any, value: Any) -> tuple[str, Any]:
+    try:
+        return "ok", function(value)
+    except CairnError as exc:
+        return "error", (type(exc), exc.code)
+
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63)
+    | st.integers(min_value=-MAX_SAFE_INTEGER - 2, max_value=MAX_SAFE_INTEGER + 2)
+    | st.floats()
+    | st.sampled_from([0.5, 1.0, -0.0, 1e-7, 1e16, 1e21, 0.1, 123.456])
+    | st.text()
+    | st.text(alphabet='abcXYZ_/.#:0123456789 \t\n\x00\x7f\\"')
+    | st.sampled_from(
+        [
+            "e\u0301",  # not NFC
+            "\ud800",  # lone surrogate
+            "Straße",
+            _Colour.RED,
+            _Level.ONE,
+            _Text("sub"),
+            (1, 2),
+            uuid.UUID(int=7),
+            np.float64(0.5),
+            b"bytes",
+        ]
+    )
+)
+_keys = st.text(max_size=6) | st.sampled_from(["e\u0301", "\u00e9", "a", "A"])
+_values = st.recursive(
+    _scalars,
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(_keys, children, max_size=5)
+        | st.tuples(children)
+        | st.dictionaries(_keys, children, max_size=3).map(OrderedDict)
+    ),
+    max_leaves=25,
+)
+
+
+@given(st.dictionaries(_keys, _values, max_size=6) | st.lists(_values, max_size=4) | _values)
+@settings(max_examples=1500, deadline=None)
+def test_record_bytes_equal_the_reference_or_raise_alike(value: Any) -> None:
+    assert _outcome(_record_bytes, value) == _outcome(canonical_bytes_reference, value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": [[[]]]},
+        {1: "int key"},
+        {_Text("k"): 1},
+        {"k": {"deep": 1.0}},
+        {"n": MAX_SAFE_INTEGER, "m": -MAX_SAFE_INTEGER},
+        {"n": MAX_SAFE_INTEGER + 1},
+        {"f": float("nan")},
+        {"f": float("inf")},
+        {"s": "\ud800"},
+        {"e\u0301": 1, "\u00e9": 2},
+        {"tuple": (1,)},
+        {"enum": _Colour.RED},
+        {"range": [1, 2, 3, 4], "confidence": [{"value": 0.9, "method": "m", "observer": None}]},
+    ],
+)
+def test_record_bytes_on_edge_cases(value: Any) -> None:
+    assert _outcome(_record_bytes, value) == _outcome(canonical_bytes_reference, value)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = {"leaf": 1}
+    for _ in range(depth - 1):
+        value = {"x": value}
+    return value
+
+
+@pytest.mark.parametrize("depth", [199, 200, 201, 230, 254, 256])
+def test_record_bytes_respect_the_depth_limit(depth: int) -> None:
+    value = _nested(depth)
+    assert _outcome(_record_bytes, value) == _outcome(canonical_bytes_reference, value)
+
+
+def test_record_bytes_refuse_cycles_like_the_reference() -> None:
+    value: dict[str, Any] = {"a": []}
+    value["a"].append(value)
+    assert _outcome(_record_bytes, value) == _outcome(canonical_bytes_reference, value)
+
+
+_identifiers = (
+    st.text(max_size=300)
+    | st.text(alphabet="ab /:#._-\t\x00\x1f\x7f\x85\u00e9\u2028", max_size=300)
+    | st.sampled_from(["", " ", "  \t", "a" * 256, "a" * 257, "é" * 128, "é" * 129, "\ud800"])
+)
+
+
+@given(_identifiers, _identifiers)
+@settings(max_examples=1500, deadline=None)
+def test_validate_ref_accepts_and_refuses_like_validate(collection: str, doc_id: str) -> None:
+    ref = EntityRef(collection, doc_id)
+    assert _outcome(_validate_ref, ref) == _outcome(EntityRef.validate, ref)
+
+
+def _rich_graph() -> SemanticGraph:
+    """The load tests' graph plus floats, non-ASCII text, provenance and metadata."""
+    graph = build(docstring="Gibt den Namen zurück: naïve café \u00e9", extra=True)
+    stable = EndpointIdentity.stable()
+    graph.add_node(
+        "function:app/ü.py#größe",
+        "function",
+        identity=stable,
+        attributes={
+            "name": "größe",
+            "centrality": 0.125,
+            "community": "c1",
+            "level": 2,
+            "range": [1, 1, 2, 2],
+            "weights": [1.0, 2.5],
+        },
+    )
+    graph.add_fact(
+        "function:app/ü.py#größe",
+        "class:app/users.py#UserService",
+        "calls",
+        {"invocation": "call", "dispatch": "direct"},
+        occurrence=OccurrenceInput(
+            adapter_id="python",
+            strategy="ast",
+            source_file="app/ü.py",
+            source_range=SourceRange(1, 1, 1, 9),
+            site_kind="call",
+            provenance=({"tool": "ast", "score": 1.0},),
+            confidence=(),
+            metadata={"note": "naïve", "weight": 0.75},
+        ),
+    )
+    return graph
+
+
+@pytest.mark.parametrize("graph", [build(), build(extra=True), _rich_graph()])
+def test_wanted_state_equals_the_plain_canonical_one(graph: SemanticGraph) -> None:
+    space = HashingEmbedder(16).space
+    fast = _wanted(graph, "code", space)
+    plain = _wanted(graph, "code", space, encode=canonical_bytes)
+    assert fast.fingerprint == plain.fingerprint
+    assert fast.collections == plain.collections
+    assert {ref: (doc.body, doc.data) for ref, doc in fast.documents.items()} == {
+        ref: (doc.body, doc.data) for ref, doc in plain.documents.items()
+    }
+    assert {key: (f.endpoints, f.record, f.occurrences) for key, f in fast.facts.items()} == {
+        key: (f.endpoints, f.record, f.occurrences) for key, f in plain.facts.items()
+    }
+    for document in fast.documents.values():
+        assert document.data == canonical_bytes_reference(document.body)
+    for fact_id, item in fast.facts.items():
+        assert item.record == canonical_bytes_reference(graph.fact(fact_id).to_json())
+
+
+def _fail_while_paused() -> None:
+    with _gc_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("boom")
+
+
+def test_gc_is_paused_inside_and_restored_after() -> None:
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError, match="boom"):
+        _fail_while_paused()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with _gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # it was off before: left off
+    finally:
+        gc.enable()
+
+
+_nested_values = st.recursive(
+    st.none() | st.integers() | st.text(max_size=3) | st.floats(allow_nan=False),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.text(max_size=2), children, max_size=3)
+        | st.tuples(children, children)
+        | st.dictionaries(st.text(max_size=2), children, max_size=2).map(MappingProxyType)
+    ),
+    max_leaves=40,
+)
+
+
+@given(_nested_values, st.integers(min_value=0, max_value=6))
+@settings(max_examples=1500, deadline=None)
+def test_depth_within_agrees_with_json_depth(value: Any, limit: int) -> None:
+    assert _depth_within(value, limit) == (json_depth(value) <= limit)
+
+
+@pytest.mark.parametrize(
+    "depth", [MAX_DOCUMENT_DEPTH - 1, MAX_DOCUMENT_DEPTH, MAX_DOCUMENT_DEPTH + 1]
+)
+def test_depth_within_at_the_document_limit(depth: int) -> None:
+    value = _nested(depth)
+    assert json_depth(value) == depth
+    assert _depth_within(value, MAX_DOCUMENT_DEPTH) == (depth <= MAX_DOCUMENT_DEPTH)

@@ -20,7 +20,9 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from operator import attrgetter
+from itertools import chain, repeat
+from operator import attrgetter, methodcaller
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -35,9 +37,9 @@ from cairn.artifact.limits import (
 from cairn.artifact.paths import PATH_FIELD_NAMES, absolute_path_fields, is_absolute_path
 from cairn.artifact.runtime import gc_paused
 from cairn.artifact.schema import expected_versions
-from cairn.artifact.seal import DIGEST_KEY, DIGEST_PLACEHOLDER, seal
+from cairn.artifact.seal import DIGEST_KEY, DIGEST_PLACEHOLDER, sealed_between
 from cairn.artifact.tally import receipt_from_pairs
-from cairn.artifact.workers import SharedWork
+from cairn.artifact.workers import SharedWork, Spool
 from cairn.canonical import MAX_SAFE_INTEGER, canonical_bytes, format_number
 from cairn.errors import CanonicalizationError, ValidationError
 from cairn.graph.model import (
@@ -46,9 +48,7 @@ from cairn.graph.model import (
     EndpointIdentity,
     EvidenceOccurrence,
     Hyperedge,
-    Node,
     OccurrenceOwner,
-    SemanticFact,
     SourceRange,
     thaw,
 )
@@ -71,17 +71,8 @@ _TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 _PLAIN_FLOAT_MIN = 1e-4
 _PLAIN_FLOAT_MAX = 1e16
 
-_ID = attrgetter("id")
-_KIND = attrgetter("kind")
 _SOURCE = attrgetter("source")
 _TARGET = attrgetter("target")
-_RELATION = attrgetter("relation")
-_DIRECTION = attrgetter("direction")
-_FACT_ID = attrgetter("fact_id")
-_SOURCE_FILE = attrgetter("source_file")
-_TARGET_FILE = attrgetter("target_file")
-_SITE_KIND = attrgetter("site_kind")
-_EVIDENCE_KEY = attrgetter("adapter_evidence_key")
 
 
 def resolve_generated_at(value: str | datetime | None) -> str:
@@ -123,16 +114,17 @@ def encode_artifact(
         body = _fast_body(graph, meta, parallel=parallel)
         if not body.isascii() and not unicodedata.is_normalized("NFC", body.decode("utf-8")):
             body = canonical_bytes(_payload(graph, meta, fast=False))
-    return ARTIFACT_HEADER + seal(body) + b"\n"
+    return sealed_between(ARTIFACT_HEADER, body, b"\n")
 
 
 def _fast_body(graph: SemanticGraph, meta: dict[str, Any], *, parallel: bool) -> bytes:
     """The body via orjson; a forked worker prints the occurrence section meanwhile."""
     use_worker = parallel and graph.occurrence_count >= PARALLEL_MIN_WRITE_OBJECTS
-    with SharedWork(graph, PARALLEL_WORKERS, parallel=use_worker) as work:
-        work.submit(_occurrence_section)
+    with Spool() as spool, SharedWork(graph, PARALLEL_WORKERS, parallel=use_worker) as work:
+        work.submit(_spooled_occurrence_section, spool)
         payload = _payload(graph, meta, fast=True, with_occurrences=False)
-        [(owners, occurrences)] = work.drain()
+        [(owners, size)] = work.drain()
+        occurrences = spool.read(size)
     payload["occurrence_owners"] = [orjson.Fragment(entry) for entry in owners]
     payload["occurrences"] = orjson.Fragment(occurrences)
     return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
@@ -144,6 +136,12 @@ def _occurrence_section(graph: SemanticGraph) -> tuple[list[bytes], bytes]:
     owners, owner_rows = _table(list(map(_OWNER, occurrences)), _OWNER_KEY, OccurrenceOwner.to_json)
     columns = _Writer(fast=True).occurrence_columns(occurrences, owner_rows)
     return owners, orjson.dumps(columns, option=orjson.OPT_SORT_KEYS)
+
+
+def _spooled_occurrence_section(graph: SemanticGraph, spool: Spool) -> tuple[list[bytes], int]:
+    """``_occurrence_section`` with the printed columns left in ``spool`` (size returned)."""
+    owners, occurrences = _occurrence_section(graph)
+    return owners, spool.write(occurrences)
 
 
 def write_artifact(
@@ -231,8 +229,6 @@ def refuse_absolute_paths(value: Any, where: str) -> None:
 _IDENTITY_KEY = attrgetter("status", "reasons")
 _OWNER_KEY = attrgetter("adapter_id", "strategy", "adapter_version")
 _RANGE = attrgetter("start_line", "start_column", "end_line", "end_column")
-_SOURCE_SIDE = attrgetter("endpoint_identity.source")
-_TARGET_SIDE = attrgetter("endpoint_identity.target")
 
 
 def _discriminator_key(disc: Discriminator) -> Any:
@@ -261,15 +257,53 @@ def _table(
     ``key`` is a cheap hashable stand-in for the value, so the canonicaliser runs once
     per distinct value and the per-object work stays in C (``map`` over ``key``).
     """
-    keys = list(map(key, objects))
-    first: dict[Any, Any] = {}
-    for position, value_key in enumerate(keys):
-        first.setdefault(value_key, position)
-    encoded = {value_key: canonical_bytes(to_json(objects[at])) for value_key, at in first.items()}
+    return _keyed_table(objects, list(map(key, objects)), to_json)
+
+
+def _keyed_table(
+    objects: Sequence[Any], keys: list[Any], to_json: Callable[[Any], Any]
+) -> tuple[list[bytes], list[int]]:
+    """``_table`` with the keys already computed (raises ``TypeError`` if one is unhashable)."""
+    # Each key is hashed once: ``firsts`` maps it to its first position (in C).
+    firsts: dict[Any, int] = {}
+    positions = list(map(firsts.setdefault, keys, range(len(keys))))
+    encoded = {at: canonical_bytes(to_json(objects[at])) for at in firsts.values()}
     entries = sorted(set(encoded.values()))
     row_of_entry = {entry: row for row, entry in enumerate(entries)}
-    row_of_key = {value_key: row_of_entry[data] for value_key, data in encoded.items()}
-    return entries, list(map(row_of_key.__getitem__, keys))
+    row_of_position = {at: row_of_entry[data] for at, data in encoded.items()}
+    return entries, list(map(row_of_position.__getitem__, positions))
+
+
+_SCALAR_LEAVES = frozenset({str, type(None), bool, int, float})
+_NUMERIC_LEAVES = frozenset({bool, int, float})
+
+
+def _discriminator_table(discriminators: Sequence[Discriminator]) -> tuple[list[bytes], list[int]]:
+    """The discriminator table and rows, grouped exactly as ``_discriminator_key`` groups.
+
+    When every value leaf is a scalar and at most one of ``bool``, ``int`` and ``float``
+    occurs (``True == 1 == 1.0`` is the only equality across JSON types), equal values
+    have equal types, so the key needs no type column; the keys are then built column
+    by column in C. Otherwise (mixed numbers, nested values) every key is
+    ``_discriminator_key``.
+    """
+    values = list(map(_VALUE, discriminators))
+    leaves = set(map(type, chain.from_iterable(map(_VALUES, values))))
+    if leaves <= _SCALAR_LEAVES and len(leaves & _NUMERIC_LEAVES) <= 1:
+        keys = list(
+            zip(
+                map(_REGISTRY, discriminators),
+                map(_POLICY_VERSION, discriminators),
+                map(_COMPLETENESS, discriminators),
+                map(_REASONS, discriminators),
+                map(tuple, values),
+                map(tuple, map(_VALUES, values)),
+                strict=True,
+            )
+        )
+    else:
+        keys = list(map(_discriminator_key, discriminators))
+    return _keyed_table(discriminators, keys, Discriminator.to_json)
 
 
 def _walk_free(value: Any, where: Callable[[], str]) -> tuple[Any, bool]:
@@ -315,6 +349,36 @@ def _walk_free(value: Any, where: Callable[[], str]) -> tuple[Any, bool]:
     return value, False  # not JSON: the canonicaliser names the problem
 
 
+_FLAT_SCALARS = frozenset({str, bool, int, type(None)})
+
+
+def _flat_and_plain(mappings: Sequence[Any]) -> bool:
+    """Whether ``_walk_free`` would pass every mapping unchanged as safe, proven in bulk.
+
+    True only when each is a frozen mapping with string keys whose values are strings,
+    booleans, nulls or integers within ±2**53, and no file key holds an absolute path;
+    then orjson prints ``dict(mapping)`` as the reference does (strings are covered by
+    the whole-text NFC check). False sends the caller down the value-by-value path,
+    which also names the first offender of any error.
+    """
+    if not set(map(type, mappings)) <= {MappingProxyType}:
+        return False
+    keys = set(chain.from_iterable(mappings))
+    if not set(map(type, keys)) <= {str}:
+        return False
+    values = list(chain.from_iterable(map(_VALUES, mappings)))
+    if not set(map(type, values)) <= _FLAT_SCALARS:
+        return False
+    integers = [value for value in values if type(value) is int]
+    if integers and (min(integers) < -MAX_SAFE_INTEGER or max(integers) > MAX_SAFE_INTEGER):
+        return False
+    for key in keys & PATH_FIELD_NAMES:
+        found = set(map(methodcaller("get", key), mappings))
+        if any(type(value) is str and is_absolute_path(value) for value in found):
+            return False
+    return True
+
+
 class _Writer:
     """Turns records into payload columns; ``fast`` emits fragments, tuples and enums."""
 
@@ -347,6 +411,21 @@ class _Writer:
         """A set-like array of free-form values."""
         return [self.free(item, where) for item in items]
 
+    def free_items_column(
+        self, ids: Sequence[str], cells: Sequence[Any], section: str, member: str
+    ) -> list[Any]:
+        """A column of set-like arrays of free-form values (``free_items`` per record).
+
+        In fast mode a column of flat, plainly printable mappings is built in C.
+        """
+        if self.fast and _flat_and_plain(list(chain.from_iterable(cells))):
+            return list(map(list, map(map, repeat(dict), cells)))
+        empty = self.array(())
+        return [
+            self.free_items(cell, _where(section, record_id, member)) if cell else empty
+            for record_id, cell in zip(ids, cells, strict=True)
+        ]
+
     def number(self, value: int | float) -> Any:
         """A schema number printed exactly as the reference canonicaliser prints it."""
         if not isinstance(value, float):
@@ -377,86 +456,88 @@ class _Writer:
         ]
 
     # -------------------------------------------------------------- columns
-    def node_columns(self, nodes: Sequence[Node], identity_rows: list[int]) -> dict[str, Any]:
+    def node_columns(
+        self, columns: Sequence[tuple[Any, ...]], identity_rows: list[int]
+    ) -> dict[str, Any]:
+        """The node section from the ``_NODE_FIELDS`` columns of the sorted nodes."""
+        ids, kinds, _identities, mappings = columns
         empty: dict[str, Any] = {}
+        if self.fast and _flat_and_plain(mappings):
+            attributes = list(map(dict, mappings))
+        else:
+            attributes = [
+                self.free(mapping, _where("nodes", node_id, ".attributes")) if mapping else empty
+                for node_id, mapping in zip(ids, mappings, strict=True)
+            ]
         return {
-            "id": list(map(_ID, nodes)),
-            "kind": list(map(_KIND, nodes)),
+            "id": list(ids),
+            "kind": list(kinds),
             "identity": identity_rows,
-            "attributes": [
-                self.free(node.attributes, _where("nodes", node.id, ".attributes"))
-                if node.attributes
-                else empty
-                for node in nodes
-            ],
+            "attributes": attributes,
         }
 
     def fact_columns(
         self,
-        facts: Sequence[SemanticFact],
+        columns: Sequence[tuple[Any, ...]],
         source_rows: list[int],
         target_rows: list[int],
         discriminator_rows: list[int],
     ) -> dict[str, Any]:
-        directions: Any = list(map(_DIRECTION, facts))
+        """The fact section from the ``_FACT_FIELDS`` columns of the sorted facts."""
+        ids, directions, sources, targets, relations, occurrence_ids, annotations = columns[:7]
         if not self.fast:
-            directions = [direction.value for direction in directions]
-        empty = self.array(())
+            directions = tuple(direction.value for direction in directions)
         return {
-            "id": list(map(_ID, facts)),
-            "direction": directions,
-            "source": list(map(_SOURCE, facts)),
-            "target": list(map(_TARGET, facts)),
-            "relation": list(map(_RELATION, facts)),
+            "id": list(ids),
+            "direction": list(directions),
+            "source": list(sources),
+            "target": list(targets),
+            "relation": list(relations),
             "discriminator": discriminator_rows,
             "source_identity": source_rows,
             "target_identity": target_rows,
-            "occurrence_ids": self.arrays(map(_OCCURRENCE_IDS, facts)),
-            "annotation_variants": [
-                self.free_items(
-                    fact.annotation_variants, _where("facts", fact.id, ".annotation_variants")
-                )
-                if fact.annotation_variants
-                else empty
-                for fact in facts
-            ],
+            "occurrence_ids": self.arrays(occurrence_ids),
+            "annotation_variants": self.free_items_column(
+                ids, annotations, "facts", ".annotation_variants"
+            ),
         }
 
     def occurrence_columns(
         self, occurrences: Sequence[EvidenceOccurrence], owner_rows: list[int]
     ) -> dict[str, Any]:
         empty = self.array(())
+        (
+            ids,
+            fact_ids,
+            source_files,
+            source_ranges,
+            target_files,
+            target_ranges,
+            site_kinds,
+            evidence_keys,
+            provenance,
+            confidence,
+            metadata,
+            diagnostics,
+        ) = _columns_of(occurrences, _OCCURRENCE_FIELDS)
         return {
-            "id": list(map(_ID, occurrences)),
-            "fact_id": list(map(_FACT_ID, occurrences)),
+            "id": list(ids),
+            "fact_id": list(fact_ids),
             "owner": owner_rows,
-            "source_file": list(map(_SOURCE_FILE, occurrences)),
-            "source_range": self.ranges(map(_SOURCE_RANGE, occurrences)),
-            "target_file": list(map(_TARGET_FILE, occurrences)),
-            "target_range": self.ranges(map(_TARGET_RANGE, occurrences)),
-            "site_kind": list(map(_SITE_KIND, occurrences)),
-            "adapter_evidence_key": list(map(_EVIDENCE_KEY, occurrences)),
-            "provenance": [
-                self.free_items(item.provenance, _where("occurrences", item.id, ".provenance"))
-                if item.provenance
-                else empty
-                for item in occurrences
-            ],
+            "source_file": list(source_files),
+            "source_range": self.ranges(source_ranges),
+            "target_file": list(target_files),
+            "target_range": self.ranges(target_ranges),
+            "site_kind": list(site_kinds),
+            "adapter_evidence_key": list(evidence_keys),
+            "provenance": self.free_items_column(ids, provenance, "occurrences", ".provenance"),
             "confidence_observations": [
-                self.observations(item.confidence_observations)
-                if item.confidence_observations
-                else empty
-                for item in occurrences
+                self.observations(items) if items else empty for items in confidence
             ],
-            "metadata_variants": [
-                self.free_items(
-                    item.metadata_variants, _where("occurrences", item.id, ".metadata_variants")
-                )
-                if item.metadata_variants
-                else empty
-                for item in occurrences
-            ],
-            "diagnostics": self.arrays(map(_DIAGNOSTICS, occurrences)),
+            "metadata_variants": self.free_items_column(
+                ids, metadata, "occurrences", ".metadata_variants"
+            ),
+            "diagnostics": self.arrays(diagnostics),
         }
 
     def hyperedge(self, hyperedge: Hyperedge) -> dict[str, Any]:
@@ -471,6 +552,46 @@ class _Writer:
         }
 
 
+def _columns_of(records: Sequence[Any], names: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The ``names`` attributes of ``records`` as one tuple per attribute.
+
+    One row-wise pass reads every field of a record while it is in cache, then ``zip``
+    transposes the rows; a pass per attribute would fetch each record once per column,
+    which costs most on a graph whose records are scattered over a large heap.
+    """
+    if not records:
+        return [()] * len(names)
+    return list(zip(*map(attrgetter(*names), records), strict=True))
+
+
+_NODE_FIELDS = ("id", "kind", "identity", "attributes")
+_FACT_FIELDS = (
+    "id",
+    "direction",
+    "source",
+    "target",
+    "relation",
+    "occurrence_ids",
+    "annotation_variants",
+    "endpoint_identity",
+    "discriminator",
+)
+_OCCURRENCE_FIELDS = (
+    "id",
+    "fact_id",
+    "source_file",
+    "source_range",
+    "target_file",
+    "target_range",
+    "site_kind",
+    "adapter_evidence_key",
+    "provenance",
+    "confidence_observations",
+    "metadata_variants",
+    "diagnostics",
+)
+
+
 def _where(section: str, record_id: str, member: str) -> Callable[[], str]:
     """A lazily formatted location, built only when an error names it."""
     return lambda: f"{section}[{record_id}]{member}"
@@ -480,19 +601,20 @@ def _payload(
     graph: SemanticGraph, meta: dict[str, Any], *, fast: bool, with_occurrences: bool = True
 ) -> dict[str, Any]:
     writer = _Writer(fast)
-    nodes, facts = graph.nodes(), graph.facts()
+    node_columns = _columns_of(graph.nodes(), _NODE_FIELDS)
+    fact_columns = _columns_of(graph.facts(), _FACT_FIELDS)
+    node_count, fact_count = len(node_columns[0]), len(fact_columns[0])
+    endpoint_identities = fact_columns[7]
     identity_objects = [
-        *map(attrgetter("identity"), nodes),
-        *map(_SOURCE_SIDE, facts),
-        *map(_TARGET_SIDE, facts),
+        *node_columns[2],
+        *map(_SOURCE, endpoint_identities),
+        *map(_TARGET, endpoint_identities),
     ]
     identities, identity_rows = _table(identity_objects, _IDENTITY_KEY, EndpointIdentity.to_json)
-    node_rows = identity_rows[: len(nodes)]
-    source_rows = identity_rows[len(nodes) : len(nodes) + len(facts)]
-    target_rows = identity_rows[len(nodes) + len(facts) :]
-    discriminators, discriminator_rows = _table(
-        list(map(_DISCRIMINATOR, facts)), _discriminator_key, Discriminator.to_json
-    )
+    node_rows = identity_rows[:node_count]
+    source_rows = identity_rows[node_count : node_count + fact_count]
+    target_rows = identity_rows[node_count + fact_count :]
+    discriminators, discriminator_rows = _discriminator_table(fact_columns[8])
     pairs = Counter(zip(source_rows, target_rows, strict=True))
     table_identities = [EndpointIdentity.from_json(orjson.loads(entry)) for entry in identities]
     provenance, provenance_safe = _walk_free(meta["provenance"], lambda: "provenance")
@@ -504,8 +626,8 @@ def _payload(
         "directed": meta["directed"],
         "endpoint_identities": writer.table(identities),
         "discriminators": writer.table(discriminators),
-        "nodes": writer.node_columns(nodes, node_rows),
-        "facts": writer.fact_columns(facts, source_rows, target_rows, discriminator_rows),
+        "nodes": writer.node_columns(node_columns, node_rows),
+        "facts": writer.fact_columns(fact_columns, source_rows, target_rows, discriminator_rows),
         "hyperedges": [writer.hyperedge(item) for item in graph.hyperedges()],
         "community_labels": dict(graph.community_labels),
         "counts": graph.counts().to_json(),
@@ -533,9 +655,10 @@ def _payload(
     return payload
 
 
-_DISCRIMINATOR = attrgetter("discriminator")
 _OWNER = attrgetter("owner")
-_OCCURRENCE_IDS = attrgetter("occurrence_ids")
-_DIAGNOSTICS = attrgetter("diagnostics")
-_SOURCE_RANGE = attrgetter("source_range")
-_TARGET_RANGE = attrgetter("target_range")
+_VALUE = attrgetter("value")
+_REGISTRY = attrgetter("registry")
+_POLICY_VERSION = attrgetter("policy_version")
+_COMPLETENESS = attrgetter("completeness")
+_REASONS = attrgetter("reasons")
+_VALUES = methodcaller("values")

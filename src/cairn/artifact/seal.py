@@ -12,7 +12,14 @@ from __future__ import annotations
 import hashlib
 import re
 
-__all__ = ["DIGEST_KEY", "DIGEST_PLACEHOLDER", "seal", "stored_digest", "unsealed_digest"]
+__all__ = [
+    "DIGEST_KEY",
+    "DIGEST_PLACEHOLDER",
+    "seal",
+    "sealed_between",
+    "stored_digest",
+    "unsealed_digest",
+]
 
 DIGEST_KEY = "payload_sha256"
 DIGEST_PLACEHOLDER = "0" * 64
@@ -37,6 +44,16 @@ def seal(body: bytes) -> bytes:
         raise ValueError("the body does not hold the digest placeholder")
     digest = hashlib.sha256(body).hexdigest().encode()
     return body[:offset] + digest + body[offset + _WIDTH :]
+
+
+def sealed_between(prefix: bytes, body: bytes, suffix: bytes) -> bytes:
+    """``prefix + seal(body) + suffix``, built with one copy of ``body`` instead of three."""
+    offset = _value_offset(body, 0)
+    view = memoryview(body)
+    if view[offset : offset + _WIDTH] != DIGEST_PLACEHOLDER.encode():
+        raise ValueError("the body does not hold the digest placeholder")
+    digest = hashlib.sha256(body).hexdigest().encode()
+    return b"".join((prefix, view[:offset], digest, view[offset + _WIDTH :], suffix))
 
 
 def stored_digest(data: bytes, start: int = 0) -> str:

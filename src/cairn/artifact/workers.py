@@ -10,6 +10,8 @@ safe (see ``runtime.fork_available``) every task runs in the parent.
 from __future__ import annotations
 
 import multiprocessing
+import os
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -18,7 +20,7 @@ from typing import Any
 
 from cairn.artifact.runtime import fork_available
 
-__all__ = ["SharedWork"]
+__all__ = ["SharedWork", "Spool"]
 
 _SHARED: Any = None
 
@@ -81,3 +83,47 @@ class SharedWork:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         _SHARED = None
+
+
+class Spool:
+    """An anonymous file opened before the fork, for handing large bytes back.
+
+    A forked worker inherits the descriptor, writes its result there and returns only
+    the size; the parent reads it with one copy. Sending the bytes through the pool's
+    pipe instead costs a pickle, many pipe writes and reads, and an unpickle copy
+    (about 0.5 s for 84 MB on the 2-core development machine).
+    """
+
+    def __init__(self) -> None:
+        memfd_create = getattr(os, "memfd_create", None)
+        if memfd_create is not None:
+            self.fd: int = memfd_create("cairn-spool", 0)
+        else:  # pragma: no cover - non-Linux platforms never fork workers
+            with tempfile.TemporaryFile() as handle:
+                self.fd = os.dup(handle.fileno())
+
+    def write(self, data: bytes) -> int:
+        """Store ``data`` from offset 0 (in whichever process holds the descriptor)."""
+        view = memoryview(data)
+        done = 0
+        while done < len(view):
+            done += os.pwrite(self.fd, view[done:], done)
+        return done
+
+    def read(self, size: int) -> bytes:
+        """The ``size`` bytes written by ``write``."""
+        parts: list[bytes] = []
+        done = 0
+        while done < size:
+            part = os.pread(self.fd, size - done, done)
+            if not part:
+                raise EOFError(f"the spool holds {done} of {size} bytes")
+            parts.append(part)
+            done += len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def __enter__(self) -> Spool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        os.close(self.fd)

@@ -212,7 +212,7 @@ class SemanticGraph:
 
     def nodes(self) -> tuple[Node, ...]:
         """Every node, ordered by ID."""
-        return tuple(self._nodes[key] for key in sorted(self._nodes))
+        return tuple(map(self._nodes.__getitem__, sorted(self._nodes)))
 
     def node_ids(self) -> tuple[str, ...]:
         """Every node ID, sorted."""
@@ -409,7 +409,7 @@ class SemanticGraph:
 
     def occurrences(self) -> tuple[EvidenceOccurrence, ...]:
         """Every occurrence, ordered by ID."""
-        return tuple(self._occurrences[key] for key in sorted(self._occurrences))
+        return tuple(map(self._occurrences.__getitem__, sorted(self._occurrences)))
 
     def hyperedges(self) -> tuple[Hyperedge, ...]:
         """Every hyperedge, ordered by ID."""
@@ -418,9 +418,11 @@ class SemanticGraph:
     def _sorted_facts(
         self, ids: Iterable[str], relations: Iterable[str] | None = None
     ) -> tuple[SemanticFact, ...]:
-        wanted = None if relations is None else frozenset(relations)
-        found = (self._facts[fact_id] for fact_id in sorted(ids))
-        return tuple(fact for fact in found if wanted is None or fact.relation in wanted)
+        found = map(self._facts.__getitem__, sorted(ids))
+        if relations is None:
+            return tuple(found)
+        wanted = frozenset(relations)
+        return tuple(fact for fact in found if fact.relation in wanted)
 
     def facts_between(
         self, source: str, target: str, relations: Iterable[str] | None = None

@@ -195,14 +195,6 @@ class _Document:
 
 
 @dataclass(frozen=True, slots=True)
-class _Fact:
-    fact: SemanticFact
-    endpoints: tuple[EntityRef, EntityRef]
-    record: bytes
-    occurrences: tuple[tuple[str, bytes], ...]
-
-
-@dataclass(frozen=True, slots=True)
 class _Wanted:
     """The state a load wants, with the fingerprint of all of it."""
 
@@ -210,7 +202,7 @@ class _Wanted:
     space: VectorSpace
     collections: tuple[ConfigureCollection, ...]
     documents: dict[EntityRef, _Document]
-    facts: dict[str, _Fact]
+    facts: dict[str, BulkFact]
     fingerprint: str
 
 
@@ -391,13 +383,13 @@ def _wanted(
         documents[ref] = _Document(ref, body, data)
         refs[node.id] = ref
         feed(ref.collection.encode(), ref.id.encode(), data)
-    facts: dict[str, _Fact] = {}
+    facts: dict[str, BulkFact] = {}
     occurrences_of = graph.occurrences_of
     for fact in graph.facts():
         _verified(fact)
         record = encode(fact.to_json())
         occurrences = tuple((item.id, encode(item.to_json())) for item in occurrences_of(fact.id))
-        facts[fact.id] = _Fact(fact, (refs[fact.source], refs[fact.target]), record, occurrences)
+        facts[fact.id] = BulkFact(fact, (refs[fact.source], refs[fact.target]), record, occurrences)
         feed(record, *(data for _, data in occurrences))
     names = {ref.collection for ref in documents} | set(FAMILY_COLLECTIONS)
     vector = (VectorField(VECTOR_FIELD, space),)
@@ -470,7 +462,7 @@ class _Plan:
         outcomes.extend(self._put_documents(applier, puts))
         outcomes.extend(self._vectors(conn, applier, rewritten, stored_docs))
         facts = [
-            BulkFact(item.fact, item.endpoints, item.record, item.occurrences)
+            item
             for fact_id, item in sorted(wanted.facts.items())
             if stored_facts.get(fact_id) != (item.endpoints, item.record, item.occurrences)
         ]

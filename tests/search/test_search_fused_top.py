@@ -38,11 +38,19 @@ def branches(draw: Any) -> list[tuple[float, np.ndarray, np.ndarray, str]]:
             [draw(st.integers(0, levels)) / levels for _ in range(size)], dtype=np.float64
         )
         weight = draw(st.sampled_from([0.0, 0.5, 1.0, 13 / 132, 2.0, 0.1]))
-        out.append((weight, slots, scores, draw(st.sampled_from(["exact", "approx", "ordered"]))))
+        kind = draw(st.sampled_from(["exact", "approx", "ordered", "dense"]))
+        out.append((weight, slots, scores, kind, draw(HEADS)))
     return out
 
 
-def ranking(kind: str, slots: np.ndarray, scores: np.ndarray) -> Any:
+# (head_size, few_passes): the default, and heads small enough that ranks and bounds
+# below them take the pass and the sort-everything paths.
+HEADS = st.sampled_from([(2048, 16), (1, 0), (3, 16), (8, 1), (16, 0)])
+
+
+def ranking(
+    kind: str, slots: np.ndarray, scores: np.ndarray, head: tuple[int, int] = (2048, 16)
+) -> Any:
     if kind == "ordered":
         return OrderedRanking(complete(slots, scores))
     if kind == "approx":
@@ -52,22 +60,32 @@ def ranking(kind: str, slots: np.ndarray, scores: np.ndarray) -> Any:
         def exact(index: np.ndarray) -> np.ndarray:
             return scores[index]
 
-        return ApproxRanking(slots, scores + noise, eps, exact, IDS)
-    return SlotRanking(slots, scores, IDS)
+        found: Any = ApproxRanking(slots, scores + noise, eps, exact, IDS)
+    elif kind == "dense" and np.all(scores > 0):
+        dense = np.zeros(400, dtype=np.float64)
+        dense[slots] = scores
+        found = DenseRanking(dense, IDS)
+    else:
+        found = SlotRanking(slots, scores, IDS)
+    found.head_size, found.few_passes = head
+    return found
 
 
 @settings(max_examples=150, deadline=None)
 @given(branches(), st.integers(1, 30), st.sampled_from([1, 60]), st.sampled_from([1, 4, 256]))
 def test_fused_top_equals_weighted_rrf(
-    drawn: list[tuple[float, np.ndarray, np.ndarray, str]], limit: int, k: int, prefix: int
+    drawn: list[tuple[float, np.ndarray, np.ndarray, str, tuple[int, int]]],
+    limit: int,
+    k: int,
+    prefix: int,
 ) -> None:
     full = [
         BranchRanking(f"b{i}", weight, complete(slots, scores))
-        for i, (weight, slots, scores, _) in enumerate(drawn)
+        for i, (weight, slots, scores, *_) in enumerate(drawn)
     ]
     lazy = [
-        RankedBranch(f"b{i}", weight, ranking(kind, slots, scores))
-        for i, (weight, slots, scores, kind) in enumerate(drawn)
+        RankedBranch(f"b{i}", weight, ranking(kind, slots, scores, head))
+        for i, (weight, slots, scores, kind, head) in enumerate(drawn)
     ]
     expected = weighted_rrf(full, k, limit)
     found = fused_top(lazy, k, limit, IDS, prefix=prefix)
@@ -77,19 +95,32 @@ def test_fused_top_equals_weighted_rrf(
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 200), st.integers(1, 8), st.integers(0, 50))
-def test_rankings_answer_top_and_ranks_exactly(size: int, levels: int, m: int) -> None:
+@given(st.integers(1, 200), st.integers(1, 8), st.integers(0, 50), HEADS, st.booleans())
+def test_rankings_answer_top_ranks_and_bounds_exactly(
+    size: int, levels: int, m: int, head: tuple[int, int], ascending: bool
+) -> None:
     rng = np.random.default_rng(size * 31 + levels)
     slots = rng.permutation(np.arange(1, 400))[:size].astype(np.int64)
+    if ascending:
+        slots = np.sort(slots)
     scores = rng.integers(0, levels + 1, size) / levels
+    if ascending:  # positive, so that the dense form holds every candidate
+        scores = scores + 1.0
     expected = complete(slots, scores)
-    for kind in ("exact", "approx", "ordered"):
-        found = ranking(kind, slots, scores)
+    ranks = {slot: (rank, score) for rank, (slot, score) in enumerate(expected, 1)}
+    wanted = [int(s) for s in slots[:: max(1, size // 7)]] + [0, 399]
+    for kind in ("exact", "approx", "ordered", "dense"):
+        found = ranking(kind, slots, scores, head)
         assert found.top(m) == expected[:m]
-        wanted = [int(s) for s in slots[:: max(1, size // 7)]] + [0, 399]
-        ranks = {slot: (rank, score) for rank, (slot, score) in enumerate(expected, 1)}
         assert found.ranks_of(wanted) == [ranks.get(slot) for slot in wanted]
         assert [found.rank_of(slot) for slot in wanted] == [ranks.get(slot) for slot in wanted]
+        leaders = set(found.leaders(m).tolist())
+        assert {slot for slot, _ in expected[:m]} <= leaders  # the best m, at least
+        bounds = found.bounds(np.asarray(wanted, dtype=np.int64))
+        for i, slot in enumerate(wanted):
+            assert bool(bounds.present[i]) == (slot in ranks)
+            if slot in ranks:
+                assert bounds.lowest[i] <= ranks[slot][0] <= bounds.highest[i]
 
 
 @settings(max_examples=500, deadline=None)

@@ -18,8 +18,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Generic, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from cairn.search.limits import EXACT_WEIGHT_CACHE_SIZE, FUSION_PREFIX, FUSION_PREFIX_GROWTH
-from cairn.store.ranking import Ranking
+from cairn.store.ranking import RankBounds, Ranking
 
 __all__ = [
     "FUSION_PROFILE",
@@ -183,28 +186,32 @@ def _round(
     ids: Sequence[str],
     m: int,
 ) -> list[FusedHit[int]] | None:
-    """One round of ``fused_top`` with prefixes of ``m``; None when it cannot decide.
+    """One round of ``fused_top`` with leaders of ``m``; None when it cannot decide.
 
-    Keys are scored exactly in order of their upper bound until the next bound cannot
-    reach the ``limit``-th exact score found so far (threshold algorithm).
+    The keys are every branch's leaders. Each branch bounds each key's rank cheaply
+    (``Ranking.bounds``), which bounds its fused score; a key whose upper bound is below
+    the ``limit``-th best lower bound cannot be in the top. The rest are scored exactly
+    in order of their upper bound until it cannot reach the ``limit``-th exact score
+    found so far (threshold algorithm).
     """
-    known: dict[int, dict[int, tuple[int, float]]] = {}
-    tails: list[float] = []
-    for index, (branch, weight) in enumerate(active):
-        top = branch.ranking.top(m)
-        for rank, (slot, score) in enumerate(top, start=1):
-            known.setdefault(slot, {})[index] = (rank, score)
-        complete = len(top) >= branch.ranking.size
-        tails.append(0.0 if complete else float(weight) / (fusion_k + len(top) + 1))
-    floats = [float(weight) for _, weight in active]
-    upper: dict[int, float] = {}
-    for slot, parts in known.items():
-        bound = 0.0
-        for index, tail in enumerate(tails):
-            place = parts.get(index)
-            bound += tail if place is None else floats[index] / (fusion_k + place[0])
-        upper[slot] = bound
-    order = sorted(known, key=lambda slot: -upper[slot])
+    leaders = [branch.ranking.leaders(m) for branch, _ in active]
+    keys = np.unique(np.concatenate(leaders))
+    tails = [
+        0.0 if len(found) >= branch.ranking.size else float(weight) / (fusion_k + m + 1)
+        for (branch, weight), found in zip(active, leaders, strict=True)
+    ]
+    bounds = [branch.ranking.bounds(keys) for branch, _ in active]
+    lower = np.zeros(len(keys), dtype=np.float64)
+    upper = np.zeros(len(keys), dtype=np.float64)
+    for (_, weight), found in zip(active, bounds, strict=True):
+        share = float(weight)
+        lower += np.where(found.present, share / (fusion_k + found.highest), 0.0)
+        upper += np.where(found.present, share / (fusion_k + found.lowest), 0.0)
+    chosen = np.arange(len(keys))
+    if len(keys) > limit:
+        floor = np.partition(lower, len(keys) - limit)[len(keys) - limit]
+        chosen = np.flatnonzero(upper >= floor * (1 - _RELATIVE_SLACK))
+    order = chosen[np.argsort(-upper[chosen], kind="stable")].tolist()
     scored: dict[int, Fraction] = {}
     shares: dict[int, tuple[Contribution, ...]] = {}
     best: list[float] = []  # min-heap of the best ``limit`` exact scores
@@ -214,9 +221,10 @@ def _round(
             break
         batch = order[start : start + limit]
         start += len(batch)
-        _score(active, fusion_k, known, tails, batch, scored, shares)
-        for slot in batch:
-            heapq.heappush(best, float(scored[slot]))
+        for slot, total, parts in _score(active, fusion_k, keys, bounds, batch):
+            scored[slot] = total
+            shares[slot] = parts
+            heapq.heappush(best, float(total))
             if len(best) > limit:
                 heapq.heappop(best)
     theta = best[0] if len(best) >= limit else 0.0
@@ -230,28 +238,26 @@ def _round(
 def _score(
     active: Sequence[tuple[RankedBranch, Fraction]],
     fusion_k: int,
-    known: dict[int, dict[int, tuple[int, float]]],
-    tails: Sequence[float],
-    slots: Sequence[int],
-    scored: dict[int, Fraction],
-    shares: dict[int, tuple[Contribution, ...]],
-) -> None:
-    """Exact fused scores of ``slots``, reading ranks missing from the prefixes."""
-    missing: dict[int, list[int]] = {}
-    for slot in slots:
-        for index, tail in enumerate(tails):
-            if tail > 0 and index not in known[slot]:
-                missing.setdefault(index, []).append(slot)
-    for index, wanted in missing.items():
-        for slot, place in zip(wanted, active[index][0].ranking.ranks_of(wanted), strict=True):
-            if place is not None:
-                known[slot][index] = place
-    for slot in slots:
-        parts = known[slot]
+    keys: npt.NDArray[np.int64],
+    bounds: Sequence[RankBounds],
+    batch: Sequence[int],
+) -> list[tuple[int, Fraction, tuple[Contribution, ...]]]:
+    """Exact fused scores of ``keys[batch]``, from each branch's exact places."""
+    places: list[list[tuple[int, float] | None]] = []
+    for (branch, _), found in zip(active, bounds, strict=True):
+        column: list[tuple[int, float] | None] = [None] * len(batch)
+        wanted = [j for j, i in enumerate(batch) if found.present[i]]
+        if wanted:
+            exact = branch.ranking.ranks_of([int(keys[batch[j]]) for j in wanted])
+            for j, place in zip(wanted, exact, strict=True):
+                column[j] = place
+        places.append(column)
+    result = []
+    for j, i in enumerate(batch):
         total = Fraction(0)
         contributions: list[Contribution] = []
-        for index, (branch, weight) in enumerate(active):
-            place = parts.get(index)
+        for (branch, weight), column in zip(active, places, strict=True):
+            place = column[j]
             if place is None:
                 continue
             rank, native = place
@@ -260,5 +266,5 @@ def _score(
             contributions.append(
                 Contribution(branch.name, rank, native, branch.weight, float(share))
             )
-        scored[slot] = total
-        shares[slot] = tuple(contributions)
+        result.append((int(keys[i]), total, tuple(contributions)))
+    return result

@@ -20,6 +20,7 @@ __all__ = [
     "COSINE_ERROR_FACTOR",
     "DEFAULT_DATABASE_NAME",
     "EMBED_BATCH_SIZE",
+    "FEW_RANK_PASSES",
     "LIVE_NODE_CACHE_SIZE",
     "MAX_API_KEYS_PER_PRINCIPAL",
     "MAX_COMMAND_BYTES",
@@ -44,6 +45,7 @@ __all__ = [
     "MIN_VECTOR_DIMENSION",
     "PARALLEL_SCAN_MIN_ROWS",
     "PBKDF2_ITERATIONS",
+    "RANK_HEAD",
     "READER_MMAP_BYTES",
     "READER_POOL_SIZE",
     "SQLITE_BUSY_TIMEOUT_MS",
@@ -161,6 +163,13 @@ COSINE_ERROR_FACTOR = 2.0
 
 TOP_SAMPLE_STRIDE = 16
 """Top-m selection first takes the m-th best of every 16th score, a lower bound."""
+
+RANK_HEAD = 2048
+"""A ranking sorts its best 2048 scores once; ranks and bounds inside them need no pass."""
+
+FEW_RANK_PASSES = 16
+"""Up to this many exact ranks below the head are counted by passes over the scores;
+more sort every score once."""
 
 LIVE_NODE_CACHE_SIZE = 4
 """Read positions whose node-to-live-slot map the columns keep (walk visibility)."""

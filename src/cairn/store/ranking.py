@@ -12,21 +12,31 @@ gives fast approximate scores with a proven error bound ``eps`` and a function f
 exact score of given candidates; a candidate whose approximate score is more than
 ``eps`` away from a threshold is on its side of it for certain, and only the few within
 the band are computed exactly (the vector branch: a float32 scan, float64 scores).
+
+Fusion also asks two cheap, vectorised questions: ``leaders(m)`` (slots that hold the
+best ``m``; every other candidate ranks after the ``m``-th) and ``bounds(slots)`` (each
+slot's exact score and an interval holding its rank, by binary search in the scores
+sorted once), so that it reads exact ranks only for the few keys whose interval leaves
+the fused top undecided.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from cairn.store.limits import TOP_SAMPLE_STRIDE
+from cairn.store.limits import FEW_RANK_PASSES, RANK_HEAD, TOP_SAMPLE_STRIDE
 
 __all__ = [
     "ApproxRanking",
     "DenseRanking",
     "OrderedRanking",
+    "RankBounds",
     "Ranking",
     "SlotRanking",
     "mth_largest",
@@ -34,6 +44,24 @@ __all__ = [
 
 Exact = Callable[[npt.NDArray[np.intp]], npt.NDArray[np.float64]]
 """Exact scores of the candidates at the given indexes."""
+
+
+class RankBounds(NamedTuple):
+    """Per asked slot: is it a candidate, and an interval ``[lowest, highest]`` of its rank.
+
+    For a slot that is not a candidate ``present`` is False and both bounds are 0.
+    """
+
+    present: npt.NDArray[np.bool_]
+    lowest: npt.NDArray[np.int64]
+    highest: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, places: Sequence[tuple[int, float] | None]) -> RankBounds:
+        """Point bounds from exact places (None: not a candidate)."""
+        present = np.asarray([place is not None for place in places], dtype=bool)
+        ranks = np.asarray([0 if p is None else p[0] for p in places], dtype=np.int64)
+        return cls(present, ranks, ranks.copy())
 
 
 class Ranking:
@@ -53,6 +81,18 @@ class Ranking:
         """``rank_of`` for many slots at once."""
         return [self.rank_of(slot) for slot in slots]
 
+    def leaders(self, m: int) -> npt.NDArray[np.int64]:
+        """Slots holding the best ``m``; every other candidate ranks after the ``m``-th."""
+        return np.asarray([slot for slot, _ in self.top(m)], dtype=np.int64)
+
+    def bounds(self, slots: npt.NDArray[np.int64]) -> RankBounds:
+        """Cheap bounds on the ranks of many slots, with their exact scores.
+
+        Fusion asks these for every key it might need and reads exact ranks
+        (``ranks_of``) only for the few whose bounds leave the top undecided.
+        """
+        return RankBounds.of(self.ranks_of(slots.tolist()))
+
 
 def mth_largest(values: npt.NDArray[np.float64], m: int) -> float | None:
     """The ``m``-th largest of ``values`` (None when there are fewer than ``m``).
@@ -65,7 +105,8 @@ def mth_largest(values: npt.NDArray[np.float64], m: int) -> float | None:
         return None
     near = values
     sample = values[::TOP_SAMPLE_STRIDE]
-    if len(sample) >= m:
+    # The bound keeps about ``m * stride`` values: worth it only when that is few.
+    if len(sample) >= TOP_SAMPLE_STRIDE * m:
         floor = np.partition(sample, len(sample) - m)[len(sample) - m]
         near = values[values >= floor]
     return float(np.partition(near, len(near) - m)[len(near) - m])
@@ -74,11 +115,18 @@ def mth_largest(values: npt.NDArray[np.float64], m: int) -> float | None:
 class SlotRanking(Ranking):
     """Exact float64 scores of candidate slots; ties ordered by document ID."""
 
+    head_size = RANK_HEAD
+    """How many best scores ``_head`` sorts (an attribute so tests can shrink it)."""
+    few_passes = FEW_RANK_PASSES
+    """How many exact ranks below the head are counted by passes before sorting all."""
+
     def __init__(
         self,
         slots: npt.NDArray[np.int64],
         scores: npt.NDArray[np.float64],
         ids: Sequence[str],
+        *,
+        ascending: bool | None = None,
     ) -> None:
         self.slots = slots
         self.scores = scores
@@ -87,6 +135,8 @@ class SlotRanking(Ranking):
         self.eps = 0.0
         self._where: npt.NDArray[np.int64] | None = None
         self._sorted: npt.NDArray[np.float64] | None = None
+        self._best: _Head | None = None
+        self._ascending_slots = ascending  # slots strictly ascending? None: check on use
 
     def _exact(self, index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
         found: npt.NDArray[np.float64] = self.scores[index]
@@ -126,32 +176,52 @@ class SlotRanking(Ranking):
         order = self._order(slots, scores)[:m]
         return [(int(slots[i]), float(scores[i])) for i in order]
 
-    def _position(self, slot: int) -> int | None:
-        """The candidate index of ``slot`` (a dense slot-indexed lookup built once)."""
-        if self._where is None:
-            top = int(self.slots.max()) + 1 if self.size else 0
-            self._where = np.full(top, -1, dtype=np.int64)
-            self._where[self.slots] = np.arange(self.size, dtype=np.int64)
-        if slot >= len(self._where) or self._where[slot] < 0:
-            return None
-        return int(self._where[slot])
+    def _positions(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Candidate indexes of ``slots`` (-1: not a candidate), vectorised.
 
-    def _better(self, score: float, slot: int) -> int:
-        """How many candidates rank before one with ``score`` and ``slot``."""
-        above = int(np.count_nonzero(self.scores > score))
-        ties = np.flatnonzero(self.scores == score)
-        if len(ties) > 1:
-            own = self.ids[slot]
-            above += sum(1 for other in self.slots[ties].tolist() if self.ids[other] < own)
-        return above
+        Candidate slots in ascending order (the usual case) are found by binary search;
+        otherwise a slot-indexed lookup is built once.
+        """
+        if self._ascending_slots is None:
+            ordered = self.slots
+            self._ascending_slots = bool(np.all(ordered[1:] > ordered[:-1]))
+        positions = np.full(len(slots), -1, dtype=np.int64)
+        if self.size == 0:
+            return positions
+        if self._ascending_slots:
+            found = np.minimum(np.searchsorted(self.slots, slots), self.size - 1)
+            hit = self.slots[found] == slots
+            positions[hit] = found[hit]
+            return positions
+        if self._where is None:
+            self._where = np.full(int(self.slots.max()) + 1, -1, dtype=np.int64)
+            self._where[self.slots] = np.arange(self.size, dtype=np.int64)
+        inside = (slots >= 0) & (slots < len(self._where))
+        positions[inside] = self._where[slots[inside]]
+        return positions
+
+    def _position(self, slot: int) -> int | None:
+        """The candidate index of ``slot``, or None."""
+        found = int(self._positions(np.asarray([slot], dtype=np.int64))[0])
+        return None if found < 0 else found
 
     def rank_of(self, slot: int) -> tuple[int, float] | None:
         """``(rank, score)`` of ``slot``, or None when it is not a candidate."""
-        index = self._position(slot)
-        if index is None:
-            return None
-        score = float(self.scores[index])
-        return self._better(score, slot) + 1, score
+        return self.ranks_of([slot])[0]
+
+    def _head(self) -> _Head:
+        """The best ``head_size`` scores (every one at or above the threshold), sorted once."""
+        if self._best is None:
+            threshold = mth_largest(self.scores, self.head_size)
+            if threshold is None:
+                index = np.arange(self.size)
+                threshold = -math.inf
+            else:
+                index = np.flatnonzero(self.scores >= threshold)
+            values = self.scores[index]
+            order = np.argsort(values)
+            self._best = _Head(threshold, values[order], index[order])
+        return self._best
 
     def _ascending(self) -> npt.NDArray[np.float64]:
         """Every candidate's (approximate) score, sorted once, on first use."""
@@ -160,39 +230,101 @@ class SlotRanking(Ranking):
         return self._sorted
 
     def ranks_of(self, slots: Sequence[int]) -> list[tuple[int, float] | None]:
-        """Exact ``(rank, score)`` of many slots, by binary search in the sorted scores.
+        """Exact ``(rank, score)`` of many slots.
 
         A candidate whose score is more than ``eps`` above a slot's exact score ranks
-        before it for certain; those are counted in the sorted scores. Only when other
-        candidates share the band within ``eps`` of it (ties, or near-ties of
-        approximate scores) are they read, scored exactly and compared (ties by ID).
+        before it for certain; those are counted in the sorted head when the slot's
+        band lies inside it, else by a pass over the scores (or, for many slots, in all
+        scores sorted once). Only candidates inside the band (ties, near-ties of
+        approximate scores) are read, scored exactly and compared (ties by ID).
         """
-        found = [(j, self._position(slot)) for j, slot in enumerate(slots)]
-        asked = [(j, p) for j, p in found if p is not None]
+        positions = self._positions(np.asarray(slots, dtype=np.int64))
+        asked = np.flatnonzero(positions >= 0)
         result: list[tuple[int, float] | None] = [None] * len(slots)
-        if not asked:
+        if len(asked) == 0:
             return result
-        positions = np.asarray([p for _, p in asked], dtype=np.intp)
-        exact = self._exact(positions)
-        eps = self.eps
-        ascending = self._ascending()
-        total = len(ascending)
-        below_high = np.searchsorted(ascending, exact + eps, side="right")
-        below_low = np.searchsorted(ascending, exact - eps, side="left")
-        for (j, position), score, high, low in zip(
-            asked, exact.tolist(), below_high.tolist(), below_low.tolist(), strict=True
+        exact = self._exact(positions[asked].astype(np.intp))
+        head = self._head()
+        inside = exact - self.eps >= head.threshold
+        deep = int(np.count_nonzero(~inside))
+        places = []
+        for j, position, score, near in zip(
+            asked.tolist(), positions[asked].tolist(), exact.tolist(), inside.tolist(), strict=True
         ):
-            above = total - high
-            if high - low > 1:  # others share the band: decide them exactly
-                above += self._band_above(position, score)
+            if near:
+                above, band = head.around(score, self.eps)
+            elif deep > self.few_passes:
+                above, band = self._sorted_around(score)
+            else:
+                above, band = self._around(score)
+            places.append((j, position, score, above, band))
+        shared = [band for *_, band in places if len(band) > 1]
+        if shared and self.eps:
+            self._exact(np.unique(np.concatenate(shared)))  # every band scored in one call
+        for j, position, score, above, band in places:
+            if len(band) > 1:  # others share the band: decide them exactly
+                above += self._band_above(position, score, band)
             result[j] = (above + 1, score)
         return result
 
-    def _band_above(self, position: int, score: float) -> int:
-        """Candidates within ``eps`` of ``score`` that rank before candidate ``position``."""
-        eps = self.eps
-        band = np.flatnonzero((self.scores >= score - eps) & (self.scores <= score + eps))
-        values = self._exact(band) if eps else self.scores[band]
+    def _around(self, score: float) -> tuple[int, npt.NDArray[np.intp]]:
+        """By passes over the scores: how many rank surely before, and the band's indexes."""
+        scores, eps = self.scores, self.eps
+        above = int(np.count_nonzero(scores > score + eps))
+        return above, np.flatnonzero((scores >= score - eps) & (scores <= score + eps))
+
+    def _sorted_around(self, score: float) -> tuple[int, npt.NDArray[np.intp]]:
+        """Like ``_around``, counting in all scores sorted once; the band read only if shared."""
+        ascending = self._ascending()
+        high = int(np.searchsorted(ascending, score + self.eps, side="right"))
+        low = int(np.searchsorted(ascending, score - self.eps, side="left"))
+        if high - low <= 1:
+            return len(ascending) - high, np.empty(high - low, dtype=np.intp)
+        return self._around(score)
+
+    def leaders(self, m: int) -> npt.NDArray[np.int64]:
+        """Slots holding the best ``m`` (a superset: ties and the approximation band).
+
+        Read from the sorted head when the ``m``-th best and its band lie inside it.
+        """
+        if m <= 0 or self.size == 0:
+            return np.empty(0, dtype=np.int64)
+        head = self._head()
+        if m <= len(head.values):
+            low = float(head.values[-m]) - 2 * self.eps
+            if low >= head.threshold:
+                start = int(np.searchsorted(head.values, low, side="left"))
+                inside: npt.NDArray[np.int64] = self.slots[head.index[start:]]
+                return inside
+        found: npt.NDArray[np.int64] = self.slots[self._candidates(m)]
+        return found
+
+    def bounds(self, slots: npt.NDArray[np.int64]) -> RankBounds:
+        """Rank bounds from the sorted head; no exact score is computed, no pass is made.
+
+        With approximate scores within ``eps`` of the exact ones, a candidate whose
+        approximation is more than ``2 * eps`` above a slot's ranks before it for
+        certain, and one more than ``2 * eps`` below ranks after it. Below the head
+        the lowest rank is one past the head and the highest is the ranking's size.
+        """
+        positions = self._positions(slots)
+        present = positions >= 0
+        lowest = np.zeros(len(slots), dtype=np.int64)
+        highest = np.zeros(len(slots), dtype=np.int64)
+        if present.any():
+            values = self.scores[positions[present]]
+            head = self._head()
+            total = len(head.values)
+            band = 2 * self.eps
+            lowest[present] = total - np.searchsorted(head.values, values + band, "right") + 1
+            known = values - band >= head.threshold
+            counted = total - np.searchsorted(head.values, values - band, "left")
+            highest[present] = np.where(known, counted, self.size)
+        return RankBounds(present, lowest, highest)
+
+    def _band_above(self, position: int, score: float, band: npt.NDArray[np.intp]) -> int:
+        """Candidates of ``band`` (within ``eps`` of ``score``) ranking before ``position``."""
+        values = self._exact(band) if self.eps else self.scores[band]
         above = int(np.count_nonzero(values > score))
         own_slot = int(self.slots[position])
         own = self.ids[own_slot]
@@ -200,6 +332,25 @@ class SlotRanking(Ranking):
             if other != own_slot and self.ids[other] < own:
                 above += 1
         return above
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """A ranking's best scores, ascending, with their candidate indexes.
+
+    Every candidate scoring at least ``threshold`` is here, so counts and bands at or
+    above it are exact.
+    """
+
+    threshold: float
+    values: npt.NDArray[np.float64]
+    index: npt.NDArray[np.intp]
+
+    def around(self, score: float, eps: float) -> tuple[int, npt.NDArray[np.intp]]:
+        """How many rank surely before ``score`` (more than ``eps`` above), and the band."""
+        high = int(np.searchsorted(self.values, score + eps, side="right"))
+        low = int(np.searchsorted(self.values, score - eps, side="left"))
+        return len(self.values) - high, self.index[low:high]
 
 
 class DenseRanking(SlotRanking):
@@ -217,6 +368,8 @@ class DenseRanking(SlotRanking):
         self.eps = 0.0
         self._where = None
         self._sorted = None
+        self._best = None
+        self._ascending_slots = True  # materialised by flatnonzero
 
     def _materialised(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         if self._parts is None:
@@ -234,20 +387,25 @@ class DenseRanking(SlotRanking):
         """Scores of ``slots``."""
         return self._materialised()[1]
 
-    def top(self, m: int) -> list[tuple[int, float]]:
-        """The first ``m`` ``(slot, score)`` pairs, read from the dense scores."""
-        if m <= 0 or self.size == 0:
-            return []
-        if m >= self.size:
-            return super().top(m)
+    def _leading(self, m: int) -> npt.NDArray[np.int64]:
+        """Slots (ascending) scoring at least the ``m``-th best, read from the dense scores."""
         dense = self._dense
         sample = dense[::TOP_SAMPLE_STRIDE]
         floor = mth_largest(sample[sample > 0], m)  # None: fewer than m in the sample
         near = np.flatnonzero(dense >= floor) if floor is not None else np.flatnonzero(dense > 0)
         threshold = mth_largest(dense[near], m)
         assert threshold is not None  # ``near`` holds every candidate at or above floor
-        slots = near[dense[near] >= threshold].astype(np.int64)
-        scores = dense[slots]
+        found: npt.NDArray[np.int64] = near[dense[near] >= threshold].astype(np.int64)
+        return found
+
+    def top(self, m: int) -> list[tuple[int, float]]:
+        """The first ``m`` ``(slot, score)`` pairs, read from the dense scores."""
+        if m <= 0 or self.size == 0:
+            return []
+        if m >= self.size:
+            return super().top(m)
+        slots = self._leading(m)
+        scores = self._dense[slots]
         order = self._order(slots, scores)[:m]
         return [(int(slots[i]), float(scores[i])) for i in order]
 
@@ -262,18 +420,22 @@ class ApproxRanking(SlotRanking):
         eps: float,
         exact: Exact,
         ids: Sequence[str],
+        *,
+        ascending: bool | None = None,
     ) -> None:
-        super().__init__(slots, approx, ids)
+        super().__init__(slots, approx, ids, ascending=ascending)
         self.eps = eps
         self._exact_of = exact
-        self._known: dict[int, float] = {}
+        self._known = np.full(self.size, np.nan, dtype=np.float64)  # NaN: not computed yet
 
     def _exact(self, index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
-        missing = [i for i in index.tolist() if i not in self._known]
-        if missing:
-            values = self._exact_of(np.asarray(missing, dtype=np.intp))
-            self._known.update(zip(missing, values.tolist(), strict=True))
-        return np.asarray([self._known[i] for i in index.tolist()], dtype=np.float64)
+        found = self._known[index]
+        missing = np.isnan(found)
+        if missing.any():
+            wanted = np.unique(index[missing])
+            self._known[wanted] = self._exact_of(wanted)
+            found = self._known[index]
+        return found
 
     def _candidates(self, m: int) -> npt.NDArray[np.intp]:
         if m >= self.size:
@@ -283,23 +445,6 @@ class ApproxRanking(SlotRanking):
         threshold = mth_largest(self.scores, m)
         assert threshold is not None  # m < size
         return np.flatnonzero(self.scores >= threshold - 2 * self.eps)
-
-    def rank_of(self, slot: int) -> tuple[int, float] | None:
-        """``(rank, score)`` of ``slot`` by exact scores, reading only the uncertain band."""
-        index = self._position(slot)
-        if index is None:
-            return None
-        score = float(self._exact(np.asarray([index], dtype=np.intp))[0])
-        approx, eps = self.scores, self.eps
-        above = int(np.count_nonzero(approx > score + eps))
-        band = np.flatnonzero((approx >= score - eps) & (approx <= score + eps))
-        exact = self._exact(band)
-        above += int(np.count_nonzero(exact > score))
-        ties = band[exact == score]
-        if len(ties) > 1:
-            own = self.ids[slot]
-            above += sum(1 for other in self.slots[ties].tolist() if self.ids[other] < own)
-        return above + 1, score
 
 
 class OrderedRanking(Ranking):
@@ -313,6 +458,10 @@ class OrderedRanking(Ranking):
     def top(self, m: int) -> list[tuple[int, float]]:
         """The first ``m`` ``(slot, score)`` pairs."""
         return self.ranked[: max(m, 0)]
+
+    def bounds(self, slots: npt.NDArray[np.int64]) -> RankBounds:
+        """Exact places (the order is known), as point bounds."""
+        return RankBounds.of([self._rank.get(slot) for slot in slots.tolist()])
 
     def rank_of(self, slot: int) -> tuple[int, float] | None:
         """``(rank, score)`` of ``slot``, or None."""

@@ -47,7 +47,7 @@ from cairn.store.reads import (
     visible_mask,
 )
 
-__all__ = ["VectorHit", "similarity", "vector_branch", "vector_ranking"]
+__all__ = ["VectorHit", "cosine", "similarity", "vector_branch", "vector_ranking"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,11 +73,22 @@ def similarity(
     if metric is Metric.EUCLIDEAN:
         distance: npt.NDArray[np.float64] = np.linalg.norm(matrix - query, axis=1)
         return -distance
-    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
+    return cosine(matrix, query, float(np.linalg.norm(query)))
+
+
+def cosine(
+    matrix: npt.NDArray[np.float64], query: npt.NDArray[np.float64], query_norm: float
+) -> npt.NDArray[np.float64]:
+    """Cosine similarity of each row with ``query`` whose L2 norm is ``query_norm``.
+
+    ``similarity`` for cosine, with the query's norm computed once per query by the
+    caller (same operations, so the same float64 scores); 0 for a zero row or query.
+    """
+    norms = np.linalg.norm(matrix, axis=1) * query_norm
     dots = (matrix * query).sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cosine: npt.NDArray[np.float64] = np.where(norms > 0, dots / norms, 0.0)
-    return cosine
+    found = np.zeros(len(dots), dtype=np.float64)
+    np.divide(dots, norms, out=found, where=norms > 0)
+    return found
 
 
 def _check_vector_field(
@@ -204,7 +215,8 @@ def vector_ranking(
         scores = similarity(space.metric, column.matrix[rows].astype(np.float64), query)
         return SlotRanking(slots[rows], scores, view.ids)
     inverse = _inverse_norms(cut, collection, key, column)
-    return _cosine_ranking(cut, column, rows, query, inverse)
+    ascending = _slots_ascending(cut, collection, key, column)
+    return _cosine_ranking(cut, column, rows, query, inverse, ascending)
 
 
 _SCAN_POOL: list[ThreadPoolExecutor] = []
@@ -271,6 +283,7 @@ def _cosine_ranking(
     rows: npt.NDArray[np.intp],
     query: npt.NDArray[np.float64],
     inverse: npt.NDArray[np.float64],
+    ascending: bool,
 ) -> SlotRanking:
     """Float32 scan with a proven error bound; exact float64 scores on demand.
 
@@ -297,9 +310,24 @@ def _cosine_ranking(
     eps = COSINE_ERROR_FACTOR * (matrix.shape[1] + 3) * 2.0**-24
 
     def exact(index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
-        return similarity(Metric.COSINE, matrix[rows[index]].astype(np.float64), query)
+        return cosine(matrix[rows[index]].astype(np.float64), query, query_norm)
 
-    return ApproxRanking(slots, approx, eps, exact, cut.columns.ids)
+    return ApproxRanking(slots, approx, eps, exact, cut.columns.ids, ascending=ascending)
+
+
+def _slots_ascending(cut: ReadCut, collection: str, key: bytes, column: VectorColumnView) -> bool:
+    """Whether the column's row slots strictly ascend (memoised: rows are append-only).
+
+    Then the slots of any ascending selection of rows ascend too, and a ranking finds
+    slots by binary search instead of building a lookup.
+    """
+    slots = column.slots
+
+    def compute() -> bool:
+        return bool(np.all(slots[1:] > slots[:-1]))
+
+    found: bool = cut.columns.memo(("vector-slots-ascending", collection, key, len(slots)), compute)
+    return found
 
 
 def vector_branch(

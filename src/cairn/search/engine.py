@@ -197,6 +197,9 @@ def _branches(
         budget.examine(text.size)
         rankings.append(RankedBranch(Branch.TEXT, request.text_weight, text))
     if request.vector is not None and request.space is not None and request.vector_field:
+        # Fusion with another contributing branch reads ranks deep in this one.
+        fused = any(r.weight > 0 and r.ranking.size > 0 for r in rankings)
+        fused = fused or (retriever is not None and retriever_weight > 0)
         vector = vector_ranking(
             cut,
             request.collection,
@@ -204,6 +207,7 @@ def _branches(
             request.vector,
             request.space,
             allowed=mask,
+            deep=fused,
         )
         budget.examine(vector.size)
         rankings.append(RankedBranch(Branch.VECTOR, request.vector_weight, vector))

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cairn.search.limits import EXACT_WEIGHT_CACHE_SIZE, FUSION_PREFIX, FUSION_PREFIX_GROWTH
-from cairn.store.ranking import RankBounds, Ranking
+from cairn.store.ranking import RankBounds, Ranking, distinct
 
 __all__ = [
     "FUSION_PROFILE",
@@ -195,7 +195,7 @@ def _round(
     found so far (threshold algorithm).
     """
     leaders = [branch.ranking.leaders(m) for branch, _ in active]
-    keys = np.unique(np.concatenate(leaders))
+    keys = distinct(np.concatenate(leaders))
     tails = [
         0.0 if len(found) >= branch.ranking.size else float(weight) / (fusion_k + m + 1)
         for (branch, weight), found in zip(active, leaders, strict=True)

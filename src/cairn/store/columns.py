@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 from cairn.errors import CorruptionError
 from cairn.store.adjacency import GraphColumn, GraphView
+from cairn.store.halves import encode_units
 from cairn.store.limits import COLUMN_MEMO_SIZE, LIVE_NODE_CACHE_SIZE
 from cairn.store.snapshot import read_snapshot
 
@@ -108,32 +109,33 @@ class _Growable:
 
 
 class _Matrix:
-    """Append-only float32 rows of one dimension that double their capacity."""
+    """Append-only rows of one dimension and dtype that double their capacity."""
 
     __slots__ = ("_data", "size")
 
-    def __init__(self, dimension: int) -> None:
-        self._data = np.zeros((_INITIAL_CAPACITY, dimension), dtype=np.float32)
+    def __init__(self, dimension: int, dtype: type[np.floating[Any]] = np.float32) -> None:
+        self._data: npt.NDArray[Any] = np.zeros((_INITIAL_CAPACITY, dimension), dtype=dtype)
         self.size = 0
 
-    def extend(self, rows: npt.NDArray[np.float32]) -> None:
+    def extend(self, rows: npt.NDArray[Any]) -> None:
         """Append ``rows`` (shape ``(n, dimension)``) at the end."""
         needed = self.size + len(rows)
         if needed > len(self._data):
-            grown = np.zeros((max(needed, 2 * len(self._data)), self._data.shape[1]), np.float32)
+            shape = (max(needed, 2 * len(self._data)), self._data.shape[1])
+            grown = np.zeros(shape, self._data.dtype)
             grown[: self.size] = self._data[: self.size]
             self._data = grown
         self._data[self.size : needed] = rows
         self.size = needed
 
-    def view(self) -> npt.NDArray[np.float32]:
+    def view(self) -> npt.NDArray[Any]:
         """The filled rows (a view; later appends never change what it shows)."""
         return self._data[: self.size]
 
     @classmethod
-    def of(cls, rows: npt.NDArray[np.float32]) -> _Matrix:
+    def of(cls, rows: npt.NDArray[Any]) -> _Matrix:
         """A matrix over ``rows`` as given (never written: appends copy into new room)."""
-        matrix = cls(rows.shape[1])
+        matrix = cls(rows.shape[1], rows.dtype.type)
         matrix._data = rows
         matrix.size = len(rows)
         return matrix
@@ -144,13 +146,19 @@ VectorKey = tuple[str, str, bytes]
 
 
 class _VectorColumn:
-    """The matrix of one ``(collection, field, space)`` and its rows' slots and positions."""
+    """The matrix of one ``(collection, field, space)`` and its rows' slots and positions.
 
-    __slots__ = ("birth", "death", "matrix", "norms", "slots")
+    Beside the float32 rows it keeps their unit vectors in float16 with each one's
+    rounding residual (``cairn.store.halves``): derived from the rows, for fast scans.
+    """
+
+    __slots__ = ("birth", "death", "matrix", "norms", "residuals", "slots", "units")
 
     def __init__(self, dimension: int) -> None:
         self.matrix = _Matrix(dimension)
         self.norms = _Growable(np.float64)
+        self.units = _Matrix(dimension, np.float16)
+        self.residuals = _Growable(np.float64)
         self.slots = _Growable(np.int64)
         self.birth = _Growable(np.int64, ALIVE)
         self.death = _Growable(np.int64, ALIVE)
@@ -165,14 +173,18 @@ class _VectorColumn:
         first = self.slots.size
         self.matrix.extend(rows)
         # float32 products are exact in float64; only the float64 sums round.
-        self.norms.extend(np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64)))
+        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
+        self.norms.extend(norms)
+        units, residuals = encode_units(rows, norms)
+        self.units.extend(units)
+        self.residuals.extend(residuals)
         self.slots.extend(slots)
         self.death.extend(np.full(len(slots), ALIVE, dtype=np.int64))
         self.birth.extend(births)  # last: a row is never alive before it is complete
         return first
 
     def export(self) -> dict[str, npt.NDArray[Any]]:
-        """Every array of the column (for a snapshot)."""
+        """The arrays a snapshot keeps (the float16 units are derived again on restore)."""
         view = self.view()
         return {
             "matrix": view.matrix,
@@ -188,34 +200,52 @@ class _VectorColumn:
         column = cls(arrays["matrix"].shape[1])
         column.matrix = _Matrix.of(arrays["matrix"])
         column.norms = _Growable.of(arrays["norms"], np.float64, 0)
+        units, residuals = encode_units(arrays["matrix"], column.norms.view())  # type: ignore[arg-type]
+        column.units = _Matrix.of(units)
+        column.residuals = _Growable.of(residuals, np.float64, 0)
         column.slots = _Growable.of(arrays["slots"], np.int64, 0)
         column.birth = _Growable.of(arrays["birth"], np.int64, ALIVE)
         column.death = _Growable.of(arrays["death"], np.int64, ALIVE)
         return column
 
+    def parts(self) -> tuple[_Growable | _Matrix, ...]:
+        """Every append-only array of the column (they grow in step)."""
+        return (
+            self.matrix,
+            self.norms,
+            self.units,
+            self.residuals,
+            self.slots,
+            self.birth,
+            self.death,
+        )
+
     def view(self) -> VectorColumnView:
         """A consistent prefix of every array."""
-        size = min(
-            self.birth.size, self.slots.size, self.matrix.size, self.death.size, self.norms.size
-        )
+        size = min(part.size for part in self.parts())
         return VectorColumnView(
             self.matrix.view()[:size],
             self.norms.view()[:size],  # type: ignore[arg-type]
             self.slots.view()[:size],  # type: ignore[arg-type]
             self.birth.view()[:size],  # type: ignore[arg-type]
             self.death.view()[:size],  # type: ignore[arg-type]
+            self.units.view()[:size],
+            self.residuals.view()[:size],  # type: ignore[arg-type]
         )
 
 
 @dataclass(frozen=True, slots=True)
 class VectorColumnView:
-    """One vector matrix as seen by a read cut: rows, L2 norms, slots, births, deaths."""
+    """One vector matrix as seen by a read cut: rows, L2 norms, slots, births, deaths,
+    and the rows' float16 unit vectors with their rounding residuals."""
 
     matrix: npt.NDArray[np.float32]
     norms: npt.NDArray[np.float64]
     slots: npt.NDArray[np.int64]
     birth: npt.NDArray[np.int64]
     death: npt.NDArray[np.int64]
+    units: npt.NDArray[np.float16]
+    residuals: npt.NDArray[np.float64]
 
     def alive(self, position: int) -> npt.NDArray[np.bool_]:
         """Rows alive at ``position`` (their slot's liveness is checked separately)."""
@@ -716,8 +746,7 @@ class Columns:
             raise ValueError("vector row map")
         for vectors in self._vectors.values():
             count = vectors.matrix.size
-            parts = (vectors.norms, vectors.slots, vectors.birth, vectors.death)
-            if any(part.size != count for part in parts):
+            if any(part.size != count for part in vectors.parts()):
                 raise ValueError("vector column sizes")
             bound = vectors.slots.view()
             if count and (int(bound.min()) < 1 or int(bound.max()) >= size):

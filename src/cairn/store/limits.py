@@ -21,6 +21,9 @@ __all__ = [
     "DEFAULT_DATABASE_NAME",
     "EMBED_BATCH_SIZE",
     "FEW_RANK_PASSES",
+    "HALF_BOUND_MARGIN",
+    "HALF_ENCODE_CHUNK",
+    "HALF_SCAN_MIN_ROWS",
     "LIVE_NODE_CACHE_SIZE",
     "MAX_API_KEYS_PER_PRINCIPAL",
     "MAX_COMMAND_BYTES",
@@ -48,6 +51,7 @@ __all__ = [
     "RANK_HEAD",
     "READER_MMAP_BYTES",
     "READER_POOL_SIZE",
+    "REFINE_MIN_BAND",
     "SQLITE_BUSY_TIMEOUT_MS",
     "SQLITE_PARAMETER_BATCH",
     "TOP_SAMPLE_STRIDE",
@@ -158,6 +162,15 @@ PARALLEL_SCAN_MIN_ROWS = 32_768
 MAX_SCAN_THREADS = 4
 """At most this many threads share one vector scan (it is memory-bound past that)."""
 
+HALF_SCAN_MIN_ROWS = 16_384
+"""Cosine scans over at least this many rows read the float16 unit rows (half the bytes)."""
+
+HALF_ENCODE_CHUNK = 4096
+"""Rows converted to float16 units per step (bounds the float64 intermediates)."""
+
+HALF_BOUND_MARGIN = 1e-9
+"""Added to the half scan's error bound for the float64 rounding it does not model."""
+
 COSINE_ERROR_FACTOR = 2.0
 """Safety factor on the float32 scan's proven cosine error bound ``(d + 3) * 2**-24``."""
 
@@ -166,6 +179,9 @@ TOP_SAMPLE_STRIDE = 16
 
 RANK_HEAD = 2048
 """A ranking sorts its best 2048 scores once; ranks and bounds inside them need no pass."""
+
+REFINE_MIN_BAND = 16
+"""Bands of more approximate candidates than this are narrowed by a tighter score first."""
 
 FEW_RANK_PASSES = 16
 """Up to this many exact ranks below the head are counted by passes over the scores;

@@ -25,12 +25,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from cairn.store.limits import FEW_RANK_PASSES, RANK_HEAD, TOP_SAMPLE_STRIDE
+from cairn.store.limits import FEW_RANK_PASSES, RANK_HEAD, REFINE_MIN_BAND, TOP_SAMPLE_STRIDE
 
 __all__ = [
     "ApproxRanking",
@@ -39,11 +39,15 @@ __all__ = [
     "RankBounds",
     "Ranking",
     "SlotRanking",
+    "distinct",
     "mth_largest",
 ]
 
 Exact = Callable[[npt.NDArray[np.intp]], npt.NDArray[np.float64]]
 """Exact scores of the candidates at the given indexes."""
+
+Refine = Callable[[npt.NDArray[np.intp]], tuple[npt.NDArray[np.float64], float]]
+"""Tighter approximate scores of the candidates at the given indexes, and their bound."""
 
 
 class RankBounds(NamedTuple):
@@ -92,6 +96,21 @@ class Ranking:
         (``ranks_of``) only for the few whose bounds leave the top undecided.
         """
         return RankBounds.of(self.ranks_of(slots.tolist()))
+
+
+_Int = TypeVar("_Int", bound=np.integer[Any])
+
+
+def distinct(values: npt.NDArray[_Int]) -> npt.NDArray[_Int]:
+    """The distinct values, ascending: ``np.unique`` by one sort (numpy 2's hashing
+    ``unique`` costs ~10x more on the few hundred indexes a ranking handles)."""
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
 
 
 def mth_largest(values: npt.NDArray[np.float64], m: int) -> float | None:
@@ -258,14 +277,31 @@ class SlotRanking(Ranking):
             else:
                 above, band = self._around(score)
             places.append((j, position, score, above, band))
-        shared = [band for *_, band in places if len(band) > 1]
-        if shared and self.eps:
-            self._exact(np.unique(np.concatenate(shared)))  # every band scored in one call
+        self._warm([band for *_, band in places if len(band) > 1])
+        narrowed = []
         for j, position, score, above, band in places:
-            if len(band) > 1:  # others share the band: decide them exactly
+            if len(band) > 1:  # others share the band: narrow it, then decide it exactly
+                surely, band = self._narrow(score, band)
+                above += surely
+            narrowed.append((j, position, score, above, band))
+        shared = [band for *_, band in narrowed if len(band) > 1]
+        if shared and self.eps:
+            self._exact(distinct(np.concatenate(shared)))  # every band scored in one call
+        for j, position, score, above, band in narrowed:
+            if len(band) > 1:
                 above += self._band_above(position, score, band)
             result[j] = (above + 1, score)
         return result
+
+    def _narrow(self, score: float, band: npt.NDArray[np.intp]) -> tuple[int, npt.NDArray[np.intp]]:
+        """How many of ``band`` surely rank before ``score``, and the rest still unsure.
+
+        Exact scores have nothing to narrow; ``ApproxRanking`` uses its refinement.
+        """
+        return 0, band
+
+    def _warm(self, bands: Sequence[npt.NDArray[np.intp]]) -> None:
+        """Prepare whatever ``_narrow`` reads for these bands in one call (nothing here)."""
 
     def _around(self, score: float) -> tuple[int, npt.NDArray[np.intp]]:
         """By passes over the scores: how many rank surely before, and the band's indexes."""
@@ -411,7 +447,15 @@ class DenseRanking(SlotRanking):
 
 
 class ApproxRanking(SlotRanking):
-    """Ranks by exact scores computed lazily; ``approx`` is within ``eps`` of them."""
+    """Ranks by exact scores computed lazily; ``approx`` is within ``eps`` of them.
+
+    ``refine``, when given, scores chosen candidates more tightly than ``approx`` but
+    more cheaply than ``exact``; wide bands and top candidates are narrowed with it
+    before anything is scored exactly.
+    """
+
+    refine_min_band = REFINE_MIN_BAND
+    """Bands (and top candidates beyond ``m``) larger than this are refined first."""
 
     def __init__(
         self,
@@ -422,17 +466,21 @@ class ApproxRanking(SlotRanking):
         ids: Sequence[str],
         *,
         ascending: bool | None = None,
+        refine: Refine | None = None,
     ) -> None:
         super().__init__(slots, approx, ids, ascending=ascending)
         self.eps = eps
         self._exact_of = exact
+        self._refine = refine
+        self._tight: npt.NDArray[np.float64] | None = None  # refined scores, NaN: not yet
+        self._tight_eps = 0.0
         self._known = np.full(self.size, np.nan, dtype=np.float64)  # NaN: not computed yet
 
     def _exact(self, index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
         found = self._known[index]
         missing = np.isnan(found)
         if missing.any():
-            wanted = np.unique(index[missing])
+            wanted = distinct(index[missing])
             self._known[wanted] = self._exact_of(wanted)
             found = self._known[index]
         return found
@@ -444,7 +492,42 @@ class ApproxRanking(SlotRanking):
         # has an approximation >= that - eps.
         threshold = mth_largest(self.scores, m)
         assert threshold is not None  # m < size
-        return np.flatnonzero(self.scores >= threshold - 2 * self.eps)
+        index = np.flatnonzero(self.scores >= threshold - 2 * self.eps)
+        if self._refine is None or len(index) <= m + self.refine_min_band:
+            return index
+        # The same argument again, with the refined scores and their tighter bound.
+        values, eps = self._refined(index)
+        better = mth_largest(values, m)
+        assert better is not None  # len(index) > m
+        return index[values >= better - 2 * eps]
+
+    def _narrow(self, score: float, band: npt.NDArray[np.intp]) -> tuple[int, npt.NDArray[np.intp]]:
+        """Refined scores place most of a wide band: only those within their bound stay."""
+        if self._refine is None or len(band) <= self.refine_min_band:
+            return 0, band
+        values, eps = self._refined(band)
+        surely = int(np.count_nonzero(values > score + eps))
+        return surely, band[np.abs(values - score) <= eps]
+
+    def _warm(self, bands: Sequence[npt.NDArray[np.intp]]) -> None:
+        """Refine every wide band in one call (one gather, one product)."""
+        wide = [band for band in bands if len(band) > self.refine_min_band]
+        if self._refine is not None and wide:
+            self._refined(distinct(np.concatenate(wide)))
+
+    def _refined(self, index: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.float64], float]:
+        """Refined scores of ``index`` (memoised like exact ones) and their bound."""
+        assert self._refine is not None
+        if self._tight is None:
+            self._tight = np.full(self.size, np.nan, dtype=np.float64)
+        found = self._tight[index]
+        missing = np.isnan(found)
+        if missing.any():
+            wanted = distinct(index[missing])
+            values, self._tight_eps = self._refine(wanted)
+            self._tight[wanted] = values
+            found = self._tight[index]
+        return found, self._tight_eps
 
 
 class OrderedRanking(Ranking):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -30,15 +30,17 @@ from cairn.errors import NotFoundError, PermissionDeniedError, ValidationError
 from cairn.store.apply import vector_pointer
 from cairn.store.columns import VectorColumnView
 from cairn.store.commands import EntityRef, Metric, VectorSpace
+from cairn.store.halves import half_bound, half_kernel_ready, half_query, half_scan
 from cairn.store.limits import (
     COSINE_ERROR_FACTOR,
+    HALF_SCAN_MIN_ROWS,
     MAX_SCAN_THREADS,
     PARALLEL_SCAN_MIN_ROWS,
     SQLITE_PARAMETER_BATCH,
     check_identifier,
 )
 from cairn.store.policy import Capability, field_allowed, require
-from cairn.store.ranking import ApproxRanking, SlotRanking
+from cairn.store.ranking import ApproxRanking, Refine, SlotRanking
 from cairn.store.reads import (
     ReadCut,
     collection_config,
@@ -176,14 +178,20 @@ def vector_ranking(
     space: VectorSpace,
     *,
     allowed: npt.NDArray[np.bool_] | None = None,
+    deep: bool = False,
 ) -> SlotRanking:
     """The complete exact ranking of the vector branch; masks applied before ranking.
 
-    Cosine runs as one float32 scan whose error against the float64 score is at most
-    ``COSINE_ERROR_FACTOR * (d + 3) * 2**-24`` (each product and sum of a ``d``-term
-    float32 dot product, plus rounding the query to float32, relative to
-    ``|row| * |query|``); the ranking computes float64 scores only for rows that bound
-    cannot place. Dot and euclidean scan in float64.
+    Cosine ranks by exact float64 scores, computed only where an approximate scan with
+    a proven error bound cannot place a row. The scan reads the float32 rows (error at
+    most ``COSINE_ERROR_FACTOR * (d + 3) * 2**-24`` of ``|row| * |query|``: each product
+    and sum of a ``d``-term float32 dot product, plus rounding the query) or, over at
+    least ``HALF_SCAN_MIN_ROWS`` rows, the float16 unit rows (half the bytes; error
+    ``half_bound``, about 20x wider, with the float32 rows as a tighter refinement).
+    ``deep`` says the caller will read ranks far below the top (fusion with other
+    branches): each such rank resolves a band of near-equal scores, which the wider
+    half bound makes ~20x larger, so then the float32 scan is cheaper overall. Either
+    way the ranking is the same. Dot and euclidean scan in float64.
     """
     query = _check_vector_field(cut, collection, field, vector, space)
     view = cut.columns
@@ -214,9 +222,23 @@ def vector_ranking(
     if space.metric is not Metric.COSINE:
         scores = similarity(space.metric, column.matrix[rows].astype(np.float64), query)
         return SlotRanking(slots[rows], scores, view.ids)
-    inverse = _inverse_norms(cut, collection, key, column)
     ascending = _slots_ascending(cut, collection, key, column)
-    return _cosine_ranking(cut, column, rows, query, inverse, ascending)
+    inverse = _inverse_norms(cut, collection, key, column)
+    if not deep and len(rows) >= HALF_SCAN_MIN_ROWS and half_kernel_ready() is not None:
+        worst = _max_residual(cut, collection, key, column)
+        approximate = _half_approximation(column, query, worst)
+        tighter, bound = _float32_cosine(column, query, inverse)
+
+        def refine_with(rows: npt.NDArray[np.intp]) -> Refine | None:
+            return lambda index: (tighter(rows[index]), bound)
+
+    else:
+        approximate = _float_approximation(column, query, inverse)
+
+        def refine_with(rows: npt.NDArray[np.intp]) -> Refine | None:
+            return None
+
+    return _cosine_ranking(cut, column, rows, query, approximate, refine_with, ascending)
 
 
 _SCAN_POOL: list[ThreadPoolExecutor] = []
@@ -282,37 +304,124 @@ def _cosine_ranking(
     column: VectorColumnView,
     rows: npt.NDArray[np.intp],
     query: npt.NDArray[np.float64],
-    inverse: npt.NDArray[np.float64],
+    approximate: Approximate,
+    refine_with: Refiner,
     ascending: bool,
 ) -> SlotRanking:
-    """Float32 scan with a proven error bound; exact float64 scores on demand.
+    """An approximate scan with a proven error bound; exact float64 scores on demand."""
+    query_norm = float(np.linalg.norm(query))
+    matrix = column.matrix
+    every = len(rows) == len(matrix)
+    slots = column.slots[: len(matrix)] if every else column.slots[rows]
+    approx, eps = approximate(rows, every)
+
+    def exact(index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        return cosine(matrix[rows[index]].astype(np.float64), query, query_norm)
+
+    ids = cut.columns.ids
+    return ApproxRanking(
+        slots, approx, eps, exact, ids, ascending=ascending, refine=refine_with(rows)
+    )
+
+
+Approximate = Callable[[npt.NDArray[np.intp], bool], tuple[npt.NDArray[np.float64], float]]
+"""``(rows, every row?)`` -> approximate cosines of those rows and their error bound."""
+
+Refiner = Callable[[npt.NDArray[np.intp]], Refine | None]
+"""``rows`` -> a tighter scoring of candidates (indexes into ``rows``), or None."""
+
+
+def _float32_cosine(
+    column: VectorColumnView, query: npt.NDArray[np.float64], inverse: npt.NDArray[np.float64]
+) -> tuple[Callable[[npt.NDArray[np.intp]], npt.NDArray[np.float64]], float]:
+    """Cosines of chosen rows from float32 dot products, and their error bound.
 
     The approximation is ``dot32 * (1 / |row|) * (1 / |query|)`` in float64: a few
-    float64 roundings on top of the float32 dot product, far inside ``eps``.
+    float64 roundings on top of the float32 dot product, far inside the bound. The
+    bound holds for any order of the float32 sum, so any split or BLAS blocking.
     """
     query_norm = float(np.linalg.norm(query))
     scale = 1.0 / query_norm if query_norm > 0 else 0.0
     matrix = column.matrix
     query32 = query.astype(np.float32)
-    if len(rows) == len(matrix):  # every row counts: no gathers
-        approx = scan(matrix, query32).astype(np.float64)
-        approx *= inverse[: len(matrix)]
-        slots = column.slots[: len(matrix)]
-    else:
-        if 2 * len(rows) >= len(matrix):
-            dots = scan(matrix, query32)[rows]
+
+    def of(picked: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        approx = (matrix[picked] @ query32).astype(np.float64)
+        approx *= inverse[picked]
+        approx *= scale
+        return approx
+
+    return of, COSINE_ERROR_FACTOR * (matrix.shape[1] + 3) * 2.0**-24
+
+
+def _float_approximation(
+    column: VectorColumnView, query: npt.NDArray[np.float64], inverse: npt.NDArray[np.float64]
+) -> Approximate:
+    """Cosines from a float32 scan of the rows, within ``(d + 3) * 2**-24`` (times a factor).
+
+    The approximation is ``dot32 * (1 / |row|) * (1 / |query|)`` in float64: a few
+    float64 roundings on top of the float32 dot product, far inside the bound.
+    """
+    query_norm = float(np.linalg.norm(query))
+    scale = 1.0 / query_norm if query_norm > 0 else 0.0
+    matrix = column.matrix
+    query32 = query.astype(np.float32)
+
+    def approximate(
+        rows: npt.NDArray[np.intp], every: bool
+    ) -> tuple[npt.NDArray[np.float64], float]:
+        if every:  # every row counts: no gathers
+            approx = scan(matrix, query32).astype(np.float64)
+            approx *= inverse[: len(matrix)]
         else:
-            dots = scan(matrix[rows], query32)
-        approx = dots.astype(np.float64)
-        approx *= inverse[rows]
-        slots = column.slots[rows]
-    approx *= scale
-    eps = COSINE_ERROR_FACTOR * (matrix.shape[1] + 3) * 2.0**-24
+            if 2 * len(rows) >= len(matrix):
+                dots = scan(matrix, query32)[rows]
+            else:
+                dots = scan(matrix[rows], query32)
+            approx = dots.astype(np.float64)
+            approx *= inverse[rows]
+        approx *= scale
+        return approx, COSINE_ERROR_FACTOR * (matrix.shape[1] + 3) * 2.0**-24
 
-    def exact(index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
-        return cosine(matrix[rows[index]].astype(np.float64), query, query_norm)
+    return approximate
 
-    return ApproxRanking(slots, approx, eps, exact, cut.columns.ids, ascending=ascending)
+
+def _half_approximation(
+    column: VectorColumnView, query: npt.NDArray[np.float64], max_residual: float
+) -> Approximate:
+    """Cosines from a scan of the float16 unit rows, within ``half_bound``."""
+    unit, query_residual = half_query(query)
+    units = column.units
+    threads = _scan_threads()
+    eps = half_bound(max_residual, query_residual, units.shape[1])
+
+    def run(part: npt.NDArray[np.float16]) -> npt.NDArray[np.float64]:
+        split = threads > 1 and len(part) >= PARALLEL_SCAN_MIN_ROWS
+        return half_scan(part, unit, _scan_pool() if split else None, threads)
+
+    def approximate(
+        rows: npt.NDArray[np.intp], every: bool
+    ) -> tuple[npt.NDArray[np.float64], float]:
+        if every:
+            return run(units), eps
+        if 2 * len(rows) >= len(units):
+            return run(units)[rows], eps
+        return run(units[rows]), eps
+
+    return approximate
+
+
+def _max_residual(cut: ReadCut, collection: str, key: bytes, column: VectorColumnView) -> float:
+    """The largest float16 rounding residual of the column's rows (memoised)."""
+    residuals = column.residuals
+
+    def compute() -> float:
+        return float(residuals.max()) if len(residuals) else 0.0
+
+    found: float = cut.columns.memo(
+        ("vector-max-residual", collection, key, len(residuals)), compute
+    )
+    return found
 
 
 def _slots_ascending(cut: ReadCut, collection: str, key: bytes, column: VectorColumnView) -> bool:

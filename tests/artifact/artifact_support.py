@@ -10,7 +10,7 @@ import orjson
 from hypothesis import strategies as st
 
 from cairn.artifact.limits import ARTIFACT_HEADER
-from cairn.artifact.seal import DIGEST_PLACEHOLDER, seal
+from cairn.artifact.seal import DIGEST_PLACEHOLDER, digest_tail, seal
 from cairn.graph import (
     ConfidenceObservation,
     EndpointIdentity,
@@ -237,9 +237,10 @@ def payload_of(data: bytes) -> dict[str, Any]:
 def reseal(data: bytes) -> bytes:
     """Recompute the digest of an edited artifact, so only deeper checks can catch it."""
     body = body_of(data)
-    start = body.index(b'"payload_sha256":"') + len(b'"payload_sha256":"')
+    tail = digest_tail(orjson.loads(body))
+    start = len(body) - len(tail) - 1 - len(DIGEST_PLACEHOLDER)  # the top-level member
     body = body[:start] + DIGEST_PLACEHOLDER.encode() + body[start + 64 :]
-    return ARTIFACT_HEADER + seal(body) + b"\n"
+    return ARTIFACT_HEADER + seal(body, tail) + b"\n"
 
 
 def v1_reader(text: str) -> Any:

@@ -157,7 +157,7 @@ def test_canonical_task_modes_and_failures() -> None:
 
 def test_digest_task_failures() -> None:
     no_digest = ARTIFACT_HEADER + b"{}\n"
-    assert "no payload_sha256" in check_payload_digest(state_of(no_digest))[0]
+    assert "no top-level payload_sha256" in check_payload_digest(state_of(no_digest))[0]
     bad_hex = GOOD.replace(GOOD[GOOD.index(b'"payload_sha256":"') + 18 :][:64], b"Z" * 64)
     assert "hex" in check_payload_digest(state_of(bad_hex))[0]
 

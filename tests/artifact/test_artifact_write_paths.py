@@ -26,11 +26,13 @@ from cairn.artifact.format import (
     _where,
     _Writer,
 )
+from cairn.artifact.limits import ARTIFACT_HEADER
 from cairn.artifact.paths import PATH_FIELD_NAMES
-from cairn.artifact.seal import DIGEST_PLACEHOLDER, seal, sealed_between
+from cairn.artifact.seal import DIGEST_PLACEHOLDER, digest_tail, seal, sealed_between
 from cairn.artifact.workers import SharedWork, Spool
 from cairn.errors import CairnError
 from cairn.graph.model import Discriminator, freeze
+from cairn.graph.multigraph import SemanticGraph
 
 # Values that are equal across types (True == 1 == 1.0, 0.0 == -0.0) but print apart.
 _TRICKY = st.sampled_from([True, False, 1, 0, 1.0, 0.0, -0.0, 2.5, "1", "a", None])
@@ -148,11 +150,34 @@ def test_free_items_column_prints_like_the_record_by_record_path(cells: list[Any
 
 def test_sealed_between_equals_seal_with_the_ends_added() -> None:
     body = b'{"a":1,"payload_sha256":"' + DIGEST_PLACEHOLDER.encode() + b'","z":2}'
-    assert sealed_between(b"HEAD\n", body, b"\n") == b"HEAD\n" + seal(body) + b"\n"
+    tail = b',"z":2}'
+    assert digest_tail({"a": 1, "payload_sha256": "x", "z": 2}) == tail
+    assert sealed_between(b"HEAD\n", body, b"\n", tail) == b"HEAD\n" + seal(body) + b"\n"
     with pytest.raises(ValueError, match="placeholder"):
-        sealed_between(b"", body.replace(b"0", b"1"), b"")
-    with pytest.raises(ValueError, match="no payload_sha256"):
-        sealed_between(b"", b"{}", b"")
+        sealed_between(b"", body.replace(b"0", b"1"), b"", tail)
+    with pytest.raises(ValueError, match="no top-level payload_sha256"):
+        sealed_between(b"", b"{}", b"", b"}")
+    with pytest.raises(ValueError, match="no top-level payload_sha256"):
+        sealed_between(b"", body, b"", b"}")  # a tail that is not the body's
+
+
+def test_a_nested_key_named_like_the_digest_is_left_alone() -> None:
+    """Free-form values may use the digest's key: only the top-level member is sealed."""
+    graph = SemanticGraph()
+    graph.add_node("file:a.py", "file", attributes={"payload_sha256": DIGEST_PLACEHOLDER})
+    graph.add_node("file:b.py", "file", attributes={"payload_sha256": "not hex"})
+    provenance = {"payload_sha256": DIGEST_PLACEHOLDER, "producer": "test"}
+    for parallel in (False, True):
+        data = encode_artifact(
+            graph, generated_at="2024-01-01T00:00:00Z", provenance=provenance, parallel=parallel
+        )
+        loaded = decode_artifact(data)
+        assert loaded.graph.node("file:a.py").attributes["payload_sha256"] == DIGEST_PLACEHOLDER
+        assert loaded.graph.node("file:b.py").attributes["payload_sha256"] == "not hex"
+        assert loaded.graph == graph
+        payload = orjson.loads(data[len(ARTIFACT_HEADER) : -1])
+        assert payload["provenance"] == provenance
+        assert payload["payload_sha256"] != DIGEST_PLACEHOLDER
 
 
 def _write_to(state: bytes, spool: Spool) -> int:

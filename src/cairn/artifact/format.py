@@ -37,7 +37,7 @@ from cairn.artifact.limits import (
 from cairn.artifact.paths import PATH_FIELD_NAMES, absolute_path_fields, is_absolute_path
 from cairn.artifact.runtime import gc_paused
 from cairn.artifact.schema import expected_versions
-from cairn.artifact.seal import DIGEST_KEY, DIGEST_PLACEHOLDER, sealed_between
+from cairn.artifact.seal import DIGEST_KEY, DIGEST_PLACEHOLDER, digest_tail, sealed_between
 from cairn.artifact.tally import receipt_from_pairs
 from cairn.artifact.workers import SharedWork, Spool
 from cairn.canonical import MAX_SAFE_INTEGER, canonical_bytes, format_number
@@ -111,14 +111,22 @@ def encode_artifact(
     """
     meta = _metadata(repository_revision, generation_mode, generated_at, directed, provenance)
     with gc_paused():
-        body = _fast_body(graph, meta, parallel=parallel)
+        body, tail = _fast_body(graph, meta, parallel=parallel)
         if not body.isascii() and not unicodedata.is_normalized("NFC", body.decode("utf-8")):
-            body = canonical_bytes(_payload(graph, meta, fast=False))
-    return sealed_between(ARTIFACT_HEADER, body, b"\n")
+            plain = _payload(graph, meta, fast=False)
+            body, tail = canonical_bytes(plain), digest_tail(plain)
+    return sealed_between(ARTIFACT_HEADER, body, b"\n", tail)
 
 
-def _fast_body(graph: SemanticGraph, meta: dict[str, Any], *, parallel: bool) -> bytes:
-    """The body via orjson; a forked worker prints the occurrence section meanwhile."""
+def _sorted_dumps(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def _fast_body(
+    graph: SemanticGraph, meta: dict[str, Any], *, parallel: bool
+) -> tuple[bytes, bytes]:
+    """The body via orjson, and its digest tail; a forked worker prints the occurrence
+    section meanwhile."""
     use_worker = parallel and graph.occurrence_count >= PARALLEL_MIN_WRITE_OBJECTS
     with Spool() as spool, SharedWork(graph, PARALLEL_WORKERS, parallel=use_worker) as work:
         work.submit(_spooled_occurrence_section, spool)
@@ -127,7 +135,7 @@ def _fast_body(graph: SemanticGraph, meta: dict[str, Any], *, parallel: bool) ->
         occurrences = spool.read(size)
     payload["occurrence_owners"] = [orjson.Fragment(entry) for entry in owners]
     payload["occurrences"] = orjson.Fragment(occurrences)
-    return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+    return _sorted_dumps(payload), digest_tail(payload, _sorted_dumps)
 
 
 def _occurrence_section(graph: SemanticGraph) -> tuple[list[bytes], bytes]:

@@ -2,19 +2,30 @@
 
 IDs and the receipt only cover what identity covers; attributes, provenance, labels and
 metadata would otherwise change silently. The body holds ``"payload_sha256"`` whose
-value is the SHA-256 of the body with that value replaced by 64 zeros. Keys are sorted,
-so the member sits right after ``admission`` and ``community_labels``; inside a JSON
-string its quotes would be escaped, so the first match is the member itself.
+value is the SHA-256 of the body with that value replaced by 64 zeros.
+
+The member is found by structure, never by searching for its name: free-form values
+(node attributes, provenance, ...) may hold a key of the same name. Top-level keys are
+sorted, so the body ends with the digest member followed by the members whose keys
+sort after it and the closing brace. That *tail* is printed from the payload
+(``digest_tail``), and the digest value sits right before it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+
+from cairn.canonical import canonical_bytes
 
 __all__ = [
     "DIGEST_KEY",
     "DIGEST_PLACEHOLDER",
+    "digest_tail",
     "seal",
     "sealed_between",
     "stored_digest",
@@ -30,25 +41,38 @@ _HEX = re.compile(rb"[0-9a-f]{64}")
 _WIDTH = len(DIGEST_PLACEHOLDER)
 
 
-def _value_offset(data: bytes, start: int) -> int:
-    found = data.find(_MEMBER, start)
-    if found < 0:
-        raise ValueError(f"the body has no {DIGEST_KEY} member")
-    return found + len(_MEMBER)
+def digest_tail(
+    payload: Mapping[str, Any], dumps: Callable[[Any], bytes] = canonical_bytes
+) -> bytes:
+    """What follows the digest value's closing quote: later top-level members and ``}``.
+
+    ``dumps`` must print values as the body does (canonical bytes, or orjson with
+    sorted keys for the writer's fast body, which prints the same bytes).
+    """
+    later = {key: payload[key] for key in payload if key > DIGEST_KEY}
+    if not later:
+        return b"}"
+    return b"," + dumps(later)[1:]
 
 
-def seal(body: bytes) -> bytes:
-    """``body`` (printed with the placeholder) with the real digest filled in."""
-    offset = _value_offset(body, 0)
-    if body[offset : offset + _WIDTH] != DIGEST_PLACEHOLDER.encode():
-        raise ValueError("the body does not hold the digest placeholder")
-    digest = hashlib.sha256(body).hexdigest().encode()
-    return body[:offset] + digest + body[offset + _WIDTH :]
+def _value_offset(body: bytes | memoryview, tail: bytes) -> int:
+    """Where the top-level digest value starts, given the body's ``tail``."""
+    view = memoryview(body)
+    offset = len(view) - len(tail) - 1 - _WIDTH
+    start = offset - len(_MEMBER)
+    if (
+        start < 1
+        or bytes(view[start:offset]) != _MEMBER
+        or bytes(view[offset + _WIDTH : offset + _WIDTH + 1]) != b'"'
+        or bytes(view[len(view) - len(tail) :]) != tail
+    ):
+        raise ValueError(f"the body has no top-level {DIGEST_KEY} member where its keys put it")
+    return offset
 
 
-def sealed_between(prefix: bytes, body: bytes, suffix: bytes) -> bytes:
-    """``prefix + seal(body) + suffix``, built with one copy of ``body`` instead of three."""
-    offset = _value_offset(body, 0)
+def sealed_between(prefix: bytes, body: bytes, suffix: bytes, tail: bytes) -> bytes:
+    """``prefix + sealed body + suffix``, built with one copy of ``body``."""
+    offset = _value_offset(body, tail)
     view = memoryview(body)
     if view[offset : offset + _WIDTH] != DIGEST_PLACEHOLDER.encode():
         raise ValueError("the body does not hold the digest placeholder")
@@ -56,21 +80,29 @@ def sealed_between(prefix: bytes, body: bytes, suffix: bytes) -> bytes:
     return b"".join((prefix, view[:offset], digest, view[offset + _WIDTH :], suffix))
 
 
-def stored_digest(data: bytes, start: int = 0) -> str:
-    """The digest declared by the body that begins at ``data[start]``."""
-    offset = _value_offset(data, start)
-    value = data[offset : offset + _WIDTH]
+def seal(body: bytes, tail: bytes | None = None) -> bytes:
+    """``body`` (printed with the placeholder) with the real digest filled in.
+
+    Without ``tail`` the body is parsed to print it (fine for small bodies).
+    """
+    found = digest_tail(orjson.loads(body)) if tail is None else tail
+    return sealed_between(b"", body, b"", found)
+
+
+def stored_digest(body: bytes | memoryview, tail: bytes) -> str:
+    """The digest the body declares."""
+    offset = _value_offset(body, tail)
+    value = bytes(memoryview(body)[offset : offset + _WIDTH])
     if not _HEX.fullmatch(value):
         raise ValueError(f"{DIGEST_KEY} is not {_WIDTH} lowercase hex digits")
     return value.decode()
 
 
-def unsealed_digest(data: bytes, start: int = 0, end: int | None = None) -> str:
-    """SHA-256 of ``data[start:end]`` with its declared digest replaced by the placeholder."""
-    stop = len(data) if end is None else end
-    offset = _value_offset(data, start)
-    view = memoryview(data)
-    hasher = hashlib.sha256(view[start:offset])
+def unsealed_digest(body: bytes | memoryview, tail: bytes) -> str:
+    """SHA-256 of ``body`` with its declared digest replaced by the placeholder."""
+    offset = _value_offset(body, tail)
+    view = memoryview(body)
+    hasher = hashlib.sha256(view[:offset])
     hasher.update(DIGEST_PLACEHOLDER.encode())
-    hasher.update(view[offset + _WIDTH : stop])
+    hasher.update(view[offset + _WIDTH :])
     return hasher.hexdigest()

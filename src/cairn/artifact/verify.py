@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from cairn.artifact.paths import absolute_path_fields, has_absolute_path
-from cairn.artifact.seal import stored_digest, unsealed_digest
+from cairn.artifact.seal import digest_tail, stored_digest, unsealed_digest
 from cairn.canonical import MAX_SAFE_INTEGER, canonical_bytes, format_number
 from cairn.errors import CairnError
 from cairn.graph.identity import (
@@ -265,12 +265,12 @@ def check_canonical_body(state: VerifyState) -> list[str]:
 
 def check_payload_digest(state: VerifyState) -> list[str]:
     """The declared ``payload_sha256`` must be the digest of the body (see ``seal``)."""
-    start = len(state.data) - len(state.body) - 1
     try:
-        declared = stored_digest(state.data, start)
-        actual = unsealed_digest(state.data, start, len(state.data) - 1)
-    except ValueError as exc:
-        return [str(exc)]
+        tail = digest_tail(_payload_of(state))
+        declared = stored_digest(state.body, tail)
+        actual = unsealed_digest(state.body, tail)
+    except (CairnError, TypeError, ValueError) as exc:
+        return [f"the payload digest cannot be checked: {exc}"]
     if declared != actual:
         return ["the payload digest does not match: the file was altered or damaged"]
     return []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import orjson
@@ -283,3 +284,29 @@ def test_empty_graph_round_trips() -> None:
     assert loaded.graph == SemanticGraph()
     assert encode_artifact(loaded.graph, generated_at=FIXED_TIME) == data
     assert loaded.summary()["counts"]["fact_count"] == 0
+
+
+@SETTINGS
+@given(graph_specs(), st.lists(st.integers(0, 40), max_size=6))
+def test_occurrence_chunks_join_into_the_whole_section(spec: dict, cuts: list[int]) -> None:
+    """Row chunks printed apart and joined give the bytes of the section printed whole."""
+    import cairn.artifact.format as fmt
+
+    occurrences = build(spec).occurrences()
+    owners, rows = fmt._table(
+        list(map(fmt._OWNER, occurrences)), fmt._OWNER_KEY, fmt.OccurrenceOwner.to_json
+    )
+    whole = orjson.dumps(
+        fmt._Writer(fast=True).occurrence_columns(occurrences, rows),
+        option=orjson.OPT_SORT_KEYS,
+    )
+    edges = sorted({0, len(occurrences), *(min(cut, len(occurrences)) for cut in cuts)})
+    ranges = list(itertools.pairwise(edges)) or [(0, 0)]  # the writer's one empty chunk
+    chunks, printed = [], []
+    for begin, end in ranges:
+        entries, owner_rows, columns = fmt._occurrence_chunk(occurrences, begin, end)
+        chunks.append(fmt.ChunkResult(entries, owner_rows, [len(c) for c in columns], True))
+        printed.append(b"".join(columns))
+    joined_owners, pieces = fmt._joined_occurrence_chunks(chunks, printed)
+    assert joined_owners == owners
+    assert b"".join(pieces) == whole

@@ -210,3 +210,20 @@ def test_shared_work_runs_everything_in_process_when_not_parallel() -> None:
         work.submit(_echo, 1)
         work.submit(_echo, 2)
         assert work.drain() == [1, 2]
+
+
+def _slow_echo(state: object, value: int) -> int:
+    import time
+
+    time.sleep(0.05)
+    return value
+
+
+def test_drain_from_the_end_keeps_submission_order() -> None:
+    from cairn.artifact.workers import SharedWork
+
+    for parallel in (False, True):
+        with SharedWork("state", 1, parallel=parallel) as work:
+            for value in range(6):
+                work.submit(_slow_echo, value)
+            assert work.drain(from_end=True) == list(range(6))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from cairn.errors import ArtifactError, BudgetExceededError, NotFoundError
@@ -19,6 +20,7 @@ __all__ = [
     "DEFAULT_FILE_MODE",
     "TEMP_SUFFIX",
     "atomic_write_bytes",
+    "atomic_write_pieces",
     "read_bounded",
     "read_prefix",
 ]
@@ -32,6 +34,11 @@ DEFAULT_FILE_MODE = 0o666
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Replace ``path`` with ``data`` atomically (temp file, fsync, rename, dir fsync)."""
+    return atomic_write_pieces(path, (data,))
+
+
+def atomic_write_pieces(path: str | os.PathLike[str], pieces: Iterable[bytes | memoryview]) -> Path:
+    """``atomic_write_bytes`` of the concatenated ``pieces``, written without joining them."""
     target = Path(path)
     directory = target.parent
     try:
@@ -44,7 +51,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     try:
         os.chmod(temp_name, _file_mode(target))
         with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
+            for piece in pieces:
+                handle.write(piece)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp_name, target)

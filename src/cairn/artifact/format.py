@@ -19,6 +19,7 @@ import time
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import chain, repeat
 from operator import attrgetter, methodcaller
@@ -27,17 +28,18 @@ from typing import Any
 
 import orjson
 
-from cairn.artifact.atomic import atomic_write_bytes
+from cairn.artifact.atomic import atomic_write_pieces
 from cairn.artifact.limits import (
     ARTIFACT_HEADER,
     GENERATION_MODE_FULL,
     PARALLEL_MIN_WRITE_OBJECTS,
     PARALLEL_WORKERS,
+    WRITE_CHUNKS,
 )
 from cairn.artifact.paths import PATH_FIELD_NAMES, absolute_path_fields, is_absolute_path
 from cairn.artifact.runtime import gc_paused
 from cairn.artifact.schema import expected_versions
-from cairn.artifact.seal import DIGEST_KEY, DIGEST_PLACEHOLDER, digest_tail, sealed_between
+from cairn.artifact.seal import DIGEST_KEY, DIGEST_PLACEHOLDER, digest_tail, sealed_pieces
 from cairn.artifact.tally import receipt_from_pairs
 from cairn.artifact.workers import SharedWork, Spool
 from cairn.canonical import MAX_SAFE_INTEGER, canonical_bytes, format_number
@@ -107,49 +109,142 @@ def encode_artifact(
 ) -> bytes:
     """The complete bytes of ``graph.cairn`` for ``graph`` (deterministic for fixed inputs).
 
-    ``parallel`` lets a forked worker print the occurrences; the bytes are the same.
+    ``parallel`` lets a forked worker print most occurrences; the bytes are the same.
     """
     meta = _metadata(repository_revision, generation_mode, generated_at, directed, provenance)
+    return b"".join(_artifact_pieces(graph, meta, parallel=parallel))
+
+
+def _artifact_pieces(
+    graph: SemanticGraph, meta: dict[str, Any], *, parallel: bool
+) -> list[bytes | memoryview]:
+    """The artifact as buffers to concatenate: header, sealed body pieces, newline."""
     with gc_paused():
-        body, tail = _fast_body(graph, meta, parallel=parallel)
-        if not body.isascii() and not unicodedata.is_normalized("NFC", body.decode("utf-8")):
-            plain = _payload(graph, meta, fast=False)
-            body, tail = canonical_bytes(plain), digest_tail(plain)
-    return sealed_between(ARTIFACT_HEADER, body, b"\n", tail)
+        pieces, ascii_only, tail = _fast_body(graph, meta, parallel=parallel)
+        if not ascii_only:
+            body = b"".join(pieces)
+            if not unicodedata.is_normalized("NFC", body.decode("utf-8")):
+                plain = _payload(graph, meta, fast=False)
+                pieces, tail = [canonical_bytes(plain)], digest_tail(plain)
+        return [ARTIFACT_HEADER, *sealed_pieces(pieces, tail), b"\n"]
 
 
 def _sorted_dumps(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
+_SECTION_MARK = orjson.Fragment(b"\x00")
+"""Stands in for the occurrence section while the rest prints: orjson escapes every NUL
+inside strings, so the body's only raw NUL is this one."""
+
+
 def _fast_body(
     graph: SemanticGraph, meta: dict[str, Any], *, parallel: bool
-) -> tuple[bytes, bytes]:
-    """The body via orjson, and its digest tail; a forked worker prints the occurrence
-    section meanwhile."""
-    use_worker = parallel and graph.occurrence_count >= PARALLEL_MIN_WRITE_OBJECTS
-    with Spool() as spool, SharedWork(graph, PARALLEL_WORKERS, parallel=use_worker) as work:
-        work.submit(_spooled_occurrence_section, spool)
-        payload = _payload(graph, meta, fast=True, with_occurrences=False)
-        [(owners, size)] = work.drain()
-        occurrences = spool.read(size)
-    payload["occurrence_owners"] = [orjson.Fragment(entry) for entry in owners]
-    payload["occurrences"] = orjson.Fragment(occurrences)
-    return _sorted_dumps(payload), digest_tail(payload, _sorted_dumps)
+) -> tuple[list[bytes | memoryview], bool, bytes]:
+    """The body as pieces printed by orjson, whether all are ASCII, and the digest tail.
 
-
-def _occurrence_section(graph: SemanticGraph) -> tuple[list[bytes], bytes]:
-    """The owner table and the printed occurrence columns (run in a worker if possible)."""
+    The occurrence section is printed in row chunks: a forked worker takes them from
+    the front while this process prints everything else, then this process takes the
+    chunks nobody has started from the back (``SharedWork.drain(from_end=True)``), so
+    both finish together. The chunks are joined column by column into the same bytes
+    one ``orjson.dumps`` of the whole section prints, and the section is spliced into
+    the rest without copying (chunks are mapped from the workers' spools).
+    """
     occurrences = graph.occurrences()
-    owners, owner_rows = _table(list(map(_OWNER, occurrences)), _OWNER_KEY, OccurrenceOwner.to_json)
-    columns = _Writer(fast=True).occurrence_columns(occurrences, owner_rows)
-    return owners, orjson.dumps(columns, option=orjson.OPT_SORT_KEYS)
+    use_worker = parallel and len(occurrences) >= PARALLEL_MIN_WRITE_OBJECTS
+    bounds = _chunk_bounds(len(occurrences), WRITE_CHUNKS if use_worker else 1)
+    spools = [Spool() for _ in bounds]
+    try:
+        with SharedWork(occurrences, PARALLEL_WORKERS, parallel=use_worker) as work:
+            for (begin, end), spool in zip(bounds, spools, strict=True):
+                work.submit(_spooled_occurrence_chunk, begin, end, spool)
+            payload = _payload(graph, meta, fast=True, with_occurrences=False)
+            chunks = work.drain(from_end=True)
+        printed = [
+            spool.view(sum(chunk.sizes)) for spool, chunk in zip(spools, chunks, strict=True)
+        ]
+    finally:
+        for spool in spools:
+            spool.close()
+    owners, section = _joined_occurrence_chunks(chunks, printed)
+    payload["occurrence_owners"] = [orjson.Fragment(entry) for entry in owners]
+    payload["occurrences"] = _SECTION_MARK
+    rest = _sorted_dumps(payload)
+    mark = rest.index(b"\x00")
+    view = memoryview(rest)
+    pieces = [view[:mark], *section, view[mark + 1 :]]
+    ascii_only = rest.isascii() and all(chunk.ascii for chunk in chunks)
+    return pieces, ascii_only, digest_tail(payload, _sorted_dumps)
 
 
-def _spooled_occurrence_section(graph: SemanticGraph, spool: Spool) -> tuple[list[bytes], int]:
-    """``_occurrence_section`` with the printed columns left in ``spool`` (size returned)."""
-    owners, occurrences = _occurrence_section(graph)
-    return owners, spool.write(occurrences)
+def _chunk_bounds(count: int, chunks: int) -> list[tuple[int, int]]:
+    """``chunks`` contiguous ``[begin, end)`` ranges covering ``count`` rows (at least one)."""
+    step = max(1, -(-count // max(1, chunks)))
+    found = [(begin, min(count, begin + step)) for begin in range(0, count, step)]
+    return found or [(0, 0)]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkResult:
+    """A printed occurrence chunk: its owner table, each row's owner in it, the printed
+    sizes of the other columns (``_OCCURRENCE_KEYS`` order), and whether all is ASCII."""
+
+    owners: list[bytes]
+    owner_rows: list[int]
+    sizes: list[int]
+    ascii: bool
+
+
+def _occurrence_chunk(
+    occurrences: Sequence[EvidenceOccurrence], begin: int, end: int
+) -> tuple[list[bytes], list[int], list[bytes]]:
+    """Rows ``[begin, end)``: a local owner table, rows into it, and every other
+    column printed as a JSON array (in ``_OCCURRENCE_KEYS`` order)."""
+    part = occurrences[begin:end]
+    owners, owner_rows = _table(list(map(_OWNER, part)), _OWNER_KEY, OccurrenceOwner.to_json)
+    columns = _Writer(fast=True).occurrence_columns(part, owner_rows)
+    return owners, owner_rows, [_sorted_dumps(columns[key]) for key in _OCCURRENCE_KEYS]
+
+
+def _spooled_occurrence_chunk(
+    occurrences: Sequence[EvidenceOccurrence], begin: int, end: int, spool: Spool
+) -> ChunkResult:
+    """``_occurrence_chunk`` with the printed columns left in ``spool``."""
+    owners, owner_rows, printed = _occurrence_chunk(occurrences, begin, end)
+    data = b"".join(printed)
+    spool.write(data)
+    return ChunkResult(owners, owner_rows, [len(item) for item in printed], data.isascii())
+
+
+def _joined_occurrence_chunks(
+    chunks: Sequence[ChunkResult], printed: Sequence[bytes | memoryview]
+) -> tuple[list[bytes], list[bytes | memoryview]]:
+    """The owner table and the occurrence section (as pieces) from printed chunks.
+
+    Each column's array is the chunks' arrays without their brackets, joined by commas:
+    what one ``orjson.dumps`` of the whole column prints.
+    """
+    owners = sorted({entry for chunk in chunks for entry in chunk.owners})
+    row_of = {entry: row for row, entry in enumerate(owners)}
+    owner_column: list[int] = []
+    for chunk in chunks:
+        local = [row_of[entry] for entry in chunk.owners]
+        owner_column.extend(map(local.__getitem__, chunk.owner_rows))
+    members: dict[str, list[bytes | memoryview]] = {"owner": [_sorted_dumps(owner_column)]}
+    offsets = [0] * len(chunks)
+    for index, key in enumerate(_OCCURRENCE_KEYS):
+        inner: list[bytes | memoryview] = []
+        for number, (chunk, data) in enumerate(zip(chunks, printed, strict=True)):
+            start, size = offsets[number], chunk.sizes[index]
+            offsets[number] += size
+            if size > 2:  # not "[]"
+                inner.extend((b",", data[start + 1 : start + size - 1]))
+        members[key] = [b"[", *inner[1:], b"]"]
+    pieces: list[bytes | memoryview] = [b"{"]
+    for key in sorted(members):
+        pieces.extend((b'"%s":' % key.encode(), *members[key], b","))
+    pieces[-1] = b"}"
+    return owners, pieces
 
 
 def write_artifact(
@@ -164,17 +259,10 @@ def write_artifact(
     parallel: bool = True,
 ) -> int:
     """Write ``graph`` to ``path`` atomically (temp file, fsync, rename); returns the size."""
-    data = encode_artifact(
-        graph,
-        repository_revision=repository_revision,
-        generation_mode=generation_mode,
-        generated_at=generated_at,
-        directed=directed,
-        provenance=provenance,
-        parallel=parallel,
-    )
-    atomic_write_bytes(path, data)
-    return len(data)
+    meta = _metadata(repository_revision, generation_mode, generated_at, directed, provenance)
+    pieces = _artifact_pieces(graph, meta, parallel=parallel)
+    atomic_write_pieces(path, pieces)
+    return sum(len(piece) for piece in pieces)
 
 
 def artifact_payload(
@@ -584,6 +672,22 @@ _FACT_FIELDS = (
     "endpoint_identity",
     "discriminator",
 )
+_OCCURRENCE_KEYS = (
+    "adapter_evidence_key",
+    "confidence_observations",
+    "diagnostics",
+    "fact_id",
+    "id",
+    "metadata_variants",
+    "provenance",
+    "site_kind",
+    "source_file",
+    "source_range",
+    "target_file",
+    "target_range",
+)
+"""The occurrence section's columns other than ``owner``, in sorted order."""
+
 _OCCURRENCE_FIELDS = (
     "id",
     "fact_id",

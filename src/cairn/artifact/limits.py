@@ -31,6 +31,7 @@ __all__ = [
     "TOMBSTONE_PREFIX",
     "V2_READER_MIN_VERSION",
     "VERIFY_CHUNK_OBJECTS",
+    "WRITE_CHUNKS",
 ]
 
 GRAPH_ARTIFACT_VERSION = 2
@@ -99,3 +100,6 @@ MIN_RECORD_BYTES = 120
 
 VERIFY_CHUNK_OBJECTS = 40_000
 """Facts or occurrences handed to one verification task."""
+
+WRITE_CHUNKS = 8
+"""Row chunks the occurrence section is printed in when a worker shares the write."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -28,6 +28,7 @@ __all__ = [
     "digest_tail",
     "seal",
     "sealed_between",
+    "sealed_pieces",
     "stored_digest",
     "unsealed_digest",
 ]
@@ -78,6 +79,23 @@ def sealed_between(prefix: bytes, body: bytes, suffix: bytes, tail: bytes) -> by
         raise ValueError("the body does not hold the digest placeholder")
     digest = hashlib.sha256(body).hexdigest().encode()
     return b"".join((prefix, view[:offset], digest, view[offset + _WIDTH :], suffix))
+
+
+def sealed_pieces(pieces: Sequence[bytes | memoryview], tail: bytes) -> list[bytes | memoryview]:
+    """``pieces`` of a body with the digest filled in; the member must lie in the last one.
+
+    The digest is hashed piece by piece, so a body held in several buffers (a printed
+    head, sections mapped from workers) is never copied into one.
+    """
+    last = bytes(pieces[-1])
+    offset = _value_offset(last, tail)
+    if last[offset : offset + _WIDTH] != DIGEST_PLACEHOLDER.encode():
+        raise ValueError("the body does not hold the digest placeholder")
+    hasher = hashlib.sha256()
+    for piece in pieces:
+        hasher.update(piece)
+    digest = hasher.hexdigest().encode()
+    return [*pieces[:-1], last[:offset] + digest + last[offset + _WIDTH :]]
 
 
 def seal(body: bytes, tail: bytes | None = None) -> bytes:

@@ -9,6 +9,7 @@ safe (see ``runtime.fork_available``) every task runs in the parent.
 
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
 import tempfile
@@ -53,24 +54,34 @@ class SharedWork:
         future = self._pool.submit(_run_shared, function, args) if self._pool else None
         self._tasks.append((future, function, args))
 
-    def drain(self, local_state: Any = None) -> list[Any]:
+    def drain(self, local_state: Any = None, *, from_end: bool = False) -> list[Any]:
         """Every task's result, in submission order; unstarted tasks run here.
 
         ``local_state`` replaces the shared state for tasks run in this process (for
-        example the same data already parsed here).
+        example the same data already parsed here). With ``from_end`` this process
+        takes unstarted tasks from the back while the worker works from the front
+        (the worker starts tasks in order, so once the last one has started, all have).
         """
         state = self.state if local_state is None else local_state
-        results: list[Any] = []
-        for future, function, args in self._tasks:
+        results: dict[int, Any] = {}
+        if from_end:
+            for index in range(len(self._tasks) - 1, -1, -1):
+                future, function, args = self._tasks[index]
+                if future is not None and not future.cancel():
+                    break
+                results[index] = function(state, *args)
+        for index, (future, function, args) in enumerate(self._tasks):
+            if index in results:
+                continue
             if future is None or future.cancel():
-                results.append(function(state, *args))
+                results[index] = function(state, *args)
                 continue
             try:
-                results.append(future.result())
+                results[index] = future.result()
             except BrokenProcessPool:  # the worker died (for example OOM): redo it here
-                results.append(function(state, *args))
+                results[index] = function(state, *args)
         self._tasks.clear()
-        return results
+        return [results[index] for index in range(len(results))]
 
     def __exit__(
         self,
@@ -122,8 +133,20 @@ class Spool:
             done += len(part)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
+    def view(self, size: int) -> memoryview:
+        """The ``size`` bytes written by ``write``, mapped instead of copied."""
+        if size == 0:
+            return memoryview(b"")
+        if os.fstat(self.fd).st_size < size:
+            raise EOFError(f"the spool holds fewer than {size} bytes")
+        return memoryview(mmap.mmap(self.fd, size, prot=mmap.PROT_READ))
+
+    def close(self) -> None:
+        """Release the descriptor (in this process)."""
+        os.close(self.fd)
+
     def __enter__(self) -> Spool:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        os.close(self.fd)
+        self.close()

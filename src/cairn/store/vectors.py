@@ -224,16 +224,16 @@ def vector_ranking(
         return SlotRanking(slots[rows], scores, view.ids)
     ascending = _slots_ascending(cut, collection, key, column)
     inverse = _inverse_norms(cut, collection, key, column)
+    floats = _Float32Cosine(column, query, inverse)
     if not deep and len(rows) >= HALF_SCAN_MIN_ROWS and half_kernel_ready() is not None:
         worst = _max_residual(cut, collection, key, column)
         approximate = _half_approximation(column, query, worst)
-        tighter, bound = _float32_cosine(column, query, inverse)
 
         def refine_with(rows: npt.NDArray[np.intp]) -> Refine | None:
-            return lambda index: (tighter(rows[index]), bound)
+            return lambda index: (floats.of(rows[index]), floats.eps)
 
     else:
-        approximate = _float_approximation(column, query, inverse)
+        approximate = floats.approximate
 
         def refine_with(rows: npt.NDArray[np.intp]) -> Refine | None:
             return None
@@ -331,59 +331,50 @@ Refiner = Callable[[npt.NDArray[np.intp]], Refine | None]
 """``rows`` -> a tighter scoring of candidates (indexes into ``rows``), or None."""
 
 
-def _float32_cosine(
-    column: VectorColumnView, query: npt.NDArray[np.float64], inverse: npt.NDArray[np.float64]
-) -> tuple[Callable[[npt.NDArray[np.intp]], npt.NDArray[np.float64]], float]:
-    """Cosines of chosen rows from float32 dot products, and their error bound.
+class _Float32Cosine:
+    """Cosines from float32 dot products, within ``COSINE_ERROR_FACTOR * (d + 3) * 2**-24``.
 
     The approximation is ``dot32 * (1 / |row|) * (1 / |query|)`` in float64: a few
     float64 roundings on top of the float32 dot product, far inside the bound. The
     bound holds for any order of the float32 sum, so any split or BLAS blocking.
     """
-    query_norm = float(np.linalg.norm(query))
-    scale = 1.0 / query_norm if query_norm > 0 else 0.0
-    matrix = column.matrix
-    query32 = query.astype(np.float32)
 
-    def of(picked: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
-        approx = (matrix[picked] @ query32).astype(np.float64)
-        approx *= inverse[picked]
-        approx *= scale
+    def __init__(
+        self,
+        column: VectorColumnView,
+        query: npt.NDArray[np.float64],
+        inverse: npt.NDArray[np.float64],
+    ) -> None:
+        norm = float(np.linalg.norm(query))
+        self.scale = 1.0 / norm if norm > 0 else 0.0
+        self.matrix = column.matrix
+        self.inverse = inverse
+        self.query = query.astype(np.float32)
+        self.eps = COSINE_ERROR_FACTOR * (self.matrix.shape[1] + 3) * 2.0**-24
+
+    def scaled(
+        self, dots: npt.NDArray[np.float32], rows: npt.NDArray[np.intp] | slice
+    ) -> npt.NDArray[np.float64]:
+        """``dots`` of ``rows`` turned into approximate cosines."""
+        approx = dots.astype(np.float64)
+        approx *= self.inverse[rows]
+        approx *= self.scale
         return approx
 
-    return of, COSINE_ERROR_FACTOR * (matrix.shape[1] + 3) * 2.0**-24
-
-
-def _float_approximation(
-    column: VectorColumnView, query: npt.NDArray[np.float64], inverse: npt.NDArray[np.float64]
-) -> Approximate:
-    """Cosines from a float32 scan of the rows, within ``(d + 3) * 2**-24`` (times a factor).
-
-    The approximation is ``dot32 * (1 / |row|) * (1 / |query|)`` in float64: a few
-    float64 roundings on top of the float32 dot product, far inside the bound.
-    """
-    query_norm = float(np.linalg.norm(query))
-    scale = 1.0 / query_norm if query_norm > 0 else 0.0
-    matrix = column.matrix
-    query32 = query.astype(np.float32)
+    def of(self, picked: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        """Approximate cosines of the ``picked`` rows (gathered, one product)."""
+        return self.scaled(self.matrix[picked] @ self.query, picked)
 
     def approximate(
-        rows: npt.NDArray[np.intp], every: bool
+        self, rows: npt.NDArray[np.intp], every: bool
     ) -> tuple[npt.NDArray[np.float64], float]:
+        """An ``Approximate``: the scan of the whole matrix, or of the rows asked."""
+        matrix = self.matrix
         if every:  # every row counts: no gathers
-            approx = scan(matrix, query32).astype(np.float64)
-            approx *= inverse[: len(matrix)]
-        else:
-            if 2 * len(rows) >= len(matrix):
-                dots = scan(matrix, query32)[rows]
-            else:
-                dots = scan(matrix[rows], query32)
-            approx = dots.astype(np.float64)
-            approx *= inverse[rows]
-        approx *= scale
-        return approx, COSINE_ERROR_FACTOR * (matrix.shape[1] + 3) * 2.0**-24
-
-    return approximate
+            return self.scaled(scan(matrix, self.query), slice(0, len(matrix))), self.eps
+        if 2 * len(rows) >= len(matrix):
+            return self.scaled(scan(matrix, self.query)[rows], rows), self.eps
+        return self.scaled(scan(matrix[rows], self.query), rows), self.eps
 
 
 def _half_approximation(

@@ -156,7 +156,7 @@ def decode_artifact(data: bytes, *, strict: bool = False, parallel: bool = True)
         except _MALFORMED as exc:
             raise ArtifactCorruptError(f"the artifact holds a malformed record: {exc}") from exc
         try:
-            results = work.drain(VerifyState(data, body, fast, payload))
+            results = work.drain(VerifyState(data, body, fast, payload), from_end=True)
         finally:
             release_caches()
         problems = [problem for result in results for problem in result]

@@ -356,8 +356,7 @@ class _Float32Cosine:
         self, dots: npt.NDArray[np.float32], rows: npt.NDArray[np.intp] | slice
     ) -> npt.NDArray[np.float64]:
         """``dots`` of ``rows`` turned into approximate cosines."""
-        approx = dots.astype(np.float64)
-        approx *= self.inverse[rows]
+        approx: npt.NDArray[np.float64] = np.multiply(dots, self.inverse[rows], dtype=np.float64)
         approx *= self.scale
         return approx
 

@@ -180,3 +180,38 @@ def test_a_vector_only_search_reads_the_halves_and_answers_like_the_oracle(
     assert cosine(stored[:1].astype(np.float64), query, float(np.linalg.norm(query)))[0] == (
         pytest.approx(exact[0], abs=1e-15)
     )
+
+
+# ------------------------------------------------------------ dot and euclidean
+@pytest.mark.parametrize("metric", [Metric.DOT, Metric.EUCLIDEAN])
+def test_dot_and_euclidean_rank_every_row_like_the_oracle(
+    db: Database, metric: Metric, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows of very different norms, duplicates and near-ties: the float32 scan's bound
+    (dot) and chunked float64 scoring (euclidean) keep every rank and score exact."""
+    monkeypatch.setattr(vectors, "SIMILARITY_CHUNK", 7)  # many chunks, a short last one
+    space = VectorSpace("toy-m", DIMENSION, metric, "toy-model", "1")
+    db.command(cmd(ConfigureCollection("docs", ("/text",), (VectorField("embedding", space),))))
+    rng = np.random.default_rng(5)
+    count = 120
+    rows = rng.standard_normal((count, DIMENSION)) * rng.choice([1e-3, 1.0, 40.0], (count, 1))
+    rows[::9] = rows[3]  # exact duplicates: ties broken by ID
+    rows[1::9] = rows[4] * (1 + 1e-7)  # near-ties inside the float32 bound
+    stored = rows.astype(np.float32)
+    ids = [f"d{i:04d}" for i in range(count)]
+    db.command(cmd(*(put("docs", doc_id) for doc_id in ids)))
+    db.command(cmd(*(PutVector("docs", ids[i], "embedding", tuple(rows[i])) for i in range(count))))
+    query = rng.standard_normal(DIMENSION) * 3.0
+    exact = stored.astype(np.float64)
+    if metric is Metric.DOT:
+        oracle_scores = (exact * query).sum(axis=1)
+    else:
+        oracle_scores = -np.sqrt(((exact - query) ** 2).sum(axis=1))
+    oracle = sorted(range(count), key=lambda i: (-oracle_scores[i], ids[i]))
+    hits = db.vector_search("docs", "embedding", tuple(query), space, limit=count)
+    assert [h.ref.id for h in hits] == [ids[i] for i in oracle]
+    assert [h.score for h in hits] == pytest.approx([oracle_scores[i] for i in oracle], rel=1e-12)
+    with db.read_cut() as cut:
+        ranking = vector_ranking(cut, "docs", "embedding", tuple(query), space)
+        slots = [slot for slot, _ in ranking.top(count)]
+        assert [rank for rank, _ in ranking.ranks_of(slots)] == list(range(1, count + 1))

@@ -52,6 +52,7 @@ __all__ = [
     "READER_MMAP_BYTES",
     "READER_POOL_SIZE",
     "REFINE_MIN_BAND",
+    "SIMILARITY_CHUNK",
     "SQLITE_BUSY_TIMEOUT_MS",
     "SQLITE_PARAMETER_BATCH",
     "TOP_SAMPLE_STRIDE",
@@ -164,6 +165,9 @@ MAX_SCAN_THREADS = 4
 
 HALF_SCAN_MIN_ROWS = 16_384
 """Cosine scans over at least this many rows read the float16 unit rows (half the bytes)."""
+
+SIMILARITY_CHUNK = 8192
+"""Rows scored in float64 at a time where a whole-matrix float64 copy would be needed."""
 
 HALF_ENCODE_CHUNK = 4096
 """Rows converted to float16 units per step (bounds the float64 intermediates)."""

@@ -36,6 +36,7 @@ from cairn.store.limits import (
     HALF_SCAN_MIN_ROWS,
     MAX_SCAN_THREADS,
     PARALLEL_SCAN_MIN_ROWS,
+    SIMILARITY_CHUNK,
     SQLITE_PARAMETER_BATCH,
     check_identifier,
 )
@@ -191,7 +192,9 @@ def vector_ranking(
     ``deep`` says the caller will read ranks far below the top (fusion with other
     branches): each such rank resolves a band of near-equal scores, which the wider
     half bound makes ~20x larger, so then the float32 scan is cheaper overall. Either
-    way the ranking is the same. Dot and euclidean scan in float64.
+    way the ranking is the same. Dot products come from the float32 scan too (bound in
+    ``_dot_ranking``); euclidean distances are scored in float64, a chunk of rows at a
+    time.
     """
     query = _check_vector_field(cut, collection, field, vector, space)
     view = cut.columns
@@ -219,10 +222,13 @@ def vector_ranking(
             if allowed is not None:
                 mask[inside] &= allowed[slots[inside]]
         rows = np.flatnonzero(mask)
-    if space.metric is not Metric.COSINE:
-        scores = similarity(space.metric, column.matrix[rows].astype(np.float64), query)
-        return SlotRanking(slots[rows], scores, view.ids)
     ascending = _slots_ascending(cut, collection, key, column)
+    if space.metric is Metric.DOT:
+        largest = _max_norm(cut, collection, key, column)
+        return _dot_ranking(cut, column, rows, query, largest, ascending)
+    if space.metric is Metric.EUCLIDEAN:
+        scores = _chunked_similarity(space.metric, column.matrix, rows, query)
+        return SlotRanking(slots[rows], scores, view.ids)
     inverse = _inverse_norms(cut, collection, key, column)
     floats = _Float32Cosine(column, query, inverse)
     if not deep and len(rows) >= HALF_SCAN_MIN_ROWS and half_kernel_ready() is not None:
@@ -399,6 +405,72 @@ def _half_approximation(
         return run(units[rows]), eps
 
     return approximate
+
+
+def _dot_ranking(
+    cut: ReadCut,
+    column: VectorColumnView,
+    rows: npt.NDArray[np.intp],
+    query: npt.NDArray[np.float64],
+    largest: float,
+    ascending: bool,
+) -> SlotRanking:
+    """Dot products from a float32 scan with a proven bound; exact float64 on demand.
+
+    With ``q32`` the query rounded to float32, ``|x.q - fl32(x.q32)| <= |x| * (|q - q32| +
+    gamma_d |q32|)`` for any order of the float32 sum (``gamma_d <= (d + 3) * 2**-24``);
+    ``largest`` bounds ``|x|`` over the rows, and ``COSINE_ERROR_FACTOR`` adds margin.
+    """
+    matrix = column.matrix
+    query32 = query.astype(np.float32)
+    if len(rows) == len(matrix):
+        dots = scan(matrix, query32)
+    elif 2 * len(rows) >= len(matrix):
+        dots = scan(matrix, query32)[rows]
+    else:
+        dots = scan(matrix[rows], query32)
+    approx = dots.astype(np.float64)
+    rounded = query32.astype(np.float64)
+    gamma = (matrix.shape[1] + 3) * 2.0**-24
+    drift = float(np.linalg.norm(query - rounded)) + gamma * float(np.linalg.norm(rounded))
+    eps = COSINE_ERROR_FACTOR * largest * drift
+
+    def exact(index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        return similarity(Metric.DOT, matrix[rows[index]].astype(np.float64), query)
+
+    slots = column.slots[rows]
+    return ApproxRanking(slots, approx, eps, exact, cut.columns.ids, ascending=ascending)
+
+
+def _chunked_similarity(
+    metric: Metric,
+    matrix: npt.NDArray[np.float32],
+    rows: npt.NDArray[np.intp],
+    query: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """``similarity`` over ``matrix[rows]`` in float64, a chunk of rows at a time.
+
+    Each score depends on its own row only, so chunks give the same values as one pass,
+    without a float64 copy of every row at once.
+    """
+    scores = np.empty(len(rows), dtype=np.float64)
+    for begin in range(0, len(rows), SIMILARITY_CHUNK):
+        part = rows[begin : begin + SIMILARITY_CHUNK]
+        scores[begin : begin + len(part)] = similarity(
+            metric, matrix[part].astype(np.float64), query
+        )
+    return scores
+
+
+def _max_norm(cut: ReadCut, collection: str, key: bytes, column: VectorColumnView) -> float:
+    """The largest L2 norm of the column's rows (memoised: rows never change)."""
+    norms = column.norms
+
+    def compute() -> float:
+        return float(norms.max()) if len(norms) else 0.0
+
+    found: float = cut.columns.memo(("vector-max-norm", collection, key, len(norms)), compute)
+    return found
 
 
 def _max_residual(cut: ReadCut, collection: str, key: bytes, column: VectorColumnView) -> float:

@@ -156,6 +156,9 @@ def test_vector_rules() -> None:
         admit_search(replace(VECTOR, vector=(1.0,)))
     with pytest.raises(ValidationError, match="finite"):
         admit_search(replace(VECTOR, vector=(1.0, float("nan"))))
+    with pytest.raises(ValidationError, match="float32"):
+        admit_search(replace(VECTOR, vector=(1.0, -1e39)))
+    assert admit_search(replace(VECTOR, vector=(1.0, -3.4028234663852886e38))) > 0
     with pytest.raises(ValidationError, match="together"):
         admit_search(replace(VECTOR, space=None))
     with pytest.raises(ValidationError, match="together"):

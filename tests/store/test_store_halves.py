@@ -184,12 +184,9 @@ def test_a_vector_only_search_reads_the_halves_and_answers_like_the_oracle(
 
 # ------------------------------------------------------------ dot and euclidean
 @pytest.mark.parametrize("metric", [Metric.DOT, Metric.EUCLIDEAN])
-def test_dot_and_euclidean_rank_every_row_like_the_oracle(
-    db: Database, metric: Metric, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Rows of very different norms, duplicates and near-ties: the float32 scan's bound
-    (dot) and chunked float64 scoring (euclidean) keep every rank and score exact."""
-    monkeypatch.setattr(vectors, "SIMILARITY_CHUNK", 7)  # many chunks, a short last one
+def test_dot_and_euclidean_rank_every_row_like_the_oracle(db: Database, metric: Metric) -> None:
+    """Rows of very different norms, duplicates and near-ties: the float32 scan's bounds
+    (dot products, and distances from them) keep every rank and score exact."""
     space = VectorSpace("toy-m", DIMENSION, metric, "toy-model", "1")
     db.command(cmd(ConfigureCollection("docs", ("/text",), (VectorField("embedding", space),))))
     rng = np.random.default_rng(5)
@@ -215,3 +212,51 @@ def test_dot_and_euclidean_rank_every_row_like_the_oracle(
         ranking = vector_ranking(cut, "docs", "embedding", tuple(query), space)
         slots = [slot for slot, _ in ranking.top(count)]
         assert [rank for rank, _ in ranking.ranks_of(slots)] == list(range(1, count + 1))
+
+
+@pytest.mark.parametrize("metric", [Metric.COSINE, Metric.DOT, Metric.EUCLIDEAN])
+@pytest.mark.parametrize(
+    ("row_scale", "query_scale"),
+    [(1e35, 1.0), (1.0, 1e35), (1e-40, 1.0), (1e-20, 1e-300), (1e30, 1e30), (1e-40, 1e35)],
+)
+def test_extreme_magnitudes_rank_like_the_oracle(
+    db: Database, metric: Metric, row_scale: float, query_scale: float
+) -> None:
+    """Where float32 products could overflow or underflow, every row is scored in float64."""
+    space = VectorSpace("toy-x", DIMENSION, metric, "toy-model", "1")
+    db.command(cmd(ConfigureCollection("docs", ("/text",), (VectorField("embedding", space),))))
+    rng = np.random.default_rng(9)
+    count = 40
+    rows = rng.standard_normal((count, DIMENSION)) * row_scale
+    rows[5] = rows[2]  # an exact tie
+    ids = [f"d{i:04d}" for i in range(count)]
+    db.command(cmd(*(put("docs", doc_id) for doc_id in ids)))
+    db.command(cmd(*(PutVector("docs", ids[i], "embedding", tuple(rows[i])) for i in range(count))))
+    stored = rows.astype(np.float32).astype(np.float64)
+    query = rng.standard_normal(DIMENSION) * query_scale
+    if metric is Metric.DOT:
+        scores = (stored * query).sum(axis=1)
+    elif metric is Metric.EUCLIDEAN:
+        scores = -np.linalg.norm(stored - query, axis=1)
+    else:
+        norms = np.linalg.norm(stored, axis=1) * np.linalg.norm(query)
+        scores = np.divide(
+            (stored * query).sum(axis=1), norms, out=np.zeros(count), where=norms > 0
+        )
+    oracle = sorted(range(count), key=lambda i: (-scores[i], ids[i]))
+    hits = db.vector_search("docs", "embedding", tuple(query), space, limit=count)
+    assert [h.ref.id for h in hits] == [ids[i] for i in oracle]
+    assert all(math.isfinite(h.score) for h in hits)
+
+
+def test_vector_values_beyond_float32_are_refused_and_nothing_is_written(db: Database) -> None:
+    from cairn.errors import ValidationError
+
+    db.command(cmd(ConfigureCollection("docs", ("/text",), (VectorField("embedding", SPACE),))))
+    db.command(cmd(put("docs", "a")))
+    too_big = (1e39,) + (0.0,) * (DIMENSION - 1)
+    with pytest.raises(ValidationError, match="float32"):
+        db.command(cmd(PutVector("docs", "a", "embedding", too_big)))
+    assert db.vector_search("docs", "embedding", (1.0,) * DIMENSION, SPACE) == ()
+    with pytest.raises(ValidationError, match="float32"):
+        db.vector_search("docs", "embedding", too_big, SPACE)

@@ -43,7 +43,7 @@ from cairn.search.limits import (
     SEARCH_REQUEST_VERSION,
 )
 from cairn.search.wire import to_wire
-from cairn.store.limits import check_identifier
+from cairn.store.limits import MAX_VECTOR_VALUE, check_identifier
 
 __all__ = [
     "admit_graph_search",
@@ -224,6 +224,11 @@ def _check_vector(search: SearchRequest) -> bool:
     for value in vector:
         if type(value) not in (int, float) or not math.isfinite(value):
             raise _fail("vector values must be finite numbers", field="vector")
+        if abs(value) > MAX_VECTOR_VALUE:
+            raise _fail(
+                f"vector values must be within ±{MAX_VECTOR_VALUE} (vectors are float32)",
+                field="vector",
+            )
     return True
 
 

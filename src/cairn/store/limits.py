@@ -45,6 +45,7 @@ __all__ = [
     "MAX_TEXT_FIELDS",
     "MAX_VECTOR_DIMENSION",
     "MAX_VECTOR_FIELDS",
+    "MAX_VECTOR_VALUE",
     "MIN_VECTOR_DIMENSION",
     "PARALLEL_SCAN_MIN_ROWS",
     "PBKDF2_ITERATIONS",
@@ -52,6 +53,8 @@ __all__ = [
     "READER_MMAP_BYTES",
     "READER_POOL_SIZE",
     "REFINE_MIN_BAND",
+    "SCAN_MAX_MAGNITUDE",
+    "SCAN_MIN_MAGNITUDE",
     "SIMILARITY_CHUNK",
     "SQLITE_BUSY_TIMEOUT_MS",
     "SQLITE_PARAMETER_BATCH",
@@ -166,8 +169,17 @@ MAX_SCAN_THREADS = 4
 HALF_SCAN_MIN_ROWS = 16_384
 """Cosine scans over at least this many rows read the float16 unit rows (half the bytes)."""
 
+SCAN_MAX_MAGNITUDE = 1e30
+"""Float32 scans are used only while products stay below this (no overflow)."""
+
+SCAN_MIN_MAGNITUDE = 1e-30
+"""... and, for cosine, while row norms stay above this (no relative loss to underflow)."""
+
 SIMILARITY_CHUNK = 8192
-"""Rows scored in float64 at a time where a whole-matrix float64 copy would be needed."""
+"""Rows scored at a time when a branch scores every row in float64."""
+
+MAX_VECTOR_VALUE = 3.4028234663852886e38
+"""The largest float32 magnitude: vector values are stored as float32."""
 
 HALF_ENCODE_CHUNK = 4096
 """Rows converted to float16 units per step (bounds the float64 intermediates)."""

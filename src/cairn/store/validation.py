@@ -39,6 +39,7 @@ from cairn.store.limits import (
     MAX_PROJECTS_PER_PRINCIPAL,
     MAX_TEXT_FIELDS,
     MAX_VECTOR_FIELDS,
+    MAX_VECTOR_VALUE,
     check_depth,
     check_identifier,
     check_json_pointer,
@@ -105,6 +106,10 @@ def _validate_mutation(mutation: Mutation) -> None:
         check_identifier(mutation.field, "vector field")
         _require(
             all(math.isfinite(value) for value in mutation.vector), "vector values must be finite"
+        )
+        _require(
+            all(abs(value) <= MAX_VECTOR_VALUE for value in mutation.vector),
+            f"vector values are stored as float32: each must be within ±{MAX_VECTOR_VALUE}",
         )
     elif isinstance(mutation, PutFact):
         check_identifier(mutation.graph, "graph")

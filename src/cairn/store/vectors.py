@@ -35,7 +35,10 @@ from cairn.store.limits import (
     COSINE_ERROR_FACTOR,
     HALF_SCAN_MIN_ROWS,
     MAX_SCAN_THREADS,
+    MAX_VECTOR_VALUE,
     PARALLEL_SCAN_MIN_ROWS,
+    SCAN_MAX_MAGNITUDE,
+    SCAN_MIN_MAGNITUDE,
     SIMILARITY_CHUNK,
     SQLITE_PARAMETER_BATCH,
     check_identifier,
@@ -115,9 +118,14 @@ def _check_vector_field(
             details={"principal": cut.principal.id, "resource": collection, "field": pointer},
         )
     query = np.asarray(vector, dtype=np.float64)
-    if query.shape != (space.dimension,) or not np.all(np.isfinite(query)):
+    if (
+        query.shape != (space.dimension,)
+        or not np.all(np.isfinite(query))
+        or np.any(np.abs(query) > MAX_VECTOR_VALUE)
+    ):
         raise ValidationError(
-            f"the query vector needs {space.dimension} finite values",
+            f"the query vector needs {space.dimension} finite values within "
+            f"±{MAX_VECTOR_VALUE} (vectors are float32)",
             details={"dimension": space.dimension},
         )
     return query
@@ -192,9 +200,8 @@ def vector_ranking(
     ``deep`` says the caller will read ranks far below the top (fusion with other
     branches): each such rank resolves a band of near-equal scores, which the wider
     half bound makes ~20x larger, so then the float32 scan is cheaper overall. Either
-    way the ranking is the same. Dot products come from the float32 scan too (bound in
-    ``_dot_ranking``); euclidean distances are scored in float64, a chunk of rows at a
-    time.
+    way the ranking is the same. Dot products and euclidean distances come from the
+    float32 scan too (bounds in ``_dot_ranking`` and ``_euclidean_ranking``).
     """
     query = _check_vector_field(cut, collection, field, vector, space)
     view = cut.columns
@@ -223,28 +230,51 @@ def vector_ranking(
                 mask[inside] &= allowed[slots[inside]]
         rows = np.flatnonzero(mask)
     ascending = _slots_ascending(cut, collection, key, column)
-    if space.metric is Metric.DOT:
-        largest = _max_norm(cut, collection, key, column)
-        return _dot_ranking(cut, column, rows, query, largest, ascending)
-    if space.metric is Metric.EUCLIDEAN:
-        scores = _chunked_similarity(space.metric, column.matrix, rows, query)
-        return SlotRanking(slots[rows], scores, view.ids)
-    inverse = _inverse_norms(cut, collection, key, column)
-    floats = _Float32Cosine(column, query, inverse)
+    smallest, largest = _norm_range(cut, collection, key, column)
+    magnitude = float(np.linalg.norm(query))
+    if space.metric is not Metric.COSINE:
+        # Underflow only costs an absolute error the bounds include; overflow is fatal.
+        if max(largest * magnitude, magnitude) > SCAN_MAX_MAGNITUDE:
+            scores = _chunked_similarity(space.metric, column.matrix, rows, query)
+            return SlotRanking(slots[rows], scores, view.ids)
+        if space.metric is Metric.DOT:
+            return _dot_ranking(cut, column, rows, query, largest, ascending)
+        return _euclidean_ranking(cut, column, rows, query, largest, ascending)
+    # Cosine scans the query's unit vector: products stay below the row norms.
+    floats_hold = _float32_holds(largest, SCAN_MIN_MAGNITUDE if smallest == 0 else smallest)
+    floats = None
+    if floats_hold:
+        floats = _Float32Cosine(column, query, _inverse_norms(cut, collection, key, column))
     if not deep and len(rows) >= HALF_SCAN_MIN_ROWS and half_kernel_ready() is not None:
         worst = _max_residual(cut, collection, key, column)
         approximate = _half_approximation(column, query, worst)
 
         def refine_with(rows: npt.NDArray[np.intp]) -> Refine | None:
-            return lambda index: (floats.of(rows[index]), floats.eps)
+            if floats is None:
+                return None
+            tight = floats
+            return lambda index: (tight.of(rows[index]), tight.eps)
 
-    else:
+    elif floats is not None:
         approximate = floats.approximate
 
         def refine_with(rows: npt.NDArray[np.intp]) -> Refine | None:
             return None
 
+    else:
+        scores = _chunked_similarity(Metric.COSINE, column.matrix, rows, query)
+        return SlotRanking(slots[rows], scores, view.ids)
     return _cosine_ranking(cut, column, rows, query, approximate, refine_with, ascending)
+
+
+def _float32_holds(largest: float, smallest: float) -> bool:
+    """Whether float32 products of magnitudes in ``[smallest, largest]`` keep their bound.
+
+    Above ``SCAN_MAX_MAGNITUDE`` a float32 sum could overflow; below
+    ``SCAN_MIN_MAGNITUDE`` products underflow, so a relative bound would not hold.
+    Outside, the branch scores every row in float64 instead.
+    """
+    return largest <= SCAN_MAX_MAGNITUDE and smallest >= SCAN_MIN_MAGNITUDE
 
 
 _SCAN_POOL: list[ThreadPoolExecutor] = []
@@ -340,9 +370,11 @@ Refiner = Callable[[npt.NDArray[np.intp]], Refine | None]
 class _Float32Cosine:
     """Cosines from float32 dot products, within ``COSINE_ERROR_FACTOR * (d + 3) * 2**-24``.
 
-    The approximation is ``dot32 * (1 / |row|) * (1 / |query|)`` in float64: a few
+    The approximation is ``dot32(row, unit query) * (1 / |row|)`` in float64: a few
     float64 roundings on top of the float32 dot product, far inside the bound. The
-    bound holds for any order of the float32 sum, so any split or BLAS blocking.
+    bound holds for any order of the float32 sum, so any split or BLAS blocking, while
+    row norms stay within ``SCAN_MIN_MAGNITUDE``..``SCAN_MAX_MAGNITUDE`` (checked by
+    the caller).
     """
 
     def __init__(
@@ -352,10 +384,11 @@ class _Float32Cosine:
         inverse: npt.NDArray[np.float64],
     ) -> None:
         norm = float(np.linalg.norm(query))
-        self.scale = 1.0 / norm if norm > 0 else 0.0
+        unit = query / norm if norm > 0 else query
+        self.scale = 1.0  # the unit query carries 1 / |query|
         self.matrix = column.matrix
         self.inverse = inverse
-        self.query = query.astype(np.float32)
+        self.query = unit.astype(np.float32)
         self.eps = COSINE_ERROR_FACTOR * (self.matrix.shape[1] + 3) * 2.0**-24
 
     def scaled(
@@ -421,25 +454,40 @@ def _dot_ranking(
     gamma_d |q32|)`` for any order of the float32 sum (``gamma_d <= (d + 3) * 2**-24``);
     ``largest`` bounds ``|x|`` over the rows, and ``COSINE_ERROR_FACTOR`` adds margin.
     """
-    matrix = column.matrix
-    query32 = query.astype(np.float32)
-    if len(rows) == len(matrix):
-        dots = scan(matrix, query32)
-    elif 2 * len(rows) >= len(matrix):
-        dots = scan(matrix, query32)[rows]
-    else:
-        dots = scan(matrix[rows], query32)
-    approx = dots.astype(np.float64)
-    rounded = query32.astype(np.float64)
-    gamma = (matrix.shape[1] + 3) * 2.0**-24
-    drift = float(np.linalg.norm(query - rounded)) + gamma * float(np.linalg.norm(rounded))
-    eps = COSINE_ERROR_FACTOR * largest * drift
+    dots, drift = _float32_dots(column.matrix, rows, query)
+    eps = COSINE_ERROR_FACTOR * (largest * drift + _underflow(column.matrix))
+    return _metric_ranking(cut, column, rows, query, Metric.DOT, dots, eps, ascending)
 
-    def exact(index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
-        return similarity(Metric.DOT, matrix[rows[index]].astype(np.float64), query)
 
-    slots = column.slots[rows]
-    return ApproxRanking(slots, approx, eps, exact, cut.columns.ids, ascending=ascending)
+def _euclidean_ranking(
+    cut: ReadCut,
+    column: VectorColumnView,
+    rows: npt.NDArray[np.intp],
+    query: npt.NDArray[np.float64],
+    largest: float,
+    ascending: bool,
+) -> SlotRanking:
+    """Negated distances from the float32 scan with a proven bound; exact float64 on demand.
+
+    ``|x - q|**2 = |x|**2 - 2 x.q + |q|**2``: with the dot product's error ``e`` (see
+    ``_dot_ranking``) and float64 rounding, the squared distance is off by at most
+    ``delta = 2 e + 2**-49 (|x| + |q|)**2``, so the distance by at most ``sqrt(delta)``
+    (``|sqrt(a) - sqrt(b)| <= sqrt(|a - b|)``). Wider than the dot bound, but it only
+    decides which rows are scored exactly.
+    """
+    dots, drift = _float32_dots(column.matrix, rows, query)
+    norms = column.norms[rows]
+    size = float(np.linalg.norm(query))
+    squared = norms * norms - 2.0 * dots + size * size
+    approx = -np.sqrt(np.maximum(squared, 0.0))
+    delta = 2.0 * (largest * drift + _underflow(column.matrix)) + 2.0**-49 * (largest + size) ** 2
+    eps = COSINE_ERROR_FACTOR * float(np.sqrt(delta))
+    return _metric_ranking(cut, column, rows, query, Metric.EUCLIDEAN, approx, eps, ascending)
+
+
+def _underflow(matrix: npt.NDArray[np.float32]) -> float:
+    """The most a float32 dot product can lose to products below float32's normal range."""
+    return float(matrix.shape[1]) * 2.0**-149
 
 
 def _chunked_similarity(
@@ -462,14 +510,60 @@ def _chunked_similarity(
     return scores
 
 
-def _max_norm(cut: ReadCut, collection: str, key: bytes, column: VectorColumnView) -> float:
-    """The largest L2 norm of the column's rows (memoised: rows never change)."""
+def _float32_dots(
+    matrix: npt.NDArray[np.float32], rows: npt.NDArray[np.intp], query: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.float64], float]:
+    """``rows`` of ``matrix`` times the query by a float32 scan, and the error per unit
+    of row norm: ``|q - q32| + gamma_d |q32|``."""
+    query32 = query.astype(np.float32)
+    if len(rows) == len(matrix):
+        dots = scan(matrix, query32)
+    elif 2 * len(rows) >= len(matrix):
+        dots = scan(matrix, query32)[rows]
+    else:
+        dots = scan(matrix[rows], query32)
+    rounded = query32.astype(np.float64)
+    gamma = (matrix.shape[1] + 3) * 2.0**-24
+    drift = float(np.linalg.norm(query - rounded)) + gamma * float(np.linalg.norm(rounded))
+    return dots.astype(np.float64), drift
+
+
+def _metric_ranking(
+    cut: ReadCut,
+    column: VectorColumnView,
+    rows: npt.NDArray[np.intp],
+    query: npt.NDArray[np.float64],
+    metric: Metric,
+    approx: npt.NDArray[np.float64],
+    eps: float,
+    ascending: bool,
+) -> SlotRanking:
+    """An ``ApproxRanking`` of ``approx`` whose exact scores are ``similarity`` in float64."""
+    matrix = column.matrix
+
+    def exact(index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        return similarity(metric, matrix[rows[index]].astype(np.float64), query)
+
+    slots = column.slots[rows]
+    return ApproxRanking(slots, approx, eps, exact, cut.columns.ids, ascending=ascending)
+
+
+def _norm_range(
+    cut: ReadCut, collection: str, key: bytes, column: VectorColumnView
+) -> tuple[float, float]:
+    """The smallest nonzero and the largest L2 norm of the column's rows (memoised: rows
+    never change; ``(0, 0)`` without nonzero rows)."""
     norms = column.norms
 
-    def compute() -> float:
-        return float(norms.max()) if len(norms) else 0.0
+    def compute() -> tuple[float, float]:
+        nonzero = norms[norms > 0]
+        if not len(nonzero):
+            return 0.0, 0.0
+        return float(nonzero.min()), float(nonzero.max())
 
-    found: float = cut.columns.memo(("vector-max-norm", collection, key, len(norms)), compute)
+    found: tuple[float, float] = cut.columns.memo(
+        ("vector-norm-range", collection, key, len(norms)), compute
+    )
     return found
 
 

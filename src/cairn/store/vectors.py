@@ -201,7 +201,7 @@ def vector_ranking(
     branches): each such rank resolves a band of near-equal scores, which the wider
     half bound makes ~20x larger, so then the float32 scan is cheaper overall. Either
     way the ranking is the same. Dot products and euclidean distances come from the
-    float32 scan too (bounds in ``_dot_ranking`` and ``_euclidean_ranking``).
+    float32 scan too (bounds in ``_scanned_ranking``).
     """
     query = _check_vector_field(cut, collection, field, vector, space)
     view = cut.columns
@@ -237,9 +237,7 @@ def vector_ranking(
         if max(largest * magnitude, magnitude) > SCAN_MAX_MAGNITUDE:
             scores = _chunked_similarity(space.metric, column.matrix, rows, query)
             return SlotRanking(slots[rows], scores, view.ids)
-        if space.metric is Metric.DOT:
-            return _dot_ranking(cut, column, rows, query, largest, ascending)
-        return _euclidean_ranking(cut, column, rows, query, largest, ascending)
+        return _scanned_ranking(cut, column, rows, query, space.metric, largest, ascending)
     # Cosine scans the query's unit vector: products stay below the row norms.
     floats_hold = _float32_holds(largest, SCAN_MIN_MAGNITUDE if smallest == 0 else smallest)
     floats = None
@@ -345,18 +343,10 @@ def _cosine_ranking(
     ascending: bool,
 ) -> SlotRanking:
     """An approximate scan with a proven error bound; exact float64 scores on demand."""
-    query_norm = float(np.linalg.norm(query))
-    matrix = column.matrix
-    every = len(rows) == len(matrix)
-    slots = column.slots[: len(matrix)] if every else column.slots[rows]
-    approx, eps = approximate(rows, every)
-
-    def exact(index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
-        return cosine(matrix[rows[index]].astype(np.float64), query, query_norm)
-
-    ids = cut.columns.ids
-    return ApproxRanking(
-        slots, approx, eps, exact, ids, ascending=ascending, refine=refine_with(rows)
+    approx, eps = approximate(rows, len(rows) == len(column.matrix))
+    refine = refine_with(rows)
+    return _metric_ranking(
+        cut, column, rows, query, Metric.COSINE, approx, eps, ascending, refine=refine
     )
 
 
@@ -440,49 +430,39 @@ def _half_approximation(
     return approximate
 
 
-def _dot_ranking(
+def _scanned_ranking(
     cut: ReadCut,
     column: VectorColumnView,
     rows: npt.NDArray[np.intp],
     query: npt.NDArray[np.float64],
+    metric: Metric,
     largest: float,
     ascending: bool,
 ) -> SlotRanking:
-    """Dot products from a float32 scan with a proven bound; exact float64 on demand.
+    """Dot products or negated distances from a float32 scan with a proven bound; exact
+    float64 scores on demand. ``largest`` bounds the row norms.
 
-    With ``q32`` the query rounded to float32, ``|x.q - fl32(x.q32)| <= |x| * (|q - q32| +
-    gamma_d |q32|)`` for any order of the float32 sum (``gamma_d <= (d + 3) * 2**-24``);
-    ``largest`` bounds ``|x|`` over the rows, and ``COSINE_ERROR_FACTOR`` adds margin.
+    Dot: with ``q32`` the query rounded to float32, ``|x.q - fl32(x.q32)| <= e =
+    |x| * (|q - q32| + gamma_d |q32|)`` plus what products lose below float32's normal
+    range, for any order of the float32 sum (``gamma_d <= (d + 3) * 2**-24``).
+
+    Euclidean: ``|x - q|**2 = |x|**2 - 2 x.q + |q|**2`` is off by at most ``delta = 2 e +
+    2**-49 (|x| + |q|)**2`` (the float64 roundings), so the distance by at most
+    ``sqrt(delta)`` (``|sqrt(a) - sqrt(b)| <= sqrt(|a - b|)``): wider, but it only decides
+    which rows are scored exactly. ``COSINE_ERROR_FACTOR`` adds margin to both.
     """
     dots, drift = _float32_dots(column.matrix, rows, query)
-    eps = COSINE_ERROR_FACTOR * (largest * drift + _underflow(column.matrix))
-    return _metric_ranking(cut, column, rows, query, Metric.DOT, dots, eps, ascending)
-
-
-def _euclidean_ranking(
-    cut: ReadCut,
-    column: VectorColumnView,
-    rows: npt.NDArray[np.intp],
-    query: npt.NDArray[np.float64],
-    largest: float,
-    ascending: bool,
-) -> SlotRanking:
-    """Negated distances from the float32 scan with a proven bound; exact float64 on demand.
-
-    ``|x - q|**2 = |x|**2 - 2 x.q + |q|**2``: with the dot product's error ``e`` (see
-    ``_dot_ranking``) and float64 rounding, the squared distance is off by at most
-    ``delta = 2 e + 2**-49 (|x| + |q|)**2``, so the distance by at most ``sqrt(delta)``
-    (``|sqrt(a) - sqrt(b)| <= sqrt(|a - b|)``). Wider than the dot bound, but it only
-    decides which rows are scored exactly.
-    """
-    dots, drift = _float32_dots(column.matrix, rows, query)
-    norms = column.norms[rows]
-    size = float(np.linalg.norm(query))
-    squared = norms * norms - 2.0 * dots + size * size
-    approx = -np.sqrt(np.maximum(squared, 0.0))
-    delta = 2.0 * (largest * drift + _underflow(column.matrix)) + 2.0**-49 * (largest + size) ** 2
-    eps = COSINE_ERROR_FACTOR * float(np.sqrt(delta))
-    return _metric_ranking(cut, column, rows, query, Metric.EUCLIDEAN, approx, eps, ascending)
+    error = largest * drift + _underflow(column.matrix)
+    if metric is Metric.DOT:
+        approx, eps = dots, COSINE_ERROR_FACTOR * error
+    else:
+        norms = column.norms[rows]
+        size = float(np.linalg.norm(query))
+        squared = norms * norms - 2.0 * dots + size * size
+        approx = -np.sqrt(np.maximum(squared, 0.0))
+        delta = 2.0 * error + 2.0**-49 * (largest + size) ** 2
+        eps = COSINE_ERROR_FACTOR * float(np.sqrt(delta))
+    return _metric_ranking(cut, column, rows, query, metric, approx, eps, ascending)
 
 
 def _underflow(matrix: npt.NDArray[np.float32]) -> float:
@@ -537,15 +517,24 @@ def _metric_ranking(
     approx: npt.NDArray[np.float64],
     eps: float,
     ascending: bool,
+    *,
+    refine: Refine | None = None,
 ) -> SlotRanking:
-    """An ``ApproxRanking`` of ``approx`` whose exact scores are ``similarity`` in float64."""
+    """An ``ApproxRanking`` of ``approx`` whose exact scores are ``similarity`` in float64
+    (for cosine, ``cosine`` with the query's norm computed once: the same values)."""
     matrix = column.matrix
+    query_norm = float(np.linalg.norm(query))
 
     def exact(index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
-        return similarity(metric, matrix[rows[index]].astype(np.float64), query)
+        picked = matrix[rows[index]].astype(np.float64)
+        if metric is Metric.COSINE:
+            return cosine(picked, query, query_norm)
+        return similarity(metric, picked, query)
 
-    slots = column.slots[rows]
-    return ApproxRanking(slots, approx, eps, exact, cut.columns.ids, ascending=ascending)
+    slots = column.slots[: len(matrix)] if len(rows) == len(matrix) else column.slots[rows]
+    return ApproxRanking(
+        slots, approx, eps, exact, cut.columns.ids, ascending=ascending, refine=refine
+    )
 
 
 def _norm_range(

@@ -260,3 +260,38 @@ def test_vector_values_beyond_float32_are_refused_and_nothing_is_written(db: Dat
     assert db.vector_search("docs", "embedding", (1.0,) * DIMENSION, SPACE) == ()
     with pytest.raises(ValidationError, match="float32"):
         db.vector_search("docs", "embedding", too_big, SPACE)
+
+
+def test_the_units_follow_rows_written_after_their_first_use(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Units are derived on first use and extended as rows arrive (new and replaced)."""
+    monkeypatch.setattr(vectors, "HALF_SCAN_MIN_ROWS", 1)
+    rng = np.random.default_rng(21)
+    stored = _vector_db(db, rng, 200)
+    ids = [f"d{i:04d}" for i in range(len(stored))]
+    query = stored[7] + 0.01 * rng.standard_normal(DIMENSION)
+
+    def expect(vectors_: np.ndarray, names: list[str]) -> list[str]:
+        exact = exact_cosines(vectors_, query)
+        return [names[i] for i in sorted(range(len(names)), key=lambda i: (-exact[i], names[i]))]
+
+    hits = db.vector_search("docs", "embedding", tuple(query), SPACE, limit=20)
+    assert [h.ref.id for h in hits] == expect(stored, ids)[:20]
+    extra = [f"e{i:03d}" for i in range(30)]
+    fresh = (query + 0.05 * rng.standard_normal((30, DIMENSION))).astype(np.float32)
+    db.command(cmd(*(put("docs", doc_id) for doc_id in extra)))
+    db.command(
+        cmd(
+            *(
+                PutVector("docs", extra[i], "embedding", tuple(map(float, fresh[i])))
+                for i in range(30)
+            )
+        )
+    )
+    replaced = stored.copy()
+    replaced[7] = -replaced[7]  # the query's nearest row moves away
+    db.command(cmd(PutVector("docs", ids[7], "embedding", tuple(map(float, replaced[7])))))
+    hits = db.vector_search("docs", "embedding", tuple(query), SPACE, limit=40)
+    everything = np.concatenate([replaced, fresh])
+    assert [h.ref.id for h in hits] == expect(everything, ids + extra)[:40]

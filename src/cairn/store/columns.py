@@ -148,11 +148,13 @@ VectorKey = tuple[str, str, bytes]
 class _VectorColumn:
     """The matrix of one ``(collection, field, space)`` and its rows' slots and positions.
 
-    Beside the float32 rows it keeps their unit vectors in float16 with each one's
-    rounding residual (``cairn.store.halves``): derived from the rows, for fast scans.
+    Beside the float32 rows it can keep their unit vectors in float16 with each one's
+    rounding residual (``cairn.store.halves``), for fast scans. They are derived from the
+    rows on first use (``half``) and extended as rows arrive, never stored: a column
+    nobody scans that way costs nothing for them.
     """
 
-    __slots__ = ("birth", "death", "matrix", "norms", "residuals", "slots", "units")
+    __slots__ = ("_half_lock", "birth", "death", "matrix", "norms", "residuals", "slots", "units")
 
     def __init__(self, dimension: int) -> None:
         self.matrix = _Matrix(dimension)
@@ -162,6 +164,7 @@ class _VectorColumn:
         self.slots = _Growable(np.int64)
         self.birth = _Growable(np.int64, ALIVE)
         self.death = _Growable(np.int64, ALIVE)
+        self._half_lock = threading.Lock()
 
     def extend(
         self,
@@ -173,18 +176,31 @@ class _VectorColumn:
         first = self.slots.size
         self.matrix.extend(rows)
         # float32 products are exact in float64; only the float64 sums round.
-        norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
-        self.norms.extend(norms)
-        units, residuals = encode_units(rows, norms)
-        self.units.extend(units)
-        self.residuals.extend(residuals)
+        self.norms.extend(np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64)))
         self.slots.extend(slots)
         self.death.extend(np.full(len(slots), ALIVE, dtype=np.int64))
         self.birth.extend(births)  # last: a row is never alive before it is complete
         return first
 
+    def half(self, size: int) -> tuple[npt.NDArray[np.float16], npt.NDArray[np.float64]]:
+        """The float16 units and residuals of the first ``size`` rows, derived on demand.
+
+        Rows never change once appended, so what was derived stays valid; readers of
+        different cuts may ask concurrently, hence the lock.
+        """
+        with self._half_lock:
+            done = self.units.size
+            if done < size:
+                rows: npt.NDArray[np.float32] = self.matrix.view()[done:size]
+                norms: npt.NDArray[np.float64] = self.norms.view()[done:size]  # type: ignore[assignment]
+                units, residuals = encode_units(rows, norms)
+                self.units.extend(units)
+                self.residuals.extend(residuals)
+            found: npt.NDArray[np.float64] = self.residuals.view()[:size]  # type: ignore[assignment]
+            return self.units.view()[:size], found
+
     def export(self) -> dict[str, npt.NDArray[Any]]:
-        """The arrays a snapshot keeps (the float16 units are derived again on restore)."""
+        """The arrays a snapshot keeps (the float16 units are derived, never stored)."""
         view = self.view()
         return {
             "matrix": view.matrix,
@@ -200,25 +216,14 @@ class _VectorColumn:
         column = cls(arrays["matrix"].shape[1])
         column.matrix = _Matrix.of(arrays["matrix"])
         column.norms = _Growable.of(arrays["norms"], np.float64, 0)
-        units, residuals = encode_units(arrays["matrix"], column.norms.view())  # type: ignore[arg-type]
-        column.units = _Matrix.of(units)
-        column.residuals = _Growable.of(residuals, np.float64, 0)
         column.slots = _Growable.of(arrays["slots"], np.int64, 0)
         column.birth = _Growable.of(arrays["birth"], np.int64, ALIVE)
         column.death = _Growable.of(arrays["death"], np.int64, ALIVE)
         return column
 
     def parts(self) -> tuple[_Growable | _Matrix, ...]:
-        """Every append-only array of the column (they grow in step)."""
-        return (
-            self.matrix,
-            self.norms,
-            self.units,
-            self.residuals,
-            self.slots,
-            self.birth,
-            self.death,
-        )
+        """Every append-only array that grows with each row (the units lag, on demand)."""
+        return (self.matrix, self.norms, self.slots, self.birth, self.death)
 
     def view(self) -> VectorColumnView:
         """A consistent prefix of every array."""
@@ -229,23 +234,25 @@ class _VectorColumn:
             self.slots.view()[:size],  # type: ignore[arg-type]
             self.birth.view()[:size],  # type: ignore[arg-type]
             self.death.view()[:size],  # type: ignore[arg-type]
-            self.units.view()[:size],
-            self.residuals.view()[:size],  # type: ignore[arg-type]
+            self.half,
         )
 
 
 @dataclass(frozen=True, slots=True)
 class VectorColumnView:
     """One vector matrix as seen by a read cut: rows, L2 norms, slots, births, deaths,
-    and the rows' float16 unit vectors with their rounding residuals."""
+    and access to the rows' float16 unit vectors with their rounding residuals."""
 
     matrix: npt.NDArray[np.float32]
     norms: npt.NDArray[np.float64]
     slots: npt.NDArray[np.int64]
     birth: npt.NDArray[np.int64]
     death: npt.NDArray[np.int64]
-    units: npt.NDArray[np.float16]
-    residuals: npt.NDArray[np.float64]
+    half_of: Callable[[int], tuple[npt.NDArray[np.float16], npt.NDArray[np.float64]]]
+
+    def half(self) -> tuple[npt.NDArray[np.float16], npt.NDArray[np.float64]]:
+        """The float16 units and residuals of this view's rows (derived on first use)."""
+        return self.half_of(len(self.matrix))
 
     def alive(self, position: int) -> npt.NDArray[np.bool_]:
         """Rows alive at ``position`` (their slot's liveness is checked separately)."""

@@ -410,7 +410,7 @@ def _half_approximation(
 ) -> Approximate:
     """Cosines from a scan of the float16 unit rows, within ``half_bound``."""
     unit, query_residual = half_query(query)
-    units = column.units
+    units, _ = column.half()
     threads = _scan_threads()
     eps = half_bound(max_residual, query_residual, units.shape[1])
 
@@ -558,13 +558,13 @@ def _norm_range(
 
 def _max_residual(cut: ReadCut, collection: str, key: bytes, column: VectorColumnView) -> float:
     """The largest float16 rounding residual of the column's rows (memoised)."""
-    residuals = column.residuals
 
     def compute() -> float:
+        _, residuals = column.half()
         return float(residuals.max()) if len(residuals) else 0.0
 
     found: float = cut.columns.memo(
-        ("vector-max-residual", collection, key, len(residuals)), compute
+        ("vector-max-residual", collection, key, len(column.matrix)), compute
     )
     return found
 

@@ -28,7 +28,7 @@ from cairn.artifact.format import (
 )
 from cairn.artifact.limits import ARTIFACT_HEADER
 from cairn.artifact.paths import PATH_FIELD_NAMES
-from cairn.artifact.seal import DIGEST_PLACEHOLDER, digest_tail, seal, sealed_between
+from cairn.artifact.seal import DIGEST_PLACEHOLDER, digest_tail, seal, sealed_pieces
 from cairn.artifact.workers import SharedWork, Spool
 from cairn.errors import CairnError
 from cairn.graph.model import Discriminator, freeze
@@ -148,17 +148,19 @@ def test_free_items_column_prints_like_the_record_by_record_path(cells: list[Any
     assert _printed_or_error(column) == _printed_or_error(one_by_one)
 
 
-def test_sealed_between_equals_seal_with_the_ends_added() -> None:
+def test_sealed_pieces_equal_seal_however_the_body_is_split() -> None:
     body = b'{"a":1,"payload_sha256":"' + DIGEST_PLACEHOLDER.encode() + b'","z":2}'
     tail = b',"z":2}'
     assert digest_tail({"a": 1, "payload_sha256": "x", "z": 2}) == tail
-    assert sealed_between(b"HEAD\n", body, b"\n", tail) == b"HEAD\n" + seal(body) + b"\n"
+    split = [body[:3], memoryview(body)[3:6], body[6:]]  # the member in the last piece
+    assert b"".join(sealed_pieces(split, tail)) == seal(body)
+    assert seal(body) == seal(body, tail)
     with pytest.raises(ValueError, match="placeholder"):
-        sealed_between(b"", body.replace(b"0", b"1"), b"", tail)
+        sealed_pieces([body.replace(b"0", b"1")], tail)
     with pytest.raises(ValueError, match="no top-level payload_sha256"):
-        sealed_between(b"", b"{}", b"", b"}")
+        sealed_pieces([b"{}"], b"}")
     with pytest.raises(ValueError, match="no top-level payload_sha256"):
-        sealed_between(b"", body, b"", b"}")  # a tail that is not the body's
+        sealed_pieces([body], b"}")  # a tail that is not the body's
 
 
 def test_a_nested_key_named_like_the_digest_is_left_alone() -> None:
@@ -191,9 +193,9 @@ def test_spool_hands_bytes_back_from_a_forked_worker(parallel: bool) -> None:
         work.submit(_write_to, spool)
         [size] = work.drain()
         assert size == len(data)
-        assert spool.read(size) == data
+        assert spool.view(size) == data
         with pytest.raises(EOFError):
-            spool.read(size + 1)
+            spool.view(size + 1)
 
 
 def test_parallel_write_through_the_spool_is_byte_identical(monkeypatch: Any) -> None:

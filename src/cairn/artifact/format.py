@@ -38,7 +38,7 @@ from cairn.artifact.limits import (
 )
 from cairn.artifact.paths import PATH_FIELD_NAMES, absolute_path_fields, is_absolute_path
 from cairn.artifact.runtime import gc_paused
-from cairn.artifact.schema import expected_versions
+from cairn.artifact.schema import OCCURRENCE_COLUMNS, expected_versions
 from cairn.artifact.seal import DIGEST_KEY, DIGEST_PLACEHOLDER, digest_tail, sealed_pieces
 from cairn.artifact.tally import receipt_from_pairs
 from cairn.artifact.workers import SharedWork, Spool
@@ -672,36 +672,11 @@ _FACT_FIELDS = (
     "endpoint_identity",
     "discriminator",
 )
-_OCCURRENCE_KEYS = (
-    "adapter_evidence_key",
-    "confidence_observations",
-    "diagnostics",
-    "fact_id",
-    "id",
-    "metadata_variants",
-    "provenance",
-    "site_kind",
-    "source_file",
-    "source_range",
-    "target_file",
-    "target_range",
-)
-"""The occurrence section's columns other than ``owner``, in sorted order."""
+_OCCURRENCE_FIELDS = tuple(name for name in OCCURRENCE_COLUMNS if name != "owner")
+"""The occurrence record attributes the section prints (its ``owner`` is a table row)."""
 
-_OCCURRENCE_FIELDS = (
-    "id",
-    "fact_id",
-    "source_file",
-    "source_range",
-    "target_file",
-    "target_range",
-    "site_kind",
-    "adapter_evidence_key",
-    "provenance",
-    "confidence_observations",
-    "metadata_variants",
-    "diagnostics",
-)
+_OCCURRENCE_KEYS = tuple(sorted(_OCCURRENCE_FIELDS))
+"""The same columns in the printed (sorted key) order."""
 
 
 def _where(section: str, record_id: str, member: str) -> Callable[[], str]:

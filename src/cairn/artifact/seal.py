@@ -27,7 +27,6 @@ __all__ = [
     "DIGEST_PLACEHOLDER",
     "digest_tail",
     "seal",
-    "sealed_between",
     "sealed_pieces",
     "stored_digest",
     "unsealed_digest",
@@ -71,16 +70,6 @@ def _value_offset(body: bytes | memoryview, tail: bytes) -> int:
     return offset
 
 
-def sealed_between(prefix: bytes, body: bytes, suffix: bytes, tail: bytes) -> bytes:
-    """``prefix + sealed body + suffix``, built with one copy of ``body``."""
-    offset = _value_offset(body, tail)
-    view = memoryview(body)
-    if view[offset : offset + _WIDTH] != DIGEST_PLACEHOLDER.encode():
-        raise ValueError("the body does not hold the digest placeholder")
-    digest = hashlib.sha256(body).hexdigest().encode()
-    return b"".join((prefix, view[:offset], digest, view[offset + _WIDTH :], suffix))
-
-
 def sealed_pieces(pieces: Sequence[bytes | memoryview], tail: bytes) -> list[bytes | memoryview]:
     """``pieces`` of a body with the digest filled in; the member must lie in the last one.
 
@@ -104,7 +93,7 @@ def seal(body: bytes, tail: bytes | None = None) -> bytes:
     Without ``tail`` the body is parsed to print it (fine for small bodies).
     """
     found = digest_tail(orjson.loads(body)) if tail is None else tail
-    return sealed_between(b"", body, b"", found)
+    return b"".join(sealed_pieces([body], found))
 
 
 def stored_digest(body: bytes | memoryview, tail: bytes) -> str:

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +53,8 @@ from cairn.store.reads import (
     visible_everything,
     visible_mask,
 )
+
+_Value = TypeVar("_Value", bound=np.generic)
 
 __all__ = ["VectorHit", "cosine", "similarity", "vector_branch", "vector_ranking"]
 
@@ -239,30 +242,32 @@ def vector_ranking(
             return SlotRanking(slots[rows], scores, view.ids)
         return _scanned_ranking(cut, column, rows, query, space.metric, largest, ascending)
     # Cosine scans the query's unit vector: products stay below the row norms.
-    floats_hold = _float32_holds(largest, SCAN_MIN_MAGNITUDE if smallest == 0 else smallest)
     floats = None
-    if floats_hold:
+    if _float32_holds(largest, SCAN_MIN_MAGNITUDE if smallest == 0 else smallest):
         floats = _Float32Cosine(column, query, _inverse_norms(cut, collection, key, column))
+    refine: Refine | None = None
     if not deep and len(rows) >= HALF_SCAN_MIN_ROWS and half_kernel_ready() is not None:
         worst = _max_residual(cut, collection, key, column)
-        approximate = _half_approximation(column, query, worst)
-
-        def refine_with(rows: npt.NDArray[np.intp]) -> Refine | None:
-            if floats is None:
-                return None
-            tight = floats
-            return lambda index: (tight.of(rows[index]), tight.eps)
-
+        approx, eps = _half_cosines(column, rows, query, worst)
+        if floats is not None:
+            refine = _refinement(floats, rows)
     elif floats is not None:
-        approximate = floats.approximate
-
-        def refine_with(rows: npt.NDArray[np.intp]) -> Refine | None:
-            return None
-
+        approx, eps = floats.of(rows), floats.eps
     else:
         scores = _chunked_similarity(Metric.COSINE, column.matrix, rows, query)
         return SlotRanking(slots[rows], scores, view.ids)
-    return _cosine_ranking(cut, column, rows, query, approximate, refine_with, ascending)
+    return _metric_ranking(
+        cut, column, rows, query, Metric.COSINE, approx, eps, ascending, refine=refine
+    )
+
+
+def _refinement(floats: _Float32Cosine, rows: npt.NDArray[np.intp]) -> Refine:
+    """Float32 cosines of candidates (indexes into ``rows``): the half scan's refinement."""
+
+    def refine(index: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.float64], float]:
+        return floats.of(rows[index]), floats.eps
+
+    return refine
 
 
 def _float32_holds(largest: float, smallest: float) -> bool:
@@ -333,30 +338,6 @@ def _inverse_norms(
     return found
 
 
-def _cosine_ranking(
-    cut: ReadCut,
-    column: VectorColumnView,
-    rows: npt.NDArray[np.intp],
-    query: npt.NDArray[np.float64],
-    approximate: Approximate,
-    refine_with: Refiner,
-    ascending: bool,
-) -> SlotRanking:
-    """An approximate scan with a proven error bound; exact float64 scores on demand."""
-    approx, eps = approximate(rows, len(rows) == len(column.matrix))
-    refine = refine_with(rows)
-    return _metric_ranking(
-        cut, column, rows, query, Metric.COSINE, approx, eps, ascending, refine=refine
-    )
-
-
-Approximate = Callable[[npt.NDArray[np.intp], bool], tuple[npt.NDArray[np.float64], float]]
-"""``(rows, every row?)`` -> approximate cosines of those rows and their error bound."""
-
-Refiner = Callable[[npt.NDArray[np.intp]], Refine | None]
-"""``rows`` -> a tighter scoring of candidates (indexes into ``rows``), or None."""
-
-
 class _Float32Cosine:
     """Cosines from float32 dot products, within ``COSINE_ERROR_FACTOR * (d + 3) * 2**-24``.
 
@@ -374,60 +355,51 @@ class _Float32Cosine:
         inverse: npt.NDArray[np.float64],
     ) -> None:
         norm = float(np.linalg.norm(query))
-        unit = query / norm if norm > 0 else query
-        self.scale = 1.0  # the unit query carries 1 / |query|
         self.matrix = column.matrix
         self.inverse = inverse
-        self.query = unit.astype(np.float32)
+        self.query = (query / norm if norm > 0 else query).astype(np.float32)
         self.eps = COSINE_ERROR_FACTOR * (self.matrix.shape[1] + 3) * 2.0**-24
 
-    def scaled(
-        self, dots: npt.NDArray[np.float32], rows: npt.NDArray[np.intp] | slice
-    ) -> npt.NDArray[np.float64]:
-        """``dots`` of ``rows`` turned into approximate cosines."""
-        approx: npt.NDArray[np.float64] = np.multiply(dots, self.inverse[rows], dtype=np.float64)
-        approx *= self.scale
-        return approx
-
-    def of(self, picked: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
-        """Approximate cosines of the ``picked`` rows (gathered, one product)."""
-        return self.scaled(self.matrix[picked] @ self.query, picked)
-
-    def approximate(
-        self, rows: npt.NDArray[np.intp], every: bool
-    ) -> tuple[npt.NDArray[np.float64], float]:
-        """An ``Approximate``: the scan of the whole matrix, or of the rows asked."""
-        matrix = self.matrix
-        if every:  # every row counts: no gathers
-            return self.scaled(scan(matrix, self.query), slice(0, len(matrix))), self.eps
-        if 2 * len(rows) >= len(matrix):
-            return self.scaled(scan(matrix, self.query)[rows], rows), self.eps
-        return self.scaled(scan(matrix[rows], self.query), rows), self.eps
+    def of(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        """Approximate cosines of ``rows`` (one scan, or a product of the gathered rows)."""
+        dots = _scan_rows(self.matrix, rows, lambda part: scan(part, self.query))
+        inverse = self.inverse if len(rows) == len(self.inverse) else self.inverse[rows]
+        found: npt.NDArray[np.float64] = np.multiply(dots, inverse, dtype=np.float64)
+        return found
 
 
-def _half_approximation(
-    column: VectorColumnView, query: npt.NDArray[np.float64], max_residual: float
-) -> Approximate:
-    """Cosines from a scan of the float16 unit rows, within ``half_bound``."""
+def _scan_rows(
+    matrix: npt.NDArray[Any],
+    rows: npt.NDArray[np.intp],
+    run: Callable[[npt.NDArray[Any]], npt.NDArray[_Value]],
+) -> npt.NDArray[_Value]:
+    """``run`` (a row-wise scan) over ``matrix[rows]``: whole when every row counts, whole
+    then picked when at least half do (cheaper than gathering), else on the gathered rows.
+    """
+    if len(rows) == len(matrix):
+        return run(matrix)
+    if 2 * len(rows) >= len(matrix):
+        return run(matrix)[rows]
+    return run(matrix[rows])
+
+
+def _half_cosines(
+    column: VectorColumnView,
+    rows: npt.NDArray[np.intp],
+    query: npt.NDArray[np.float64],
+    max_residual: float,
+) -> tuple[npt.NDArray[np.float64], float]:
+    """Cosines of ``rows`` from a scan of the float16 unit rows, and ``half_bound``."""
     unit, query_residual = half_query(query)
     units, _ = column.half()
     threads = _scan_threads()
-    eps = half_bound(max_residual, query_residual, units.shape[1])
 
     def run(part: npt.NDArray[np.float16]) -> npt.NDArray[np.float64]:
         split = threads > 1 and len(part) >= PARALLEL_SCAN_MIN_ROWS
         return half_scan(part, unit, _scan_pool() if split else None, threads)
 
-    def approximate(
-        rows: npt.NDArray[np.intp], every: bool
-    ) -> tuple[npt.NDArray[np.float64], float]:
-        if every:
-            return run(units), eps
-        if 2 * len(rows) >= len(units):
-            return run(units)[rows], eps
-        return run(units[rows]), eps
-
-    return approximate
+    approx = _scan_rows(units, rows, run)
+    return approx, half_bound(max_residual, query_residual, units.shape[1])
 
 
 def _scanned_ranking(
@@ -496,12 +468,7 @@ def _float32_dots(
     """``rows`` of ``matrix`` times the query by a float32 scan, and the error per unit
     of row norm: ``|q - q32| + gamma_d |q32|``."""
     query32 = query.astype(np.float32)
-    if len(rows) == len(matrix):
-        dots = scan(matrix, query32)
-    elif 2 * len(rows) >= len(matrix):
-        dots = scan(matrix, query32)[rows]
-    else:
-        dots = scan(matrix[rows], query32)
+    dots = _scan_rows(matrix, rows, lambda part: scan(part, query32))
     rounded = query32.astype(np.float64)
     gamma = (matrix.shape[1] + 3) * 2.0**-24
     drift = float(np.linalg.norm(query - rounded)) + gamma * float(np.linalg.norm(rounded))

@@ -58,6 +58,7 @@ __all__ = [
     "SIMILARITY_CHUNK",
     "SQLITE_BUSY_TIMEOUT_MS",
     "SQLITE_PARAMETER_BATCH",
+    "TOP_SAMPLE_SLACK",
     "TOP_SAMPLE_STRIDE",
     "WORD_CACHE_SIZE",
     "check_depth",
@@ -191,7 +192,10 @@ COSINE_ERROR_FACTOR = 2.0
 """Safety factor on the float32 scan's proven cosine error bound ``(d + 3) * 2**-24``."""
 
 TOP_SAMPLE_STRIDE = 16
-"""Top-m selection first takes the m-th best of every 16th score, a lower bound."""
+"""Top-m selection first reads a floor from every 16th score."""
+
+TOP_SAMPLE_SLACK = 2
+"""That floor sits where about twice ``m`` scores pass it (checked: at least ``m``)."""
 
 RANK_HEAD = 2048
 """A ranking sorts its best 2048 scores once; ranks and bounds inside them need no pass."""

@@ -31,15 +31,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from cairn.errors import CorruptionError
 from cairn.store.adjacency import GraphColumn, GraphView
-from cairn.store.halves import encode_units
 from cairn.store.limits import COLUMN_MEMO_SIZE, LIVE_NODE_CACHE_SIZE
+from cairn.store.quantized import encode_rows
 from cairn.store.snapshot import read_snapshot
 
 __all__ = [
@@ -113,7 +113,7 @@ class _Matrix:
 
     __slots__ = ("_data", "size")
 
-    def __init__(self, dimension: int, dtype: type[np.floating[Any]] = np.float32) -> None:
+    def __init__(self, dimension: int, dtype: type[np.generic] = np.float32) -> None:
         self._data: npt.NDArray[Any] = np.zeros((_INITIAL_CAPACITY, dimension), dtype=dtype)
         self.size = 0
 
@@ -148,23 +148,34 @@ VectorKey = tuple[str, str, bytes]
 class _VectorColumn:
     """The matrix of one ``(collection, field, space)`` and its rows' slots and positions.
 
-    Beside the float32 rows it can keep their unit vectors in float16 with each one's
-    rounding residual (``cairn.store.halves``), for fast scans. They are derived from the
-    rows on first use (``half``) and extended as rows arrive, never stored: a column
-    nobody scans that way costs nothing for them.
+    Beside the float32 rows it can keep their unit vectors as int8 codes with each one's
+    scale and quantisation residual (``cairn.store.quantized``), for fast scans. They are
+    derived from the rows on first use (``quantized``) and extended as rows arrive, never
+    stored: a column nobody scans that way costs nothing for them.
     """
 
-    __slots__ = ("_half_lock", "birth", "death", "matrix", "norms", "residuals", "slots", "units")
+    __slots__ = (
+        "_codes_lock",
+        "birth",
+        "codes",
+        "death",
+        "matrix",
+        "norms",
+        "residuals",
+        "scales",
+        "slots",
+    )
 
     def __init__(self, dimension: int) -> None:
         self.matrix = _Matrix(dimension)
         self.norms = _Growable(np.float64)
-        self.units = _Matrix(dimension, np.float16)
+        self.codes = _Matrix(dimension, np.int8)
+        self.scales = _Growable(np.float64)
         self.residuals = _Growable(np.float64)
         self.slots = _Growable(np.int64)
         self.birth = _Growable(np.int64, ALIVE)
         self.death = _Growable(np.int64, ALIVE)
-        self._half_lock = threading.Lock()
+        self._codes_lock = threading.Lock()
 
     def extend(
         self,
@@ -182,25 +193,29 @@ class _VectorColumn:
         self.birth.extend(births)  # last: a row is never alive before it is complete
         return first
 
-    def half(self, size: int) -> tuple[npt.NDArray[np.float16], npt.NDArray[np.float64]]:
-        """The float16 units and residuals of the first ``size`` rows, derived on demand.
+    def quantized(self, size: int) -> Quantized:
+        """The int8 codes, scales and residuals of the first ``size`` rows, on demand.
 
         Rows never change once appended, so what was derived stays valid; readers of
         different cuts may ask concurrently, hence the lock.
         """
-        with self._half_lock:
-            done = self.units.size
+        with self._codes_lock:
+            done = self.codes.size
             if done < size:
                 rows: npt.NDArray[np.float32] = self.matrix.view()[done:size]
                 norms: npt.NDArray[np.float64] = self.norms.view()[done:size]  # type: ignore[assignment]
-                units, residuals = encode_units(rows, norms)
-                self.units.extend(units)
+                codes, scales, residuals = encode_rows(rows, norms)
+                self.codes.extend(codes)
+                self.scales.extend(scales)
                 self.residuals.extend(residuals)
-            found: npt.NDArray[np.float64] = self.residuals.view()[:size]  # type: ignore[assignment]
-            return self.units.view()[:size], found
+            return Quantized(
+                self.codes.view()[:size],
+                self.scales.view()[:size],  # type: ignore[arg-type]
+                self.residuals.view()[:size],  # type: ignore[arg-type]
+            )
 
     def export(self) -> dict[str, npt.NDArray[Any]]:
-        """The arrays a snapshot keeps (the float16 units are derived, never stored)."""
+        """The arrays a snapshot keeps (the int8 codes are derived, never stored)."""
         view = self.view()
         return {
             "matrix": view.matrix,
@@ -222,7 +237,7 @@ class _VectorColumn:
         return column
 
     def parts(self) -> tuple[_Growable | _Matrix, ...]:
-        """Every append-only array that grows with each row (the units lag, on demand)."""
+        """Every append-only array that grows with each row (the codes lag, on demand)."""
         return (self.matrix, self.norms, self.slots, self.birth, self.death)
 
     def view(self) -> VectorColumnView:
@@ -234,25 +249,34 @@ class _VectorColumn:
             self.slots.view()[:size],  # type: ignore[arg-type]
             self.birth.view()[:size],  # type: ignore[arg-type]
             self.death.view()[:size],  # type: ignore[arg-type]
-            self.half,
+            self.quantized,
         )
+
+
+class Quantized(NamedTuple):
+    """Rows' unit vectors as int8 ``codes`` (one row each) with per-row ``scales`` and
+    ``residuals`` (``cairn.store.quantized``)."""
+
+    codes: npt.NDArray[np.int8]
+    scales: npt.NDArray[np.float64]
+    residuals: npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)
 class VectorColumnView:
     """One vector matrix as seen by a read cut: rows, L2 norms, slots, births, deaths,
-    and access to the rows' float16 unit vectors with their rounding residuals."""
+    and access to the rows' int8 unit vectors (``quantized``)."""
 
     matrix: npt.NDArray[np.float32]
     norms: npt.NDArray[np.float64]
     slots: npt.NDArray[np.int64]
     birth: npt.NDArray[np.int64]
     death: npt.NDArray[np.int64]
-    half_of: Callable[[int], tuple[npt.NDArray[np.float16], npt.NDArray[np.float64]]]
+    quantized_of: Callable[[int], Quantized]
 
-    def half(self) -> tuple[npt.NDArray[np.float16], npt.NDArray[np.float64]]:
-        """The float16 units and residuals of this view's rows (derived on first use)."""
-        return self.half_of(len(self.matrix))
+    def quantized(self) -> Quantized:
+        """The int8 codes, scales and residuals of this view's rows (derived on first use)."""
+        return self.quantized_of(len(self.matrix))
 
     def alive(self, position: int) -> npt.NDArray[np.bool_]:
         """Rows alive at ``position`` (their slot's liveness is checked separately)."""

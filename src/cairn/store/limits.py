@@ -21,9 +21,6 @@ __all__ = [
     "DEFAULT_DATABASE_NAME",
     "EMBED_BATCH_SIZE",
     "FEW_RANK_PASSES",
-    "HALF_BOUND_MARGIN",
-    "HALF_ENCODE_CHUNK",
-    "HALF_SCAN_MIN_ROWS",
     "LIVE_NODE_CACHE_SIZE",
     "MAX_API_KEYS_PER_PRINCIPAL",
     "MAX_COMMAND_BYTES",
@@ -49,6 +46,9 @@ __all__ = [
     "MIN_VECTOR_DIMENSION",
     "PARALLEL_SCAN_MIN_ROWS",
     "PBKDF2_ITERATIONS",
+    "QUANTIZED_BOUND_MARGIN",
+    "QUANTIZED_ENCODE_CHUNK",
+    "QUANTIZED_SCAN_MIN_ROWS",
     "RANK_HEAD",
     "READER_MMAP_BYTES",
     "READER_POOL_SIZE",
@@ -167,8 +167,8 @@ PARALLEL_SCAN_MIN_ROWS = 32_768
 MAX_SCAN_THREADS = 4
 """At most this many threads share one vector scan (it is memory-bound past that)."""
 
-HALF_SCAN_MIN_ROWS = 16_384
-"""Cosine scans over at least this many rows read the float16 unit rows (half the bytes)."""
+QUANTIZED_SCAN_MIN_ROWS = 16_384
+"""Cosine scans over at least this many rows read the int8 unit rows (a quarter of the bytes)."""
 
 SCAN_MAX_MAGNITUDE = 1e30
 """Float32 scans are used only while products stay below this (no overflow)."""
@@ -182,11 +182,11 @@ SIMILARITY_CHUNK = 8192
 MAX_VECTOR_VALUE = 3.4028234663852886e38
 """The largest float32 magnitude: vector values are stored as float32."""
 
-HALF_ENCODE_CHUNK = 4096
-"""Rows converted to float16 units per step (bounds the float64 intermediates)."""
+QUANTIZED_ENCODE_CHUNK = 4096
+"""Rows converted to int8 units per step (bounds the float64 intermediates)."""
 
-HALF_BOUND_MARGIN = 1e-9
-"""Added to the half scan's error bound for the float64 rounding it does not model."""
+QUANTIZED_BOUND_MARGIN = 1e-9
+"""Added to the int8 scan's error bound for the float64 rounding it does not model."""
 
 COSINE_ERROR_FACTOR = 2.0
 """Safety factor on the float32 scan's proven cosine error bound ``(d + 3) * 2**-24``."""

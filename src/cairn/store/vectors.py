@@ -31,13 +31,12 @@ from cairn.errors import NotFoundError, PermissionDeniedError, ValidationError
 from cairn.store.apply import vector_pointer
 from cairn.store.columns import VectorColumnView
 from cairn.store.commands import EntityRef, Metric, VectorSpace
-from cairn.store.halves import half_bound, half_kernel_ready, half_query, half_scan
 from cairn.store.limits import (
     COSINE_ERROR_FACTOR,
-    HALF_SCAN_MIN_ROWS,
     MAX_SCAN_THREADS,
     MAX_VECTOR_VALUE,
     PARALLEL_SCAN_MIN_ROWS,
+    QUANTIZED_SCAN_MIN_ROWS,
     SCAN_MAX_MAGNITUDE,
     SCAN_MIN_MAGNITUDE,
     SIMILARITY_CHUNK,
@@ -45,6 +44,12 @@ from cairn.store.limits import (
     check_identifier,
 )
 from cairn.store.policy import Capability, field_allowed, require
+from cairn.store.quantized import (
+    encode_query,
+    int8_kernel_ready,
+    quantized_bound,
+    quantized_scan,
+)
 from cairn.store.ranking import ApproxRanking, Refine, SlotRanking
 from cairn.store.reads import (
     ReadCut,
@@ -198,12 +203,12 @@ def vector_ranking(
     a proven error bound cannot place a row. The scan reads the float32 rows (error at
     most ``COSINE_ERROR_FACTOR * (d + 3) * 2**-24`` of ``|row| * |query|``: each product
     and sum of a ``d``-term float32 dot product, plus rounding the query) or, over at
-    least ``HALF_SCAN_MIN_ROWS`` rows, the float16 unit rows (half the bytes; error
-    ``half_bound``, about 20x wider, with the float32 rows as a tighter refinement).
-    ``deep`` says the caller will read ranks far below the top (fusion with other
-    branches): each such rank resolves a band of near-equal scores, which the wider
-    half bound makes ~20x larger, so then the float32 scan is cheaper overall. Either
-    way the ranking is the same. Dot products and euclidean distances come from the
+    least ``QUANTIZED_SCAN_MIN_ROWS`` rows, the int8 unit rows (a quarter of the bytes;
+    error ``quantized_bound``, ~600x wider, with the float32 rows as a tighter
+    refinement). ``deep`` says the caller will read ranks far below the top (fusion
+    with other branches): each such rank resolves a band of near-equal scores, which
+    the wider bound makes thousands of rows wide, so then the float32 scan is cheaper
+    overall. Either way the ranking is the same. Dot products and euclidean distances come from the
     float32 scan too (bounds in ``_scanned_ranking``).
     """
     query = _check_vector_field(cut, collection, field, vector, space)
@@ -246,9 +251,9 @@ def vector_ranking(
     if _float32_holds(largest, SCAN_MIN_MAGNITUDE if smallest == 0 else smallest):
         floats = _Float32Cosine(column, query, _inverse_norms(cut, collection, key, column))
     refine: Refine | None = None
-    if not deep and len(rows) >= HALF_SCAN_MIN_ROWS and half_kernel_ready() is not None:
+    if not deep and len(rows) >= QUANTIZED_SCAN_MIN_ROWS and int8_kernel_ready() is not None:
         worst = _max_residual(cut, collection, key, column)
-        approx, eps = _half_cosines(column, rows, query, worst)
+        approx, eps = _quantized_cosines(column, rows, query, worst)
         if floats is not None:
             refine = _refinement(floats, rows)
     elif floats is not None:
@@ -262,7 +267,7 @@ def vector_ranking(
 
 
 def _refinement(floats: _Float32Cosine, rows: npt.NDArray[np.intp]) -> Refine:
-    """Float32 cosines of candidates (indexes into ``rows``): the half scan's refinement."""
+    """Float32 cosines of candidates (indexes into ``rows``): the int8 scan's refinement."""
 
     def refine(index: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.float64], float]:
         return floats.of(rows[index]), floats.eps
@@ -383,23 +388,25 @@ def _scan_rows(
     return run(matrix[rows])
 
 
-def _half_cosines(
+def _quantized_cosines(
     column: VectorColumnView,
     rows: npt.NDArray[np.intp],
     query: npt.NDArray[np.float64],
     max_residual: float,
 ) -> tuple[npt.NDArray[np.float64], float]:
-    """Cosines of ``rows`` from a scan of the float16 unit rows, and ``half_bound``."""
-    unit, query_residual = half_query(query)
-    units, _ = column.half()
+    """Cosines of ``rows`` from a scan of the int8 unit rows, and ``quantized_bound``."""
+    codes, scales, _ = column.quantized()
+    query_codes, query_scale, query_residual = encode_query(query)
     threads = _scan_threads()
 
-    def run(part: npt.NDArray[np.float16]) -> npt.NDArray[np.float64]:
+    def run(part: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
         split = threads > 1 and len(part) >= PARALLEL_SCAN_MIN_ROWS
-        return half_scan(part, unit, _scan_pool() if split else None, threads)
+        return quantized_scan(part, query_codes, _scan_pool() if split else None, threads)
 
-    approx = _scan_rows(units, rows, run)
-    return approx, half_bound(max_residual, query_residual, units.shape[1])
+    dots = _scan_rows(codes, rows, run)
+    dots *= scales if len(rows) == len(scales) else scales[rows]
+    dots *= query_scale
+    return dots, quantized_bound(max_residual, query_residual)
 
 
 def _scanned_ranking(
@@ -524,10 +531,10 @@ def _norm_range(
 
 
 def _max_residual(cut: ReadCut, collection: str, key: bytes, column: VectorColumnView) -> float:
-    """The largest float16 rounding residual of the column's rows (memoised)."""
+    """The largest int8 quantisation residual of the column's rows (memoised)."""
 
     def compute() -> float:
-        _, residuals = column.half()
+        residuals = column.quantized().residuals
         return float(residuals.max()) if len(residuals) else 0.0
 
     found: float = cut.columns.memo(

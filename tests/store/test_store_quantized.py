@@ -1,4 +1,4 @@
-"""The float16 half scan: its proven bound holds, its kernel is checked, rankings unchanged."""
+"""The int8 scan: its proven bound holds, its kernel is checked, rankings unchanged."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from store_helpers import cmd, put
 
 import cairn.store.vectors as vectors
 from cairn.store import ConfigureCollection, Database, Metric, PutVector, VectorField, VectorSpace
-from cairn.store.halves import (
+from cairn.store.quantized import (
     _probe,
-    encode_units,
-    half_bound,
-    half_kernel_ready,
-    half_query,
-    half_scan,
+    encode_query,
+    encode_rows,
+    int8_kernel_ready,
+    quantized_bound,
+    quantized_scan,
 )
 from cairn.store.vectors import cosine, vector_ranking
 
@@ -34,23 +34,35 @@ def exact_cosines(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     return np.divide(dots, norms, out=np.zeros(len(rows)), where=norms > 0)
 
 
-def test_numkong_passes_the_accumulation_probe() -> None:
-    assert half_kernel_ready() is not None
+def test_numkong_passes_the_exactness_probe() -> None:
+    assert int8_kernel_ready() is not None
 
 
-def test_the_probe_rejects_a_kernel_that_sums_in_float16() -> None:
-    def half_sum(units: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
-        for i, row in enumerate(units):
-            total = np.float16(0)
-            for a, b in zip(row, query, strict=True):
-                total = np.float16(total + np.float16(a) * np.float16(b))
-            out[i] = float(total)
+def test_the_probe_rejects_kernels_that_sum_in_float32_or_saturate_at_16_bits() -> None:
+    def float32_sum(codes: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
+        out[:] = (codes.astype(np.float32) @ query.astype(np.float32)).astype(np.float64)
 
-    def wide_sum(units: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
-        out[:] = units.astype(np.float64) @ query.astype(np.float64)
+    def saturating_sum(codes: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
+        wide = codes.astype(np.int64) @ query.astype(np.int64)
+        out[:] = np.clip(wide, -(2**15), 2**15 - 1)
 
-    assert not _probe(half_sum)
-    assert _probe(wide_sum)
+    def exact_sum(codes: np.ndarray, query: np.ndarray, out: np.ndarray) -> None:
+        out[:] = codes.astype(np.int64) @ query.astype(np.int64)
+
+    assert not _probe(float32_sum)
+    assert not _probe(saturating_sum)
+    assert _probe(exact_sum)
+
+
+def scan_cosines(rows: np.ndarray, query: np.ndarray, pool: object = None) -> tuple:
+    """The int8 scan's approximate cosines of ``rows`` and its bound, as the branch does."""
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
+    codes, scales, residuals = encode_rows(rows, norms)
+    query_codes, query_scale, query_residual = encode_query(query)
+    dots = quantized_scan(codes, query_codes, pool, 2 if pool else 1)  # type: ignore[arg-type]
+    assert np.array_equal(dots, codes.astype(np.int64) @ query_codes.astype(np.int64))
+    bound = quantized_bound(float(residuals.max()), query_residual)
+    return dots * scales * query_scale, bound
 
 
 MAGNITUDES = st.sampled_from([0.0, 1e-30, 1e-7, 3e-5, 1e-3, 0.5, 1.0, 7.0, 1e6, 1e30])
@@ -74,37 +86,57 @@ def matrices(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
 
 @settings(max_examples=200, deadline=None)
 @given(matrices())
-def test_the_half_scan_is_within_its_bound(drawn: tuple[np.ndarray, np.ndarray]) -> None:
+def test_the_int8_scan_is_within_its_bound(drawn: tuple[np.ndarray, np.ndarray]) -> None:
     rows, query = drawn
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
-    units, residuals = encode_units(rows, norms)
-    unit, query_residual = half_query(query)
-    approx = half_scan(units, unit, None, 1)
-    bound = half_bound(float(residuals.max()), query_residual, rows.shape[1])
+    approx, bound = scan_cosines(rows, query)
     exact = exact_cosines(rows, query)
     assert np.all(np.abs(exact - approx) <= bound)
-    assert bound < 2e-3  # the bound is tight enough to be worth scanning with
 
 
-def test_the_split_scan_equals_within_the_bound_and_the_bound_is_wide_for_4096_dims() -> None:
+def test_the_bound_is_tight_enough_to_scan_with_for_256_dims() -> None:
+    rng = np.random.default_rng(5)
+    rows = rng.standard_normal((2000, 256)).astype(np.float32)
+    query = rng.standard_normal(256)
+    approx, bound = scan_cosines(rows, query)
+    assert np.all(np.abs(exact_cosines(rows, query) - approx) <= bound)
+    # Gaussian rows lose ~0.007 each to int8 (the worst ~0.013), the query as much.
+    assert bound < 0.03
+
+
+def test_the_split_scan_is_exact_and_within_the_bound_for_4096_dims() -> None:
     rng = np.random.default_rng(7)
     rows = rng.standard_normal((3000, 4096)).astype(np.float32)
+    rows[0] = 0.0
+    rows[1, :] = 1e-3
+    rows[1, 5] = 40.0  # one large component: the rest round to zero codes
     query = rng.standard_normal(4096)
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
-    units, residuals = encode_units(rows, norms)
-    unit, query_residual = half_query(query)
     from cairn.store.vectors import _scan_pool
 
-    split = half_scan(units, unit, _scan_pool(), 2)
-    bound = half_bound(float(residuals.max()), query_residual, 4096)
+    split, bound = scan_cosines(rows, query, _scan_pool())
     assert np.all(np.abs(exact_cosines(rows, query) - split) <= bound)
 
 
-def test_encode_units_of_zero_rows_is_zero() -> None:
+def test_encode_rows_of_zero_rows_is_zero() -> None:
     rows = np.zeros((3, 4), dtype=np.float32)
-    units, residuals = encode_units(rows, np.zeros(3))
-    assert not units.any()
+    codes, scales, residuals = encode_rows(rows, np.zeros(3))
+    assert not codes.any()
+    assert not scales.any()
     assert not residuals.any()
+    query_codes, query_scale, query_residual = encode_query(np.zeros(4))
+    assert not query_codes.any() and query_scale == 0.0 and query_residual == 0.0
+
+
+def test_codes_stay_within_127_and_rebuild_the_unit_within_the_residual() -> None:
+    rng = np.random.default_rng(13)
+    rows = (rng.standard_normal((500, 33)) * rng.choice([1e-20, 1.0, 1e20], (500, 1))).astype(
+        np.float32
+    )
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
+    codes, scales, residuals = encode_rows(rows, norms)
+    assert codes.dtype == np.int8 and int(np.abs(codes.astype(np.int64)).max()) == 127
+    units = rows.astype(np.float64) / norms[:, None]
+    lost = np.linalg.norm(units - codes * scales[:, None], axis=1)
+    assert np.allclose(lost, residuals, rtol=1e-9, atol=1e-15)
 
 
 # --------------------------------------------------------------- rankings equal
@@ -122,14 +154,14 @@ def _vector_db(db: Database, rng: np.random.Generator, count: int) -> np.ndarray
 
 
 def _ranking(
-    db: Database, query: np.ndarray, half: bool, monkeypatch: pytest.MonkeyPatch
+    db: Database, query: np.ndarray, quantized: bool, monkeypatch: pytest.MonkeyPatch
 ) -> object:
-    monkeypatch.setattr(vectors, "HALF_SCAN_MIN_ROWS", 1 if half else 10**12)
+    monkeypatch.setattr(vectors, "QUANTIZED_SCAN_MIN_ROWS", 1 if quantized else 10**12)
     with db.read_cut() as cut:
         return vector_ranking(cut, "docs", "embedding", tuple(query), SPACE)
 
 
-def test_half_and_float_rankings_answer_every_question_alike(
+def test_int8_and_float_rankings_answer_every_question_alike(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = np.random.default_rng(3)
@@ -139,15 +171,15 @@ def test_half_and_float_rankings_answer_every_question_alike(
         query = stored[trial * 5] + 0.01 * rng.standard_normal(DIMENSION)
         exact = exact_cosines(stored, query)
         oracle = sorted(range(len(ids)), key=lambda i: (-exact[i], ids[i]))
-        half = _ranking(db, query, True, monkeypatch)
+        coarse = _ranking(db, query, True, monkeypatch)
         flat = _ranking(db, query, False, monkeypatch)
-        assert half.eps > 10 * flat.eps  # the half path really ran
-        for ranking in (half, flat):
+        assert coarse.eps > 10 * flat.eps  # the int8 path really ran
+        for ranking in (coarse, flat):
             top = ranking.top(40)
             assert [ids_of(db, slot) for slot, _ in top] == [ids[i] for i in oracle[:40]]
             slots = [slot for slot, _ in flat.top(len(ids))]
             assert [r for r, _ in ranking.ranks_of(slots)] == list(range(1, len(ids) + 1))
-        assert half.ranks_of(slots) == flat.ranks_of(slots)
+        assert coarse.ranks_of(slots) == flat.ranks_of(slots)
 
 
 def ids_of(db: Database, slot: int) -> str:
@@ -155,28 +187,28 @@ def ids_of(db: Database, slot: int) -> str:
         return cut.columns.ids[slot]
 
 
-def test_a_vector_only_search_reads_the_halves_and_answers_like_the_oracle(
+def test_a_vector_only_search_reads_the_int8_rows_and_answers_like_the_oracle(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = np.random.default_rng(11)
     stored = _vector_db(db, rng, 300)
     ids = [f"d{i:04d}" for i in range(len(stored))]
-    monkeypatch.setattr(vectors, "HALF_SCAN_MIN_ROWS", 1)
+    monkeypatch.setattr(vectors, "QUANTIZED_SCAN_MIN_ROWS", 1)
     calls: list[int] = []
-    real = vectors.half_scan
+    real = vectors.quantized_scan
 
     def counted(*args: object, **kwargs: object) -> np.ndarray:
         calls.append(1)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(vectors, "half_scan", counted)
+    monkeypatch.setattr(vectors, "quantized_scan", counted)
     query = stored[2] + 0.02 * rng.standard_normal(DIMENSION)
     hits = db.vector_search("docs", "embedding", tuple(query), SPACE, limit=25)
     exact = exact_cosines(stored, query)
     oracle = sorted(range(len(ids)), key=lambda i: (-exact[i], ids[i]))[:25]
     assert [h.ref.id for h in hits] == [ids[i] for i in oracle]
     assert [h.score for h in hits] == pytest.approx([exact[i] for i in oracle], abs=1e-12)
-    assert calls  # the half scan answered it
+    assert calls  # the int8 scan answered it
     assert cosine(stored[:1].astype(np.float64), query, float(np.linalg.norm(query)))[0] == (
         pytest.approx(exact[0], abs=1e-15)
     )
@@ -262,11 +294,11 @@ def test_vector_values_beyond_float32_are_refused_and_nothing_is_written(db: Dat
         db.vector_search("docs", "embedding", too_big, SPACE)
 
 
-def test_the_units_follow_rows_written_after_their_first_use(
+def test_the_codes_follow_rows_written_after_their_first_use(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Units are derived on first use and extended as rows arrive (new and replaced)."""
-    monkeypatch.setattr(vectors, "HALF_SCAN_MIN_ROWS", 1)
+    """Codes are derived on first use and extended as rows arrive (new and replaced)."""
+    monkeypatch.setattr(vectors, "QUANTIZED_SCAN_MIN_ROWS", 1)
     rng = np.random.default_rng(21)
     stored = _vector_db(db, rng, 200)
     ids = [f"d{i:04d}" for i in range(len(stored))]

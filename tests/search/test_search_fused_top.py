@@ -175,21 +175,34 @@ def test_vector_text_length_equals_the_canonical_form(values: list[float]) -> No
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(0, 200), st.integers(1, 8), st.integers(0, 50))
-def test_dense_ranking_answers_like_the_candidate_arrays(size: int, levels: int, m: int) -> None:
+@given(st.integers(0, 200), st.integers(1, 8), st.integers(0, 50), HEADS)
+def test_dense_ranking_answers_like_the_candidate_arrays(
+    size: int, levels: int, m: int, head: tuple[int, int]
+) -> None:
     rng = np.random.default_rng(size * 17 + levels)
     slots = np.sort(rng.permutation(np.arange(1, 400))[:size]).astype(np.int64)
     scores = rng.integers(1, levels + 1, size) / levels  # positive: a dense 0 is no candidate
     dense = np.zeros(400, dtype=np.float64)
     dense[slots] = scores
     found = DenseRanking(dense, IDS)
+    found.head_size, found.few_passes = head
     expected = complete(slots, scores)
     assert found.size == size
     assert found.top(m) == expected[:m]
     ranks = {slot: (rank, score) for rank, (slot, score) in enumerate(expected, 1)}
-    wanted = [int(s) for s in slots[:: max(1, size // 5)]] + [0, 399]
+    wanted = [int(s) for s in slots[:: max(1, size // 5)]] + [0, 399, -1, 400]
     assert found.ranks_of(wanted) == [ranks.get(slot) for slot in wanted]
     assert found.top(m) == expected[:m]  # after materialising, still the same
+    leaders = set(found.leaders(m).tolist())
+    assert {slot for slot, _ in expected[:m]} <= leaders  # a superset of the best m
+    assert all(dense[slot] > 0 for slot in leaders)  # never a non-candidate
+    asked = np.asarray(wanted, dtype=np.int64)
+    bounds = found.bounds(asked)
+    for j, slot in enumerate(wanted):
+        place = ranks.get(slot)
+        assert bool(bounds.present[j]) == (place is not None)
+        if place is not None:
+            assert bounds.lowest[j] <= place[0] <= bounds.highest[j]
 
 
 @settings(max_examples=300, deadline=None)

@@ -13,13 +13,11 @@ import sqlite3
 from contextlib import closing, suppress
 from pathlib import Path
 
-import numpy as np
 import orjson
 import pytest
 from store_helpers import SPACE, cmd, put, rows
 
 import cairn.store as store
-import cairn.store.snapshot as snapshot
 from cairn.errors import NotFoundError
 from cairn.search.contracts import SearchRequest
 from cairn.store import (
@@ -288,45 +286,3 @@ def test_a_checkpoint_does_not_move_the_position_or_touch_the_truth(filled: Path
         assert db.checkpoint_columns() == position
         assert db.position == position
     assert {name: rows(filled, f"SELECT * FROM {name}") for name in tables} == before
-
-
-@pytest.mark.parametrize("damaged", [False, True])
-def test_arrays_read_into_owned_memory_in_many_parts_answer_alike(
-    filled: Path, monkeypatch: pytest.MonkeyPatch, damaged: bool
-) -> None:
-    # Every array takes the owned (huge-page) path, split into 7-byte parts.
-    monkeypatch.setattr(snapshot, "OWNED_ARRAY_MIN_BYTES", 1)
-    monkeypatch.setattr(snapshot, "SNAPSHOT_PART_BYTES", 7)
-    with store.open(filled) as db:
-        db.checkpoint_columns()
-    if damaged:
-        _flip_a_byte_in_one_part(filled)
-    with closing(sqlite3.connect(filled)) as conn:
-        position = int(conn.execute("SELECT max(position) FROM changes").fetchone()[0])
-        found = snapshot.read_snapshot(conn, position)
-    if damaged:
-        assert found is None
-    else:
-        assert found is not None
-        matrix = found[1]["vector.0.matrix"]
-        owner = matrix.base
-        assert isinstance(owner, np.ndarray) and owner.flags.owndata
-        assert not matrix.flags.writeable
-    with store.open(filled) as db:
-        seen = answers(db)
-        assert (db.columns_snapshot_position is None) == damaged
-    assert seen == rebuilt_answers(filled)
-
-
-def _flip_a_byte_in_one_part(path: Path) -> None:
-    part, data = rows(
-        path,
-        "SELECT part, data FROM column_snapshot WHERE name = 'vector.0.matrix' AND part = 3",
-    )[0]
-    flipped = bytes([data[0] ^ 0xFF]) + data[1:]
-    _corrupt(
-        path,
-        "UPDATE column_snapshot SET data = ? WHERE name = 'vector.0.matrix' AND part = ?",
-        flipped,
-        part,
-    )

@@ -4,8 +4,7 @@ A cold open used to rebuild every column (slots, text postings, vector matrices)
 the packed SQLite rows: hundreds of MB of rows, regrouped in numpy. A snapshot stores
 the arrays as they are once built at some position P, in the table
 ``column_snapshot`` of the same file, so the next cold open maps
-them with ``np.frombuffer`` (large arrays copied once into numpy-owned memory, which
-the kernel can back with huge pages) and catches up from the ``changes`` log after P exactly as
+them with ``np.frombuffer`` and catches up from the ``changes`` log after P exactly as
 before.
 
 The snapshot is derived data and never the truth:
@@ -53,10 +52,6 @@ SNAPSHOT_FORMAT = "cairn.columns/1"
 
 SNAPSHOT_PART_BYTES = 256 * 1024 * 1024
 """Largest blob one array part is stored in."""
-
-OWNED_ARRAY_MIN_BYTES = 4 * 1024 * 1024
-"""Arrays this large are read into numpy-owned memory (huge pages, see ``_joined``);
-numpy's own threshold for asking for huge pages."""
 
 _HEADER = "header"
 
@@ -194,40 +189,20 @@ def _read(
         return None
     arrays: dict[str, npt.NDArray[Any]] = {}
     for name, entry in manifest.items():
-        parts = chunks.pop(name)
+        parts = chunks[name]
         if len(parts) != entry["parts"]:
+            return None
+        raw = parts[0] if len(parts) == 1 else b"".join(parts)
+        if zlib.crc32(raw) != entry["crc32"]:
             return None
         dtype = np.dtype(entry["dtype"])
         shape = tuple(int(size) for size in entry["shape"])
-        if sum(map(len, parts)) != dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
-            return None
-        raw = _joined(parts)
-        if zlib.crc32(raw if isinstance(raw, bytes) else raw.data) != entry["crc32"]:
+        if len(raw) != dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
             return None
         arrays[name] = np.frombuffer(raw, dtype=dtype).reshape(shape)
     if not _matches_rows(conn, scalars, arrays):
         return None
     return scalars, arrays
-
-
-def _joined(parts: list[bytes]) -> bytes | npt.NDArray[np.uint8]:
-    """One buffer holding ``parts`` in order; a large one in numpy-owned memory.
-
-    numpy asks the kernel to back allocations of ``OWNED_ARRAY_MIN_BYTES`` and more
-    with transparent huge pages (``MADV_HUGEPAGE``), and a scan over a vector matrix
-    in huge pages streams ~15% faster than over the 4 KiB pages of a ``bytes``
-    object (fewer TLB misses; prefetching crosses fewer page boundaries). Small
-    arrays keep the bytes as they are, with no copy.
-    """
-    if sum(map(len, parts)) < OWNED_ARRAY_MIN_BYTES:
-        return parts[0] if len(parts) == 1 else b"".join(parts)
-    owned = np.empty(sum(map(len, parts)), dtype=np.uint8)
-    at = 0
-    for part in parts:
-        owned[at : at + len(part)] = np.frombuffer(part, dtype=np.uint8)
-        at += len(part)
-    owned.flags.writeable = False  # like an array over bytes: columns never write it
-    return owned
 
 
 def _born_at_or_before(conn: sqlite3.Connection, sql: str, key: int, position: int) -> bool:

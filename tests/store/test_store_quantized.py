@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -327,3 +328,64 @@ def test_the_codes_follow_rows_written_after_their_first_use(
     hits = db.vector_search("docs", "embedding", tuple(query), SPACE, limit=40)
     everything = np.concatenate([replaced, fresh])
     assert [h.ref.id for h in hits] == expect(everything, ids + extra)[:40]
+
+
+def test_a_large_encoding_runs_behind_while_searches_scan_float32(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``QUANTIZE_SYNC_VALUES`` the codes are derived by a background thread; the
+    searches before it finishes scan float32, and every answer is the oracle's."""
+    import time
+
+    import cairn.store.columns as columns
+    from cairn.canonical import canonical_bytes
+
+    monkeypatch.setattr(vectors, "QUANTIZED_SCAN_MIN_ROWS", 1)
+    monkeypatch.setattr(columns, "QUANTIZE_SYNC_VALUES", 0)
+    started = threading.Event()
+    release = threading.Event()
+    real_encode = columns.encode_rows
+
+    def held(*args: object) -> object:
+        started.set()
+        assert release.wait(30)
+        return real_encode(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(columns, "encode_rows", held)
+    calls: list[int] = []
+    real_scan = vectors.quantized_scan
+
+    def counted(*args: object, **kwargs: object) -> np.ndarray:
+        calls.append(1)
+        return real_scan(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vectors, "quantized_scan", counted)
+    rng = np.random.default_rng(17)
+    stored = _vector_db(db, rng, 300)
+    ids = [f"d{i:04d}" for i in range(len(stored))]
+    query = stored[9] + 0.02 * rng.standard_normal(DIMENSION)
+    exact = exact_cosines(stored, query)
+    oracle = [ids[i] for i in sorted(range(len(ids)), key=lambda i: (-exact[i], ids[i]))[:20]]
+
+    def search() -> list[str]:
+        return [
+            h.ref.id for h in db.vector_search("docs", "embedding", tuple(query), SPACE, limit=20)
+        ]
+
+    assert search() == oracle  # float32 while the encoding is held
+    assert started.wait(30) and not calls
+    assert search() == oracle  # still float32: one encoding at a time, not a second thread
+    assert not calls
+    release.set()
+    key = canonical_bytes(SPACE.to_json())
+    deadline = time.monotonic() + 30
+    while True:
+        with db.read_cut() as cut:
+            column = cut.columns.vector_column("docs", "embedding", key)
+            assert column is not None
+            if column.quantized() is not None:
+                break
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert search() == oracle
+    assert calls  # the int8 scan answered once the codes were there

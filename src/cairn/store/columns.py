@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from cairn.errors import CorruptionError
 from cairn.store.adjacency import GraphColumn, GraphView
-from cairn.store.limits import COLUMN_MEMO_SIZE, LIVE_NODE_CACHE_SIZE
+from cairn.store.limits import COLUMN_MEMO_SIZE, LIVE_NODE_CACHE_SIZE, QUANTIZE_SYNC_VALUES
 from cairn.store.quantized import encode_rows
 from cairn.store.snapshot import read_snapshot
 
@@ -156,6 +156,7 @@ class _VectorColumn:
 
     __slots__ = (
         "_codes_lock",
+        "_encoding",
         "birth",
         "codes",
         "death",
@@ -176,6 +177,7 @@ class _VectorColumn:
         self.birth = _Growable(np.int64, ALIVE)
         self.death = _Growable(np.int64, ALIVE)
         self._codes_lock = threading.Lock()
+        self._encoding = False  # a background thread is encoding rows
 
     def extend(
         self,
@@ -193,26 +195,62 @@ class _VectorColumn:
         self.birth.extend(births)  # last: a row is never alive before it is complete
         return first
 
-    def quantized(self, size: int) -> Quantized:
-        """The int8 codes, scales and residuals of the first ``size`` rows, on demand.
+    def quantized(self, size: int) -> Quantized | None:
+        """The int8 codes, scales and residuals of the first ``size`` rows, or None while
+        a background thread derives them.
 
-        Rows never change once appended, so what was derived stays valid; readers of
-        different cuts may ask concurrently, hence the lock.
+        Rows never change once appended, so what was derived stays valid. A few missing
+        rows (at most ``QUANTIZE_SYNC_VALUES`` values) are encoded on the spot; more
+        are encoded by a background thread while callers scan the float32 rows, so no
+        search waits for a whole column (~0.13 s per 100k x 256 rows, and far more
+        while the kernel compacts memory for the new arrays' huge pages).
         """
         with self._codes_lock:
             done = self.codes.size
-            if done < size:
-                rows: npt.NDArray[np.float32] = self.matrix.view()[done:size]
-                norms: npt.NDArray[np.float64] = self.norms.view()[done:size]  # type: ignore[assignment]
-                codes, scales, residuals = encode_rows(rows, norms)
-                self.codes.extend(codes)
-                self.scales.extend(scales)
-                self.residuals.extend(residuals)
-            return Quantized(
-                self.codes.view()[:size],
-                self.scales.view()[:size],  # type: ignore[arg-type]
-                self.residuals.view()[:size],  # type: ignore[arg-type]
-            )
+            if done < size and (size - done) * self.matrix.view().shape[1] <= QUANTIZE_SYNC_VALUES:
+                self._append_codes(done, *self._encode(done, size))
+                done = size
+            if done >= size:
+                return Quantized(
+                    self.codes.view()[:size],
+                    self.scales.view()[:size],  # type: ignore[arg-type]
+                    self.residuals.view()[:size],  # type: ignore[arg-type]
+                )
+            if not self._encoding:
+                self._encoding = True
+                threading.Thread(target=self._encode_behind, args=(done, size), daemon=True).start()
+            return None
+
+    def _encode(
+        self, begin: int, end: int
+    ) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Codes, scales and residuals of rows ``begin:end`` (already appended: immutable)."""
+        rows: npt.NDArray[np.float32] = self.matrix.view()[begin:end]
+        norms: npt.NDArray[np.float64] = self.norms.view()[begin:end]  # type: ignore[assignment]
+        return encode_rows(rows, norms)
+
+    def _append_codes(
+        self,
+        begin: int,
+        codes: npt.NDArray[np.int8],
+        scales: npt.NDArray[np.float64],
+        residuals: npt.NDArray[np.float64],
+    ) -> None:
+        """Append encoded rows that start at row ``begin`` (caller holds the lock)."""
+        if self.codes.size == begin:  # else another caller got there first
+            self.codes.extend(codes)
+            self.scales.extend(scales)
+            self.residuals.extend(residuals)
+
+    def _encode_behind(self, begin: int, end: int) -> None:
+        """The background thread: encode rows ``begin:end`` without the lock, then append."""
+        try:
+            encoded = self._encode(begin, end)
+            with self._codes_lock:
+                self._append_codes(begin, *encoded)
+        finally:
+            with self._codes_lock:
+                self._encoding = False
 
     def export(self) -> dict[str, npt.NDArray[Any]]:
         """The arrays a snapshot keeps (the int8 codes are derived, never stored)."""
@@ -272,10 +310,11 @@ class VectorColumnView:
     slots: npt.NDArray[np.int64]
     birth: npt.NDArray[np.int64]
     death: npt.NDArray[np.int64]
-    quantized_of: Callable[[int], Quantized]
+    quantized_of: Callable[[int], Quantized | None]
 
-    def quantized(self) -> Quantized:
-        """The int8 codes, scales and residuals of this view's rows (derived on first use)."""
+    def quantized(self) -> Quantized | None:
+        """The int8 codes, scales and residuals of this view's rows (derived on first use;
+        None while a background thread derives them)."""
         return self.quantized_of(len(self.matrix))
 
     def alive(self, position: int) -> npt.NDArray[np.bool_]:

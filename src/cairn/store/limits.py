@@ -49,6 +49,7 @@ __all__ = [
     "QUANTIZED_BOUND_MARGIN",
     "QUANTIZED_ENCODE_CHUNK",
     "QUANTIZED_SCAN_MIN_ROWS",
+    "QUANTIZE_SYNC_VALUES",
     "RANK_HEAD",
     "READER_MMAP_BYTES",
     "READER_POOL_SIZE",
@@ -185,6 +186,10 @@ MAX_VECTOR_VALUE = 3.4028234663852886e38
 QUANTIZED_ENCODE_CHUNK = 256
 """Rows converted to int8 units per step: the float64 temporaries (0.5 MB each at 256
 dimensions) stay in a core's cache, 2.3x faster than 4096-row steps."""
+
+QUANTIZE_SYNC_VALUES = 2**22
+"""Rows missing int8 codes are encoded within the search when they hold at most this many
+values (~16k rows of 256 dimensions, ~20 ms); more are encoded by a background thread."""
 
 QUANTIZED_BOUND_MARGIN = 1e-9
 """Added to the int8 scan's error bound for the float64 rounding it does not model."""

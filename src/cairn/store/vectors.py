@@ -29,7 +29,7 @@ import numpy.typing as npt
 from cairn.canonical import canonical_bytes
 from cairn.errors import NotFoundError, PermissionDeniedError, ValidationError
 from cairn.store.apply import vector_pointer
-from cairn.store.columns import VectorColumnView
+from cairn.store.columns import Quantized, VectorColumnView
 from cairn.store.commands import EntityRef, Metric, VectorSpace
 from cairn.store.limits import (
     COSINE_ERROR_FACTOR,
@@ -251,9 +251,12 @@ def vector_ranking(
     if _float32_holds(largest, SCAN_MIN_MAGNITUDE if smallest == 0 else smallest):
         floats = _Float32Cosine(column, query, _inverse_norms(cut, collection, key, column))
     refine: Refine | None = None
+    coded = None
     if not deep and len(rows) >= QUANTIZED_SCAN_MIN_ROWS and int8_kernel_ready() is not None:
-        worst = _max_residual(cut, collection, key, column)
-        approx, eps = _quantized_cosines(column, rows, query, worst)
+        coded = column.quantized()  # None while a background thread derives it
+    if coded is not None:
+        worst = _max_residual(cut, collection, key, coded)
+        approx, eps = _quantized_cosines(coded, rows, query, worst)
         if floats is not None:
             refine = _refinement(floats, rows)
     elif floats is not None:
@@ -389,13 +392,13 @@ def _scan_rows(
 
 
 def _quantized_cosines(
-    column: VectorColumnView,
+    coded: Quantized,
     rows: npt.NDArray[np.intp],
     query: npt.NDArray[np.float64],
     max_residual: float,
 ) -> tuple[npt.NDArray[np.float64], float]:
     """Cosines of ``rows`` from a scan of the int8 unit rows, and ``quantized_bound``."""
-    codes, scales, _ = column.quantized()
+    codes, scales, _ = coded
     query_codes, query_scale, query_residual = encode_query(query)
     threads = _scan_threads()
 
@@ -530,15 +533,15 @@ def _norm_range(
     return found
 
 
-def _max_residual(cut: ReadCut, collection: str, key: bytes, column: VectorColumnView) -> float:
+def _max_residual(cut: ReadCut, collection: str, key: bytes, coded: Quantized) -> float:
     """The largest int8 quantisation residual of the column's rows (memoised)."""
+    residuals = coded.residuals
 
     def compute() -> float:
-        residuals = column.quantized().residuals
         return float(residuals.max()) if len(residuals) else 0.0
 
     found: float = cut.columns.memo(
-        ("vector-max-residual", collection, key, len(column.matrix)), compute
+        ("vector-max-residual", collection, key, len(residuals)), compute
     )
     return found
 

@@ -7,6 +7,7 @@ import pytest
 MODULES = [
     "cairn",
     "cairn.errors",
+    "cairn.arrays",
     "cairn.canonical",
     "cairn.graph",
     "cairn.graph.model",

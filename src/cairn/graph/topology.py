@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 import rustworkx as rx
 
+from cairn.arrays import distinct
 from cairn.errors import BudgetExceededError, ValidationError
 from cairn.graph.model import Direction, SemanticFact
 from cairn.graph.multigraph import SemanticGraph
@@ -417,7 +418,7 @@ def _pivot_dependency(indptr: _IntArray, heads: _IntArray, pivot: int) -> _Float
     while frontier.size:
         tails, ends = _frontier_arcs(indptr, heads, frontier)
         depth = int(hops[frontier[0]]) + 1
-        fresh = np.unique(ends[hops[ends] < 0])
+        fresh = distinct(ends[hops[ends] < 0])
         hops[fresh] = depth
         onward = hops[ends] == depth
         tails, ends = tails[onward], ends[onward]

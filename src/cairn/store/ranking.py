@@ -25,11 +25,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeVar
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from cairn.arrays import distinct
 from cairn.store.limits import (
     FEW_RANK_PASSES,
     RANK_HEAD,
@@ -102,21 +103,6 @@ class Ranking:
         (``ranks_of``) only for the few whose bounds leave the top undecided.
         """
         return RankBounds.of(self.ranks_of(slots.tolist()))
-
-
-_Int = TypeVar("_Int", bound=np.integer[Any])
-
-
-def distinct(values: npt.NDArray[_Int]) -> npt.NDArray[_Int]:
-    """The distinct values, ascending: ``np.unique`` by one sort (numpy 2's hashing
-    ``unique`` costs ~10x more on the few hundred indexes a ranking handles)."""
-    ordered = np.sort(values)
-    if len(ordered) < 2:
-        return ordered
-    keep = np.empty(len(ordered), dtype=bool)
-    keep[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-    return ordered[keep]
 
 
 def mth_largest(values: npt.NDArray[np.float64], m: int) -> float | None:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from search_helpers import SPACE, TEXT, VECTOR, grant, open_db, put_docs, run
 
-from cairn.store import Database, DeleteDocument, DocumentAccess, PutVector, vectors
+from cairn.store import Database, DeleteDocument, DocumentAccess, PutVector, scanning, vectors
 from cairn.store.reads import slot_mask, text_ranking
 from cairn.store.vectors import vector_ranking
 
@@ -92,8 +92,8 @@ def test_a_split_scan_ranks_and_scores_exactly_as_one_scan(
         with db.read_cut() as cut:
             whole = vector_ranking(cut, "docs", VECTOR, (0.3, 0.9), SPACE)
             single = whole.top(whole.size)
-            monkeypatch.setattr(vectors, "PARALLEL_SCAN_MIN_ROWS", 1)
-            monkeypatch.setattr(vectors, "_scan_threads", lambda: 3)
+            monkeypatch.setattr(scanning, "PARALLEL_SCAN_MIN_ROWS", 1)
+            monkeypatch.setattr(scanning, "scan_threads", lambda: 3)
             split = vector_ranking(cut, "docs", VECTOR, (0.3, 0.9), SPACE)
             assert split.top(split.size) == single
     finally:

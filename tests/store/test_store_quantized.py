@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_helpers import cmd, put
 
+import cairn.store.scanning as scanning
 import cairn.store.vectors as vectors
 from cairn.store import ConfigureCollection, Database, Metric, PutVector, VectorField, VectorSpace
 from cairn.store.quantized import (
@@ -21,6 +22,7 @@ from cairn.store.quantized import (
     quantized_bound,
     quantized_scan,
 )
+from cairn.store.scanning import split_rows
 from cairn.store.vectors import cosine, vector_ranking
 
 DIMENSION = 8
@@ -55,12 +57,21 @@ def test_the_probe_rejects_kernels_that_sum_in_float32_or_saturate_at_16_bits() 
     assert _probe(exact_sum)
 
 
-def scan_cosines(rows: np.ndarray, query: np.ndarray, pool: object = None) -> tuple:
-    """The int8 scan's approximate cosines of ``rows`` and its bound, as the branch does."""
+def scan_cosines(rows: np.ndarray, query: np.ndarray, split: bool = False) -> tuple:
+    """The int8 scan's approximate cosines of ``rows`` and its bound, as the branch does
+    (``split``: across the scan threads and this one, in row ranges)."""
     norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
     codes, scales, residuals = encode_rows(rows, norms)
     query_codes, query_scale, query_residual = encode_query(query)
-    dots = quantized_scan(codes, query_codes, pool, 2 if pool else 1)  # type: ignore[arg-type]
+    dots = np.full(len(rows), np.nan)
+    if split:
+
+        def kernel(begin: int, end: int) -> None:
+            quantized_scan(codes[begin:end], query_codes, dots[begin:end])
+
+        split_rows(len(rows), kernel)
+    else:
+        quantized_scan(codes, query_codes, dots)
     assert np.array_equal(dots, codes.astype(np.int64) @ query_codes.astype(np.int64))
     bound = quantized_bound(float(residuals.max()), query_residual)
     return dots * scales * query_scale, bound
@@ -104,16 +115,17 @@ def test_the_bound_is_tight_enough_to_scan_with_for_256_dims() -> None:
     assert bound < 0.03
 
 
-def test_the_split_scan_is_exact_and_within_the_bound_for_4096_dims() -> None:
+def test_the_split_scan_is_exact_and_within_the_bound_for_4096_dims(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     rng = np.random.default_rng(7)
     rows = rng.standard_normal((3000, 4096)).astype(np.float32)
     rows[0] = 0.0
     rows[1, :] = 1e-3
     rows[1, 5] = 40.0  # one large component: the rest round to zero codes
     query = rng.standard_normal(4096)
-    from cairn.store.vectors import _scan_pool
-
-    split, bound = scan_cosines(rows, query, _scan_pool())
+    monkeypatch.setattr(scanning, "PARALLEL_SCAN_MIN_ROWS", 1)
+    split, bound = scan_cosines(rows, query, split=True)
     assert np.all(np.abs(exact_cosines(rows, query) - split) <= bound)
 
 

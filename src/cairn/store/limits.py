@@ -54,6 +54,7 @@ __all__ = [
     "READER_MMAP_BYTES",
     "READER_POOL_SIZE",
     "REFINE_MIN_BAND",
+    "SCAN_CHUNKS",
     "SCAN_MAX_MAGNITUDE",
     "SCAN_MIN_MAGNITUDE",
     "SIMILARITY_CHUNK",
@@ -167,6 +168,10 @@ PARALLEL_SCAN_MIN_ROWS = 32_768
 
 MAX_SCAN_THREADS = 4
 """At most this many threads share one vector scan (it is memory-bound past that)."""
+
+SCAN_CHUNKS = 8
+"""A split scan's row ranges: the scan workers take them from the front, the calling
+thread (after its own work) from the back."""
 
 QUANTIZED_SCAN_MIN_ROWS = 16_384
 """Cosine scans over at least this many rows read the int8 unit rows (a quarter of the bytes)."""

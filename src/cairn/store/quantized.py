@@ -23,9 +23,7 @@ scan.
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
@@ -152,27 +150,11 @@ def int8_kernel_ready() -> Dot | None:
 
 
 def quantized_scan(
-    codes: npt.NDArray[np.int8],
-    query: npt.NDArray[np.int8],
-    pool: ThreadPoolExecutor | None,
-    threads: int,
-) -> npt.NDArray[np.float64]:
-    """Every row's exact integer dot product with ``query``, split across ``threads``.
-
-    Callers check ``int8_kernel_ready()`` first. The sums are exact, so a split never
-    changes a value.
-    """
+    codes: npt.NDArray[np.int8], query: npt.NDArray[np.int8], out: npt.NDArray[np.float64]
+) -> None:
+    """Every row's exact integer dot product with ``query``, into ``out`` (one value per
+    row). Callers check ``int8_kernel_ready()`` first and split large scans by rows: the
+    sums are exact, so a split never changes a value."""
     dot = int8_kernel_ready()
     assert dot is not None  # callers check first
-    out = np.empty(len(codes), dtype=np.float64)
-    if pool is None or threads <= 1:
-        dot(codes, query, out)
-        return out
-    bounds = np.linspace(0, len(codes), threads + 1).astype(int).tolist()
-    jobs = [
-        pool.submit(dot, codes[begin:end], query, out[begin:end])
-        for begin, end in itertools.pairwise(bounds)
-    ]
-    for job in jobs:
-        job.result()
-    return out
+    dot(codes, query, out)

@@ -15,11 +15,7 @@ bound picks the rows whose float64 score matters); the best ``limit`` are chosen
 
 from __future__ import annotations
 
-import itertools
-import os
-import threading
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -33,9 +29,7 @@ from cairn.store.columns import Quantized, VectorColumnView
 from cairn.store.commands import EntityRef, Metric, VectorSpace
 from cairn.store.limits import (
     COSINE_ERROR_FACTOR,
-    MAX_SCAN_THREADS,
     MAX_VECTOR_VALUE,
-    PARALLEL_SCAN_MIN_ROWS,
     QUANTIZED_SCAN_MIN_ROWS,
     SCAN_MAX_MAGNITUDE,
     SCAN_MIN_MAGNITUDE,
@@ -58,6 +52,7 @@ from cairn.store.reads import (
     visible_everything,
     visible_mask,
 )
+from cairn.store.scanning import split_rows
 
 _Value = TypeVar("_Value", bound=np.generic)
 
@@ -208,8 +203,8 @@ def vector_ranking(
     refinement). ``deep`` says the caller will read ranks far below the top (fusion
     with other branches): each such rank resolves a band of near-equal scores, which
     the wider bound makes thousands of rows wide, so then the float32 scan is cheaper
-    overall. Either way the ranking is the same. Dot products and euclidean distances come from the
-    float32 scan too (bounds in ``_scanned_ranking``).
+    overall. Either way the ranking is the same. Dot products and euclidean distances
+    come from the float32 scan too (bounds in ``_scanned_ranking``).
     """
     query = _check_vector_field(cut, collection, field, vector, space)
     view = cut.columns
@@ -288,43 +283,22 @@ def _float32_holds(largest: float, smallest: float) -> bool:
     return largest <= SCAN_MAX_MAGNITUDE and smallest >= SCAN_MIN_MAGNITUDE
 
 
-_SCAN_POOL: list[ThreadPoolExecutor] = []
-_SCAN_POOL_LOCK = threading.Lock()
-
-
-def _scan_threads() -> int:
-    return max(1, min(os.cpu_count() or 1, MAX_SCAN_THREADS))
-
-
-def _scan_pool() -> ThreadPoolExecutor:
-    """The process's scan threads, started on first use (numpy releases the GIL)."""
-    with _SCAN_POOL_LOCK:
-        if not _SCAN_POOL:
-            _SCAN_POOL.append(ThreadPoolExecutor(_scan_threads(), thread_name_prefix="cairn-scan"))
-        return _SCAN_POOL[0]
-
-
 def scan(
     matrix: npt.NDArray[np.float32], query: npt.NDArray[np.float32]
 ) -> npt.NDArray[np.float32]:
-    """``matrix @ query``, split by rows across the scan threads when it is large.
+    """``matrix @ query``, split by rows across the scan threads when it is large
+    (``split_rows``).
 
     A split may round a row's float32 product differently in the last bits; callers use
     these products only within their proven error bound (exact float64 scores decide),
     so the split never changes a ranking or a score.
     """
-    threads = _scan_threads()
-    if threads == 1 or len(matrix) < PARALLEL_SCAN_MIN_ROWS:
-        found: npt.NDArray[np.float32] = matrix @ query
-        return found
     out = np.empty(len(matrix), dtype=np.float32)
-    bounds = np.linspace(0, len(matrix), threads + 1).astype(int).tolist()
-    jobs = [
-        _scan_pool().submit(np.matmul, matrix[begin:end], query, out=out[begin:end])
-        for begin, end in itertools.pairwise(bounds)
-    ]
-    for job in jobs:
-        job.result()
+
+    def kernel(begin: int, end: int) -> None:
+        np.matmul(matrix[begin:end], query, out=out[begin:end])
+
+    split_rows(len(matrix), kernel)
     return out
 
 
@@ -400,11 +374,15 @@ def _quantized_cosines(
     """Cosines of ``rows`` from a scan of the int8 unit rows, and ``quantized_bound``."""
     codes, scales, _ = coded
     query_codes, query_scale, query_residual = encode_query(query)
-    threads = _scan_threads()
 
     def run(part: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
-        split = threads > 1 and len(part) >= PARALLEL_SCAN_MIN_ROWS
-        return quantized_scan(part, query_codes, _scan_pool() if split else None, threads)
+        out = np.empty(len(part), dtype=np.float64)
+
+        def kernel(begin: int, end: int) -> None:
+            quantized_scan(part[begin:end], query_codes, out[begin:end])
+
+        split_rows(len(part), kernel)
+        return out
 
     dots = _scan_rows(codes, rows, run)
     dots *= scales if len(rows) == len(scales) else scales[rows]

@@ -1,0 +1,66 @@
+"""Row-split scans: every range once, on the workers and the caller, errors kept."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import cairn.store.scanning as scanning
+from cairn.store.scanning import split_rows
+
+
+@pytest.fixture(autouse=True)
+def _split_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanning, "PARALLEL_SCAN_MIN_ROWS", 1)
+    monkeypatch.setattr(scanning, "scan_threads", lambda: 2)
+
+
+def test_every_row_is_scanned_once_on_the_worker_and_the_caller() -> None:
+    seen = np.zeros(10_007, dtype=np.int64)
+    threads: set[str] = set()
+    lock = threading.Lock()
+    caller = threading.current_thread()
+    # The caller's first range (the last one) waits until a worker has begun the first:
+    # both threads scan, however slowly the worker wakes up.
+    worker_began = threading.Event()
+
+    def kernel(begin: int, end: int) -> None:
+        with lock:
+            threads.add(threading.current_thread().name)
+        if threading.current_thread() is caller:
+            assert worker_began.wait(10)
+        else:
+            worker_began.set()
+        seen[begin:end] += 1
+
+    split_rows(len(seen), kernel)
+    assert seen.tolist() == [1] * len(seen)
+    assert threading.current_thread().name in threads
+    assert any(name.startswith("cairn-scan") for name in threads)
+
+
+def test_a_kernel_error_is_raised_after_the_other_ranges() -> None:
+    done: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def kernel(begin: int, end: int) -> None:
+        if begin == 0:
+            raise ValueError("bad range")
+        with lock:
+            done.append((begin, end))
+
+    with pytest.raises(ValueError, match="bad range"):
+        split_rows(8_000, kernel)
+    assert len(done) == scanning.SCAN_CHUNKS - 1
+
+
+def test_small_scans_run_here_in_one_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanning, "PARALLEL_SCAN_MIN_ROWS", 1_000)
+    ranges: list[tuple[int, int, str]] = []
+    split_rows(
+        999,
+        lambda begin, end: ranges.append((begin, end, threading.current_thread().name)),
+    )
+    assert ranges == [(0, 999, threading.current_thread().name)]

@@ -200,6 +200,19 @@ def ids_of(db: Database, slot: int) -> str:
         return cut.columns.ids[slot]
 
 
+def count_int8_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one for each int8 kernel call the vector branch makes."""
+    calls: list[int] = []
+    real = vectors.quantized_scan
+
+    def counted(*args: object, **kwargs: object) -> None:
+        calls.append(1)
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vectors, "quantized_scan", counted)
+    return calls
+
+
 def test_a_vector_only_search_reads_the_int8_rows_and_answers_like_the_oracle(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -207,14 +220,7 @@ def test_a_vector_only_search_reads_the_int8_rows_and_answers_like_the_oracle(
     stored = _vector_db(db, rng, 300)
     ids = [f"d{i:04d}" for i in range(len(stored))]
     monkeypatch.setattr(vectors, "QUANTIZED_SCAN_MIN_ROWS", 1)
-    calls: list[int] = []
-    real = vectors.quantized_scan
-
-    def counted(*args: object, **kwargs: object) -> np.ndarray:
-        calls.append(1)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(vectors, "quantized_scan", counted)
+    calls = count_int8_scans(monkeypatch)
     query = stored[2] + 0.02 * rng.standard_normal(DIMENSION)
     hits = db.vector_search("docs", "embedding", tuple(query), SPACE, limit=25)
     exact = exact_cosines(stored, query)
@@ -364,14 +370,7 @@ def test_a_large_encoding_runs_behind_while_searches_scan_float32(
         return real_encode(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(columns, "encode_rows", held)
-    calls: list[int] = []
-    real_scan = vectors.quantized_scan
-
-    def counted(*args: object, **kwargs: object) -> np.ndarray:
-        calls.append(1)
-        return real_scan(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(vectors, "quantized_scan", counted)
+    calls = count_int8_scans(monkeypatch)
     rng = np.random.default_rng(17)
     stored = _vector_db(db, rng, 300)
     ids = [f"d{i:04d}" for i in range(len(stored))]

@@ -13,6 +13,7 @@ import sqlite3
 from contextlib import closing, suppress
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pytest
 from store_helpers import SPACE, cmd, put, rows
@@ -286,3 +287,39 @@ def test_a_checkpoint_does_not_move_the_position_or_touch_the_truth(filled: Path
         assert db.checkpoint_columns() == position
         assert db.position == position
     assert {name: rows(filled, f"SELECT * FROM {name}") for name in tables} == before
+
+
+@pytest.mark.parametrize(
+    ("values", "kind"),
+    [
+        ([0.0, 3.0, 255.0], np.uint8),
+        ([1.0, 256.0], np.uint16),
+        ([7.0, 65536.0], np.uint32),
+        ([1.0, 2.0**32], np.float64),  # too large: kept as it was
+        ([1.0, 2.5], np.float64),  # not whole: kept
+        ([-1.0, 2.0], np.float64),  # negative: kept
+    ],
+)
+def test_snapshot_arrays_take_the_smallest_exact_unsigned_type(
+    values: list[float], kind: type
+) -> None:
+    from cairn.store.columns import _compact
+
+    found = _compact(np.asarray(values, dtype=np.float64))
+    assert found.dtype == kind
+    assert found.astype(np.float64).tolist() == values
+
+
+def test_term_counts_are_stored_in_one_byte_and_answer_alike(filled: Path) -> None:
+    with store.open(filled) as db:
+        db.checkpoint_columns()
+    kinds = rows(
+        filled, "SELECT data FROM column_snapshot WHERE name = 'header'"
+    )  # the manifest records each array's dtype
+    manifest = orjson.loads(kinds[0][0])["arrays"]
+    counts = [entry["dtype"] for name, entry in manifest.items() if name.endswith(".counts")]
+    assert counts and set(counts) == {"|u1"}
+    with store.open(filled) as db:
+        found = answers(db)
+        assert db.columns_snapshot_position is not None
+    assert found == rebuilt_answers(filled)

@@ -979,14 +979,20 @@ def _group_order(terms: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
     return np.argsort(terms, kind="stable")
 
 
+_COMPACT_TYPES = (np.uint8, np.uint16, np.uint32)
+
+
 def _compact(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """``values`` as ``uint32`` when that holds them exactly (half the bytes to read)."""
-    if len(values) == 0:
+    """``values`` in the smallest unsigned integer type that holds them exactly (term
+    counts are mostly below 256: a quarter of the bytes to store, read and checksum)."""
+    if len(values) == 0 or values.min() < 0:
         return values
-    if values.min() < 0 or values.max() >= 2**32:
-        return values
-    compact = values.astype(np.uint32)
-    return compact if np.array_equal(compact, values) else values
+    top = values.max()
+    for kind in _COMPACT_TYPES:
+        if top <= np.iinfo(kind).max:
+            compact = values.astype(kind)
+            return compact if np.array_equal(compact, values) else values
+    return values
 
 
 def _pack_strings(strings: Sequence[str]) -> npt.NDArray[np.uint8]:

@@ -469,18 +469,12 @@ class ApproxRanking(SlotRanking):
         self.eps = eps
         self._exact_of = exact
         self._refine = refine
-        self._tight: npt.NDArray[np.float64] | None = None  # refined scores, NaN: not yet
+        self._tight: _Lazy | None = None  # refined scores, once asked
         self._tight_eps = 0.0
-        self._known = np.full(self.size, np.nan, dtype=np.float64)  # NaN: not computed yet
+        self._known = _Lazy(self.size)  # exact scores
 
     def _exact(self, index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
-        found = self._known[index]
-        missing = np.isnan(found)
-        if missing.any():
-            wanted = distinct(index[missing])
-            self._known[wanted] = self._exact_of(wanted)
-            found = self._known[index]
-        return found
+        return self._known.of(index, self._exact_of)
 
     def _candidates(self, m: int) -> npt.NDArray[np.intp]:
         if m >= self.size:
@@ -514,17 +508,40 @@ class ApproxRanking(SlotRanking):
 
     def _refined(self, index: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.float64], float]:
         """Refined scores of ``index`` (memoised like exact ones) and their bound."""
-        assert self._refine is not None
+        refine = self._refine
+        assert refine is not None
         if self._tight is None:
-            self._tight = np.full(self.size, np.nan, dtype=np.float64)
-        found = self._tight[index]
-        missing = np.isnan(found)
+            self._tight = _Lazy(self.size)
+
+        def compute(wanted: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+            values, self._tight_eps = refine(wanted)
+            return values
+
+        return self._tight.of(index, compute), self._tight_eps
+
+
+class _Lazy:
+    """Per-candidate values computed on first ask, each once.
+
+    Only asked entries are ever written: a ranking over 100k candidates that reads a
+    few hundred pays for no 800 KB fill (~0.1 ms a vector search, twice).
+    """
+
+    __slots__ = ("have", "values")
+
+    def __init__(self, size: int) -> None:
+        self.values = np.empty(size, dtype=np.float64)
+        self.have = np.zeros(size, dtype=bool)
+
+    def of(self, index: npt.NDArray[np.intp], compute: Exact) -> npt.NDArray[np.float64]:
+        """The values at ``index``, computing the missing ones in one call."""
+        missing = ~self.have[index]
         if missing.any():
             wanted = distinct(index[missing])
-            values, self._tight_eps = self._refine(wanted)
-            self._tight[wanted] = values
-            found = self._tight[index]
-        return found, self._tight_eps
+            self.values[wanted] = compute(wanted)
+            self.have[wanted] = True
+        found: npt.NDArray[np.float64] = self.values[index]
+        return found
 
 
 class OrderedRanking(Ranking):

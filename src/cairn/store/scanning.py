@@ -15,6 +15,7 @@ already covers.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import threading
@@ -32,8 +33,10 @@ _POOL: list[ThreadPoolExecutor] = []
 _POOL_LOCK = threading.Lock()
 
 
+@functools.cache
 def scan_threads() -> int:
-    """Threads one scan may keep busy: one per core, at most ``MAX_SCAN_THREADS``."""
+    """Threads one scan may keep busy: one per core, at most ``MAX_SCAN_THREADS``
+    (memoised: ``os.cpu_count`` costs ~30 us a call)."""
     return max(1, min(os.cpu_count() or 1, MAX_SCAN_THREADS))
 
 

@@ -323,3 +323,74 @@ def test_term_counts_are_stored_in_one_byte_and_answer_alike(filled: Path) -> No
         found = answers(db)
         assert db.columns_snapshot_position is not None
     assert found == rebuilt_answers(filled)
+
+
+def _numpy_owned(array: np.ndarray) -> bool:
+    """Whether ``array``'s memory belongs to numpy (not to a ``bytes`` object)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array.base is None
+
+
+def test_a_restored_matrix_moves_to_numpy_owned_memory_behind_the_searches(
+    filled: Path,
+) -> None:
+    import time
+
+    from cairn.canonical import canonical_bytes
+
+    with store.open(filled) as db:
+        db.checkpoint_columns()
+    with store.open(filled) as db:
+        found = answers(db)  # the first cut restores the snapshot
+        assert db.columns_snapshot_position is not None
+        key = canonical_bytes(SPACE.to_json())
+        deadline = time.monotonic() + 30
+        while True:
+            with db.read_cut() as cut:
+                column = cut.columns.vector_column("docs", "embedding", key)
+                assert column is not None
+                if _numpy_owned(column.matrix):
+                    break
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert answers(db) == found
+    assert found == rebuilt_answers(filled)
+
+
+def test_a_matrix_copy_takes_rows_appended_meanwhile_and_never_a_stale_backing() -> None:
+    from cairn.store.columns import _Matrix
+
+    rows = np.arange(12, dtype=np.float32).reshape(6, 2)
+    matrix = _Matrix(2)
+    matrix.extend(rows[:3])
+    source, size = matrix.data_and_size()
+    copy = np.full(source.shape, np.nan, dtype=np.float32)
+    copy[:size] = source[:size]
+    matrix.extend(rows[3:5])  # appended after the copy, inside the spare room
+    assert matrix.replace(source, copy, size)
+    assert matrix.data_and_size()[0] is copy
+    assert matrix.view().tolist() == rows[:5].tolist()
+    assert not matrix.replace(source, copy.copy(), size)  # the backing moved: refused
+
+
+def test_without_the_background_copy_a_restored_matrix_stays_in_the_bytes(
+    filled: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The control for the test above: the restore alone leaves the matrix in the
+    ``bytes`` SQLite returned, so the copy is what moves it."""
+    from cairn.canonical import canonical_bytes
+    from cairn.store.columns import Columns
+
+    monkeypatch.setattr(Columns, "_own_matrices", lambda self: None)
+    with store.open(filled) as db:
+        db.checkpoint_columns()
+    with store.open(filled) as db:
+        answers(db)
+        assert db.columns_snapshot_position is not None
+        with db.read_cut() as cut:
+            column = cut.columns.vector_column(
+                "docs", "embedding", canonical_bytes(SPACE.to_json())
+            )
+            assert column is not None
+            assert not _numpy_owned(column.matrix)

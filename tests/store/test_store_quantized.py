@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from store_helpers import cmd, put
+from store_helpers import cmd, put, wait_for_column
 
 import cairn.store.scanning as scanning
 import cairn.store.vectors as vectors
@@ -353,10 +353,7 @@ def test_a_large_encoding_runs_behind_while_searches_scan_float32(
 ) -> None:
     """Past ``QUANTIZE_SYNC_VALUES`` the codes are derived by a background thread; the
     searches before it finishes scan float32, and every answer is the oracle's."""
-    import time
-
     import cairn.store.columns as columns
-    from cairn.canonical import canonical_bytes
 
     monkeypatch.setattr(vectors, "QUANTIZED_SCAN_MIN_ROWS", 1)
     monkeypatch.setattr(columns, "QUANTIZE_SYNC_VALUES", 0)
@@ -388,15 +385,6 @@ def test_a_large_encoding_runs_behind_while_searches_scan_float32(
     assert search() == oracle  # still float32: one encoding at a time, not a second thread
     assert not calls
     release.set()
-    key = canonical_bytes(SPACE.to_json())
-    deadline = time.monotonic() + 30
-    while True:
-        with db.read_cut() as cut:
-            column = cut.columns.vector_column("docs", "embedding", key)
-            assert column is not None
-            if column.quantized() is not None:
-                break
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_for_column(db, SPACE, lambda column: column.quantized() is not None)
     assert search() == oracle
     assert calls  # the int8 scan answered once the codes were there

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
-from store_helpers import SPACE, cmd, put, rows
+from store_helpers import SPACE, cmd, put, rows, wait_for_column
 
 import cairn.store as store
 from cairn.errors import NotFoundError
@@ -335,25 +335,12 @@ def _numpy_owned(array: np.ndarray) -> bool:
 def test_a_restored_matrix_moves_to_numpy_owned_memory_behind_the_searches(
     filled: Path,
 ) -> None:
-    import time
-
-    from cairn.canonical import canonical_bytes
-
     with store.open(filled) as db:
         db.checkpoint_columns()
     with store.open(filled) as db:
         found = answers(db)  # the first cut restores the snapshot
         assert db.columns_snapshot_position is not None
-        key = canonical_bytes(SPACE.to_json())
-        deadline = time.monotonic() + 30
-        while True:
-            with db.read_cut() as cut:
-                column = cut.columns.vector_column("docs", "embedding", key)
-                assert column is not None
-                if _numpy_owned(column.matrix):
-                    break
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_for_column(db, SPACE, lambda column: _numpy_owned(column.matrix))
         assert answers(db) == found
     assert found == rebuilt_answers(filled)
 

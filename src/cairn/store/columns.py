@@ -132,6 +132,11 @@ class _Matrix:
         """The filled rows (a view; later appends never change what it shows)."""
         return self._data[: self.size]
 
+    @property
+    def dimension(self) -> int:
+        """Values per row."""
+        return int(self._data.shape[1])
+
     def data_and_size(self) -> tuple[npt.NDArray[Any], int]:
         """The backing array (with its spare room) and the filled size."""
         return self._data, self.size
@@ -216,11 +221,11 @@ class _VectorColumn:
         rows (at most ``QUANTIZE_SYNC_VALUES`` values) are encoded on the spot; more
         are encoded by a background thread while callers scan the float32 rows, so no
         search waits for a whole column (~0.13 s per 100k x 256 rows, and far more
-        while the kernel compacts memory for the new arrays' huge pages).
+        while the host backs the new arrays' fresh memory).
         """
         with self._codes_lock:
             done = self.codes.size
-            if done < size and (size - done) * self.matrix.view().shape[1] <= QUANTIZE_SYNC_VALUES:
+            if done < size and (size - done) * self.matrix.dimension <= QUANTIZE_SYNC_VALUES:
                 self._append_codes(done, *self._encode(done, size))
                 done = size
             if done >= size:

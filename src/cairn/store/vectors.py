@@ -258,11 +258,14 @@ def vector_ranking(
         if max(largest * magnitude, magnitude) > SCAN_MAX_MAGNITUDE:
             scores = _chunked_similarity(space.metric, column.matrix, rows, query)
             return SlotRanking(slots[rows], scores, view.ids)
-        return _scanned_ranking(cut, column, rows, query, space.metric, largest, ascending)
+        return _scanned_ranking(
+            cut, column, rows, query, magnitude, space.metric, largest, ascending
+        )
     # Cosine scans the query's unit vector: products stay below the row norms.
     floats = None
     if _float32_holds(largest, SCAN_MIN_MAGNITUDE if smallest == 0 else smallest):
-        floats = _Float32Cosine(column, query, _inverse_norms(cut, collection, key, column))
+        inverse = _inverse_norms(cut, collection, key, column)
+        floats = _Float32Cosine(column, query, magnitude, inverse)
     refine: Refine | None = None
     coded = None
     if not deep and len(rows) >= QUANTIZED_SCAN_MIN_ROWS and int8_kernel_ready() is not None:
@@ -278,7 +281,7 @@ def vector_ranking(
         scores = _chunked_similarity(Metric.COSINE, column.matrix, rows, query)
         return SlotRanking(slots[rows], scores, view.ids)
     return _metric_ranking(
-        cut, column, rows, query, Metric.COSINE, approx, eps, ascending, refine=refine
+        cut, column, rows, query, magnitude, Metric.COSINE, approx, eps, ascending, refine=refine
     )
 
 
@@ -352,9 +355,9 @@ class _Float32Cosine:
         self,
         column: VectorColumnView,
         query: npt.NDArray[np.float64],
+        norm: float,
         inverse: npt.NDArray[np.float64],
     ) -> None:
-        norm = float(np.linalg.norm(query))
         self.matrix = column.matrix
         self.inverse = inverse
         self.query = (query / norm if norm > 0 else query).astype(np.float32)
@@ -413,12 +416,14 @@ def _scanned_ranking(
     column: VectorColumnView,
     rows: npt.NDArray[np.intp],
     query: npt.NDArray[np.float64],
+    magnitude: float,
     metric: Metric,
     largest: float,
     ascending: bool,
 ) -> SlotRanking:
     """Dot products or negated distances from a float32 scan with a proven bound; exact
-    float64 scores on demand. ``largest`` bounds the row norms.
+    float64 scores on demand. ``largest`` bounds the row norms; ``magnitude`` is the
+    query's.
 
     Dot: with ``q32`` the query rounded to float32, ``|x.q - fl32(x.q32)| <= e =
     |x| * (|q - q32| + gamma_d |q32|)`` plus what products lose below float32's normal
@@ -435,12 +440,11 @@ def _scanned_ranking(
         approx, eps = dots, COSINE_ERROR_FACTOR * error
     else:
         norms = column.norms[rows]
-        size = float(np.linalg.norm(query))
-        squared = norms * norms - 2.0 * dots + size * size
+        squared = norms * norms - 2.0 * dots + magnitude * magnitude
         approx = -np.sqrt(np.maximum(squared, 0.0))
-        delta = 2.0 * error + 2.0**-49 * (largest + size) ** 2
+        delta = 2.0 * error + 2.0**-49 * (largest + magnitude) ** 2
         eps = COSINE_ERROR_FACTOR * float(np.sqrt(delta))
-    return _metric_ranking(cut, column, rows, query, metric, approx, eps, ascending)
+    return _metric_ranking(cut, column, rows, query, magnitude, metric, approx, eps, ascending)
 
 
 def _underflow(matrix: npt.NDArray[np.float32]) -> float:
@@ -486,6 +490,7 @@ def _metric_ranking(
     column: VectorColumnView,
     rows: npt.NDArray[np.intp],
     query: npt.NDArray[np.float64],
+    magnitude: float,
     metric: Metric,
     approx: npt.NDArray[np.float64],
     eps: float,
@@ -494,14 +499,13 @@ def _metric_ranking(
     refine: Refine | None = None,
 ) -> SlotRanking:
     """An ``ApproxRanking`` of ``approx`` whose exact scores are ``similarity`` in float64
-    (for cosine, ``cosine`` with the query's norm computed once: the same values)."""
+    (for cosine, ``cosine`` with the query's norm ``magnitude``: the same values)."""
     matrix = column.matrix
-    query_norm = float(np.linalg.norm(query))
 
     def exact(index: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
         picked = matrix[rows[index]].astype(np.float64)
         if metric is Metric.COSINE:
-            return cosine(picked, query, query_norm)
+            return cosine(picked, query, magnitude)
         return similarity(metric, picked, query)
 
     slots = column.slots[: len(matrix)] if len(rows) == len(matrix) else column.slots[rows]

@@ -16,6 +16,7 @@ from cairn.store.ranking import (
     DenseRanking,
     OrderedRanking,
     SlotRanking,
+    leading,
     mth_largest,
 )
 
@@ -214,3 +215,42 @@ def test_mth_largest_equals_the_sorted_order(values: list[float], m: int) -> Non
     found = mth_largest(np.asarray(values, dtype=np.float64), m)
     expected = sorted(values, reverse=True)[m - 1] if 1 <= m <= len(values) else None
     assert found == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(-5, 40).map(lambda x: x / 8), max_size=400),
+    st.integers(0, 40),
+    st.booleans(),
+)
+def test_leading_finds_the_mth_largest_and_every_index_reaching_it(
+    values: list[float], m: int, positive: bool
+) -> None:
+    array = np.asarray(values, dtype=np.float64)
+    counted = [v for v in values if v > 0] if positive else values
+    found = leading(array, m, positive=positive)
+    if not 1 <= m <= len(counted):
+        assert found is None
+        return
+    expected = sorted(counted, reverse=True)[m - 1]
+    assert found is not None
+    threshold, index = found
+    assert threshold == expected
+    assert index.tolist() == [i for i, v in enumerate(values) if v >= expected]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 200), st.integers(1, 8), st.integers(0, 50), HEADS)
+def test_slots_zero_to_n_are_their_own_positions(
+    size: int, levels: int, m: int, head: tuple[int, int]
+) -> None:
+    rng = np.random.default_rng(size * 31 + levels)
+    slots = np.arange(size, dtype=np.int64)  # the common layout: slot i at index i
+    scores = rng.integers(0, levels + 1, size) / levels
+    found = SlotRanking(slots, scores, IDS, ascending=True)
+    found.head_size, found.few_passes = head
+    expected = complete(slots, scores)
+    assert found.top(m) == expected[:m]
+    ranks = {slot: (rank, score) for rank, (slot, score) in enumerate(expected, 1)}
+    wanted = [int(s) for s in slots[:: max(1, size // 7)]] + [-1, size, size + 5]
+    assert found.ranks_of(wanted) == [ranks.get(slot) for slot in wanted]

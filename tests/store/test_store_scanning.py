@@ -9,6 +9,7 @@ import pytest
 
 import cairn.store.scanning as scanning
 from cairn.store.scanning import split_rows
+from cairn.store.vectors import scaled_scan, scan
 
 
 @pytest.fixture(autouse=True)
@@ -64,3 +65,18 @@ def test_small_scans_run_here_in_one_range(monkeypatch: pytest.MonkeyPatch) -> N
         lambda begin, end: ranges.append((begin, end, threading.current_thread().name)),
     )
     assert ranges == [(0, 999, threading.current_thread().name)]
+
+
+def test_a_scaled_scan_multiplies_each_range_by_its_rows_scale() -> None:
+    rng = np.random.default_rng(5)
+    rows = 1001  # split across the worker and the caller (see the fixture)
+    matrix = rng.standard_normal((rows, 8)).astype(np.float32)
+    query = rng.standard_normal(8).astype(np.float32)
+    scale = rng.uniform(0.5, 2.0, rows)
+    found = scaled_scan(matrix, query, scale)
+    assert found.dtype == np.float64 and len(found) == rows
+    # Each value is the float32 product of its row, widened, times its own scale.
+    assert np.array_equal(found, scan(matrix, query).astype(np.float64) * scale)
+    exact = matrix.astype(np.float64) @ query.astype(np.float64) * scale
+    bound = 11 * 2.0**-24 * np.abs(matrix).sum(axis=1) * np.abs(query).max() * scale
+    assert np.all(np.abs(found - exact) <= bound)

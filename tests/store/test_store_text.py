@@ -6,10 +6,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from store_helpers import cmd, put, setup_docs
 
 from cairn.store import Database, DeleteDocument, PutDocument
-from cairn.store.text import CorpusStats, analyze, bm25_scores
+from cairn.store.text import CorpusStats, analyze, bm25_scores, bm25_sum
 
 
 @pytest.mark.parametrize(
@@ -147,3 +149,38 @@ def test_bm25_kernel_on_hand_made_postings() -> None:
     assert scores.tolist() == pytest.approx([part(1, 2), part(3, 4)], rel=1e-12)
     empty_slots, empty_scores = bm25_scores([], lengths, CorpusStats(4, 3.0))
     assert len(empty_slots) == len(empty_scores) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 49), st.floats(1e-3, 1e3)), max_size=40),
+        max_size=5,
+    )
+)
+def test_bm25_sum_adds_each_slot_in_term_order(terms: list[list[tuple[int, float]]]) -> None:
+    weighted = []
+    for postings in terms:
+        by_slot = dict(postings)  # a term holds a slot at most once
+        slots = np.asarray(sorted(by_slot), dtype=np.int64)
+        weighted.append((slots, np.asarray([by_slot[s] for s in slots.tolist()])))
+    expected = [0.0] * 50
+    for slots, weights in weighted:  # the oracle: term by term, left to right
+        for slot, weight in zip(slots.tolist(), weights.tolist(), strict=True):
+            expected[slot] = expected[slot] + weight
+    assert bm25_sum(weighted, 50).tolist() == expected  # the same floats, not just close
+
+
+def test_term_weights_are_reused_at_a_position_and_renewed_after_a_write(db: Database) -> None:
+    setup_docs(db)
+    db.command(cmd(PutDocument("docs", "a", {"text": "needle hay"})))
+    db.command(cmd(PutDocument("docs", "b", {"text": "needle needle"})))
+    first = [(h.ref.id, h.score) for h in db.text_search("docs", "/text", "needle")]
+    held = len(db._columns.arrays)
+    again = [(h.ref.id, h.score) for h in db.text_search("docs", "/text", "needle")]
+    assert again == first
+    assert len(db._columns.arrays) == held  # served from the memo, nothing new derived
+    db.command(cmd(PutDocument("docs", "c", {"text": "hay hay hay"})))  # N and avgdl move
+    after = {h.ref.id: h.score for h in db.text_search("docs", "/text", "needle")}
+    assert after["a"] != dict(first)["a"]
+    assert len(db._columns.arrays) == held + 1

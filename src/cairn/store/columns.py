@@ -38,7 +38,13 @@ import numpy.typing as npt
 
 from cairn.errors import CorruptionError
 from cairn.store.adjacency import GraphColumn, GraphView
-from cairn.store.limits import COLUMN_MEMO_SIZE, LIVE_NODE_CACHE_SIZE, QUANTIZE_SYNC_VALUES
+from cairn.store.limits import (
+    COLUMN_MEMO_SIZE,
+    IMPACT_MEMO_BYTES,
+    LIVE_NODE_CACHE_SIZE,
+    QUANTIZE_SYNC_VALUES,
+)
+from cairn.store.memo import ArrayMemo, Arrays
 from cairn.store.quantized import encode_rows
 from cairn.store.snapshot import read_snapshot
 
@@ -554,6 +560,11 @@ class ColumnsView:
         """
         return self.source.memo(key, compute)
 
+    def memo_arrays(self, key: Hashable, compute: Callable[[], Arrays]) -> Arrays:
+        """Arrays derived from this view's position, memoised under a byte budget
+        (``IMPACT_MEMO_BYTES``); ``key`` as for ``memo``."""
+        return self.source.arrays.get(key, compute)
+
     def code(self, name: str | None) -> int:
         """The integer code of an owner/project/collection name (0 for None, -1 unknown)."""
         if name is None:
@@ -605,6 +616,7 @@ class Columns:
         self._live_cache: dict[int, npt.NDArray[np.int64]] = {}
         self._memo: OrderedDict[Hashable, object] = OrderedDict()
         self._memo_lock = threading.Lock()
+        self.arrays = ArrayMemo(IMPACT_MEMO_BYTES)
         self._snapshot_position: int | None = None  # -1: tried, none usable
         # Slot 0 is never used: it belongs to no collection and is never alive.
         self._collection.put([0], [-1])

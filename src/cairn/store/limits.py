@@ -21,6 +21,8 @@ __all__ = [
     "DEFAULT_DATABASE_NAME",
     "EMBED_BATCH_SIZE",
     "FEW_RANK_PASSES",
+    "IDENTITY_CACHE_SIZE",
+    "IMPACT_MEMO_BYTES",
     "LIVE_NODE_CACHE_SIZE",
     "MAX_API_KEYS_PER_PRINCIPAL",
     "MAX_COMMAND_BYTES",
@@ -163,6 +165,10 @@ ADJACENCY_REBUILD_FRACTION = 0.125
 COLUMN_MEMO_SIZE = 64
 """Position-bound derived arrays (alive masks, BM25 statistics) the columns memoise."""
 
+IMPACT_MEMO_BYTES = 64 * 1024 * 1024
+"""Bytes of per-term BM25 posting weights (and their slots) a database keeps between
+searches at one position: a common term's weights are computed once, not per query."""
+
 PARALLEL_SCAN_MIN_ROWS = 32_768
 """Vector scans over at least this many rows are split across threads (one per core)."""
 
@@ -217,6 +223,9 @@ REFINE_MIN_BAND = 16
 FEW_RANK_PASSES = 16
 """Up to this many exact ranks below the head are counted by passes over the scores;
 more sort every score once."""
+
+IDENTITY_CACHE_SIZE = 4
+"""How many ``0 .. n - 1`` slot arrays dense rankings share (one per collection size)."""
 
 LIVE_NODE_CACHE_SIZE = 4
 """Read positions whose node-to-live-slot map the columns keep (walk visibility)."""

@@ -22,6 +22,7 @@ the fused top undecided.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ import numpy.typing as npt
 from cairn.arrays import distinct
 from cairn.store.limits import (
     FEW_RANK_PASSES,
+    IDENTITY_CACHE_SIZE,
     RANK_HEAD,
     REFINE_MIN_BAND,
     TOP_SAMPLE_SLACK,
@@ -47,6 +49,7 @@ __all__ = [
     "Ranking",
     "SlotRanking",
     "distinct",
+    "leading",
     "mth_largest",
 ]
 
@@ -110,22 +113,68 @@ def mth_largest(values: npt.NDArray[np.float64], m: int) -> float | None:
 
     Any floor with at least ``m`` values at or above it is at most the ``m``-th
     largest, so the selection runs on those few values instead of on every value (a
-    full ``partition`` costs ~3x more on 100k scores). The floor is read from a
-    strided sample, at the rank where about ``TOP_SAMPLE_SLACK * m`` values of the
-    whole should pass it; when fewer than ``m`` do, every value is used.
+    full ``partition`` costs ~3x more on 100k scores); see ``_sampled_floor``.
     """
     if m <= 0 or len(values) < m:
         return None
     near = values
-    sample = values[::TOP_SAMPLE_STRIDE]
-    wanted = min(m, -(-TOP_SAMPLE_SLACK * m // TOP_SAMPLE_STRIDE))
-    # Worth it only when the values kept are few next to all of them.
-    if len(values) >= 4 * TOP_SAMPLE_SLACK * m and len(sample) >= wanted:
-        floor = np.partition(sample, len(sample) - wanted)[len(sample) - wanted]
+    floor = _sampled_floor(values, m)
+    if floor is not None:
         kept = values[values >= floor]
         if len(kept) >= m:
             near = kept
     return float(np.partition(near, len(near) - m)[len(near) - m])
+
+
+def leading(
+    values: npt.NDArray[np.float64], m: int, *, positive: bool = False
+) -> tuple[float, npt.NDArray[np.intp]] | None:
+    """The ``m``-th largest of ``values`` and the indexes (ascending) of every value at or
+    above it, ties included; None when there are fewer than ``m``.
+
+    ``mth_largest`` followed by a pass for the indexes, in one pass over ``values``.
+    ``positive`` says only positive values count (a dense array whose zeros are not
+    candidates): the floor is then sampled from the positive values, and without one
+    the selection runs on the positive values, never on a mass of equal zeros.
+    """
+    if m <= 0 or len(values) < m:
+        return None
+    index = None
+    floor = _sampled_floor(values, m, positive=positive)
+    if floor is not None:
+        index = np.flatnonzero(values >= floor)
+        if len(index) < m:
+            index = None
+    if index is None:
+        if not positive:
+            threshold = float(np.partition(values, len(values) - m)[len(values) - m])
+            return threshold, np.flatnonzero(values >= threshold)
+        index = np.flatnonzero(values > 0)
+        if len(index) < m:
+            return None
+    kept = values[index]
+    threshold = float(np.partition(kept, len(kept) - m)[len(kept) - m])
+    chosen: npt.NDArray[np.intp] = index[kept >= threshold]
+    return threshold, chosen
+
+
+def _sampled_floor(
+    values: npt.NDArray[np.float64], m: int, *, positive: bool = False
+) -> float | None:
+    """A floor that about ``TOP_SAMPLE_SLACK * m`` of ``values`` should reach, read from a
+    strided sample (of the positive values only, when ``positive``); None when the
+    values are too few for a sample to pay.
+
+    Callers check that at least ``m`` values reach it and else use every value.
+    """
+    sample = values[::TOP_SAMPLE_STRIDE]
+    if positive:
+        sample = sample[sample > 0]
+    wanted = min(m, -(-TOP_SAMPLE_SLACK * m // TOP_SAMPLE_STRIDE))
+    # Worth it only when the values kept are few next to all of them.
+    if len(values) < 4 * TOP_SAMPLE_SLACK * m or len(sample) < wanted:
+        return None
+    return float(np.partition(sample, len(sample) - wanted)[len(sample) - wanted])
 
 
 class SlotRanking(Ranking):
@@ -176,11 +225,16 @@ class SlotRanking(Ranking):
 
     def _candidates(self, m: int) -> npt.NDArray[np.intp]:
         """Indexes that surely hold the best ``m`` (and every tie with the ``m``-th)."""
+        return self._best_of(m)[1]
+
+    def _best_of(self, m: int) -> tuple[float, npt.NDArray[np.intp]]:
+        """The ``m``-th best score and the indexes (ascending) of every candidate scoring
+        at least it; ``-inf`` and every candidate when there are at most ``m``."""
         if m >= self.size:
-            return np.arange(self.size)
-        threshold = mth_largest(self.scores, m)
-        assert threshold is not None  # m < size
-        return np.flatnonzero(self.scores >= threshold)
+            return -math.inf, np.arange(self.size)
+        found = leading(self.scores, m)
+        assert found is not None  # m < size
+        return found
 
     def top(self, m: int) -> list[tuple[int, float]]:
         """The first ``m`` ``(slot, score)`` pairs in rank order."""
@@ -203,6 +257,11 @@ class SlotRanking(Ranking):
             self._ascending_slots = bool(np.all(ordered[1:] > ordered[:-1]))
         positions = np.full(len(slots), -1, dtype=np.int64)
         if self.size == 0:
+            return positions
+        if self._ascending_slots and int(self.slots[-1]) == self.size - 1:
+            # Ascending from 0 to size - 1: every slot is its own index.
+            inside = (slots >= 0) & (slots < self.size)
+            positions[inside] = slots[inside]
             return positions
         if self._ascending_slots:
             found = np.minimum(np.searchsorted(self.slots, slots), self.size - 1)
@@ -228,12 +287,7 @@ class SlotRanking(Ranking):
     def _head(self) -> _Head:
         """The best ``head_size`` scores (every one at or above the threshold), sorted once."""
         if self._best is None:
-            threshold = mth_largest(self.scores, self.head_size)
-            if threshold is None:
-                index = np.arange(self.size)
-                threshold = -math.inf
-            else:
-                index = np.flatnonzero(self.scores >= threshold)
+            threshold, index = self._best_of(self.head_size)
             values = self.scores[index]
             order = np.argsort(values)
             self._best = _Head(threshold, values[order], index[order])
@@ -250,45 +304,64 @@ class SlotRanking(Ranking):
 
         A candidate whose score is more than ``eps`` above a slot's exact score ranks
         before it for certain; those are counted in the sorted head when the slot's
-        band lies inside it, else by a pass over the scores (or, for many slots, in all
-        scores sorted once). Only candidates inside the band (ties, near-ties of
-        approximate scores) are read, scored exactly and compared (ties by ID).
+        band lies inside it (one binary search for every such slot), else by a pass
+        over the scores (or, for many slots, in all scores sorted once). Only
+        candidates inside a band (ties, near-ties of approximate scores) are read,
+        scored exactly and compared (ties by ID); a band holding only the slot itself
+        (its own approximation is within ``eps``) needs nothing more.
         """
         positions = self._positions(np.asarray(slots, dtype=np.int64))
         asked = np.flatnonzero(positions >= 0)
         result: list[tuple[int, float] | None] = [None] * len(slots)
         if len(asked) == 0:
             return result
-        exact = self._exact(positions[asked].astype(np.intp))
-        head = self._head()
-        inside = exact - self.eps >= head.threshold
-        deep = int(np.count_nonzero(~inside))
-        places = []
-        for j, position, score, near in zip(
-            asked.tolist(), positions[asked].tolist(), exact.tolist(), inside.tolist(), strict=True
-        ):
-            if near:
-                above, band = head.around(score, self.eps)
-            elif deep > self.few_passes:
-                above, band = self._sorted_around(score)
-            else:
-                above, band = self._around(score)
-            places.append((j, position, score, above, band))
-        self._warm([band for *_, band in places if len(band) > 1])
-        narrowed = []
-        for j, position, score, above, band in places:
-            if len(band) > 1:  # others share the band: narrow it, then decide it exactly
-                surely, band = self._narrow(score, band)
-                above += surely
-            narrowed.append((j, position, score, above, band))
-        shared = [band for *_, band in narrowed if len(band) > 1]
+        where = positions[asked]
+        exact = self._exact(where.astype(np.intp))
+        above, bands = self._counted(exact)
+        self._warm(list(bands.values()))
+        for k, band in list(bands.items()):
+            surely, narrowed = self._narrow(float(exact[k]), band)
+            above[k] += surely
+            bands[k] = narrowed
+        shared = [band for band in bands.values() if len(band) > 1]
         if shared and self.eps:
             self._exact(distinct(np.concatenate(shared)))  # every band scored in one call
-        for j, position, score, above, band in narrowed:
+        for k, band in bands.items():
             if len(band) > 1:
-                above += self._band_above(position, score, band)
-            result[j] = (above + 1, score)
+                above[k] += self._band_above(int(where[k]), float(exact[k]), band)
+        for j, rank, score in zip(asked.tolist(), above.tolist(), exact.tolist(), strict=True):
+            result[j] = (rank + 1, score)
         return result
+
+    def _counted(
+        self, exact: npt.NDArray[np.float64]
+    ) -> tuple[npt.NDArray[np.int64], dict[int, npt.NDArray[np.intp]]]:
+        """Per exact score: how many rank surely before it, and the bands still to decide
+        (by position in ``exact``; only bands wider than the slot itself)."""
+        head = self._head()
+        eps = self.eps
+        inside = exact - eps >= head.threshold
+        above = np.zeros(len(exact), dtype=np.int64)
+        bands: dict[int, npt.NDArray[np.intp]] = {}
+        near = np.flatnonzero(inside)
+        if len(near):
+            low = np.searchsorted(head.values, exact[near] - eps, side="left")
+            high = np.searchsorted(head.values, exact[near] + eps, side="right")
+            above[near] = len(head.values) - high
+            for k, begin, end in zip(near.tolist(), low.tolist(), high.tolist(), strict=True):
+                if end - begin > 1:
+                    bands[k] = head.index[begin:end]
+        deep = np.flatnonzero(~inside).tolist()
+        for k in deep:
+            score = float(exact[k])
+            if len(deep) > self.few_passes:
+                count, band = self._sorted_around(score)
+            else:
+                count, band = self._around(score)
+            above[k] = count
+            if len(band) > 1:
+                bands[k] = band
+        return above, bands
 
     def _narrow(self, score: float, band: npt.NDArray[np.intp]) -> tuple[int, npt.NDArray[np.intp]]:
         """How many of ``band`` surely rank before ``score``, and the rest still unsure.
@@ -395,58 +468,38 @@ def _within(ascending: npt.NDArray[np.float64], score: float, eps: float) -> tup
 class DenseRanking(SlotRanking):
     """Exact scores held densely by slot (0: not a candidate, every score is positive).
 
-    The text branch accumulates BM25 into such an array; the best ``m`` are read from
-    it directly, and the candidate arrays are built only when a rank is asked.
+    The text branch accumulates BM25 into such an array and ranks it as it is: the
+    candidate index of a slot is the slot itself, so no candidate arrays are built.
+    Every asked score is positive, so the zeros never count as ranking before it, and
+    the best ``m`` are selected among the positive scores only.
     """
 
     def __init__(self, dense: npt.NDArray[np.float64], ids: Sequence[str]) -> None:
-        self._dense = dense
-        self._parts: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
-        self.ids = ids
+        super().__init__(_identity(len(dense)), dense, ids, ascending=True)
         self.size = int(np.count_nonzero(dense))
-        self.eps = 0.0
-        self._where = None
-        self._sorted = None
-        self._best = None
-        self._ascending_slots = True  # materialised by flatnonzero
 
-    def _materialised(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-        if self._parts is None:
-            found = np.flatnonzero(self._dense > 0).astype(np.int64)
-            self._parts = (found, self._dense[found])
-        return self._parts
+    def _positions(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """A slot is its own index when its score is positive (-1: not a candidate)."""
+        positions = np.full(len(slots), -1, dtype=np.int64)
+        inside = np.flatnonzero((slots >= 0) & (slots < len(self.scores)))
+        scored = inside[self.scores[slots[inside]] > 0]
+        positions[scored] = slots[scored]
+        return positions
 
-    @property
-    def slots(self) -> npt.NDArray[np.int64]:  # type: ignore[override]
-        """Candidate slots, ascending."""
-        return self._materialised()[0]
-
-    @property
-    def scores(self) -> npt.NDArray[np.float64]:  # type: ignore[override]
-        """Scores of ``slots``."""
-        return self._materialised()[1]
-
-    def _leading(self, m: int) -> npt.NDArray[np.int64]:
-        """Slots (ascending) scoring at least the ``m``-th best, read from the dense scores."""
-        dense = self._dense
-        sample = dense[::TOP_SAMPLE_STRIDE]
-        floor = mth_largest(sample[sample > 0], m)  # None: fewer than m in the sample
-        near = np.flatnonzero(dense >= floor) if floor is not None else np.flatnonzero(dense > 0)
-        threshold = mth_largest(dense[near], m)
-        assert threshold is not None  # ``near`` holds every candidate at or above floor
-        found: npt.NDArray[np.int64] = near[dense[near] >= threshold].astype(np.int64)
+    def _best_of(self, m: int) -> tuple[float, npt.NDArray[np.intp]]:
+        if m >= self.size:
+            return -math.inf, np.flatnonzero(self.scores > 0)
+        found = leading(self.scores, m, positive=True)
+        assert found is not None  # m < size positive scores
         return found
 
-    def top(self, m: int) -> list[tuple[int, float]]:
-        """The first ``m`` ``(slot, score)`` pairs, read from the dense scores."""
-        if m <= 0 or self.size == 0:
-            return []
-        if m >= self.size:
-            return super().top(m)
-        slots = self._leading(m)
-        scores = self._dense[slots]
-        order = self._order(slots, scores)[:m]
-        return [(int(slots[i]), float(scores[i])) for i in order]
+
+@functools.lru_cache(maxsize=IDENTITY_CACHE_SIZE)
+def _identity(size: int) -> npt.NDArray[np.int64]:
+    """``0 .. size - 1`` (read-only), shared by every dense ranking of that many slots."""
+    slots = np.arange(size, dtype=np.int64)
+    slots.flags.writeable = False
+    return slots
 
 
 class ApproxRanking(SlotRanking):

@@ -35,7 +35,7 @@ from cairn.store.policy import (
     row_visible,
 )
 from cairn.store.ranking import DenseRanking, SlotRanking
-from cairn.store.text import CorpusStats, analyze, bm25_dense, bm25_norms
+from cairn.store.text import CorpusStats, analyze, bm25_norms, bm25_sum, bm25_weights
 
 __all__ = [
     "DocumentResult",
@@ -290,6 +290,7 @@ def _check_text_field(cut: ReadCut, collection: str, field: str) -> None:
 class _TextFieldState:
     """What a text field's ranking reuses at one position: liveness and length norms."""
 
+    alive: npt.NDArray[np.bool_]  # the collection's live slots
     all_live: bool  # every slot below the view's size with this field is alive
     norms: npt.NDArray[np.float64]
 
@@ -315,7 +316,7 @@ def _text_field_state(
         known = min(size, len(lengths))
         holding = lengths[:known] > 0
         all_live = bool(np.all(alive[:known][holding]))
-        return _TextFieldState(all_live, bm25_norms(lengths, stats))
+        return _TextFieldState(alive, all_live, bm25_norms(lengths, stats))
 
     found: _TextFieldState = cut.columns.memo(
         ("text-state", collection, field, cut.position, size, len(index.lengths)), compute
@@ -349,12 +350,34 @@ def text_ranking(
         visible = visible_mask(cut, collection, size)
         keep = visible if keep is None else keep & visible
     prepared = _text_field_state(cut, collection, field, index, alive, stats)
-    postings: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = []
-    dfs: list[int] = []
+    weighted: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = []
     for term in dict.fromkeys(analyze(text)):
         term_id = view.terms.get(term)
         if term_id is None:
             continue
+        slots, weights = _term_weights(cut, collection, field, index, term_id, prepared, stats)
+        if keep is not None:  # after df and weights: statistics are never narrowed
+            chosen = keep[slots]
+            slots, weights = slots[chosen], weights[chosen]
+        weighted.append((slots, weights))
+    return DenseRanking(bm25_sum(weighted, size), view.ids)
+
+
+def _term_weights(
+    cut: ReadCut,
+    collection: str,
+    field: str,
+    index: TextFieldView,
+    term_id: int,
+    prepared: _TextFieldState,
+    stats: CorpusStats,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """A term's live postings and their BM25 weights at the cut (read-only, memoised per
+    position within ``IMPACT_MEMO_BYTES``: common terms recur in many queries)."""
+    alive = prepared.alive
+    size = len(alive)
+
+    def compute() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         slots, tfs = index.postings(term_id)
         if len(slots) and (not prepared.all_live or int(slots.max()) >= size):
             inside = slots < size
@@ -362,13 +385,13 @@ def text_ranking(
                 slots, tfs = slots[inside], tfs[inside]
             live = alive[slots]
             slots, tfs = slots[live], tfs[live]
-        dfs.append(len(slots))  # df: live documents with the term, before any narrowing
-        if keep is not None:
-            chosen = keep[slots]
-            slots, tfs = slots[chosen], tfs[chosen]
-        postings.append((slots, tfs))
-    totals = bm25_dense(postings, index.lengths, stats, size, dfs=dfs, norms=prepared.norms)
-    return DenseRanking(totals, view.ids)
+        weights = bm25_weights(slots, tfs, len(slots), stats, prepared.norms)
+        weights.flags.writeable = False
+        return slots, weights
+
+    key = ("bm25-weights", collection, field, cut.position, size, len(index.lengths), term_id)
+    found = cut.columns.memo_arrays(key, compute)
+    return found  # type: ignore[return-value]
 
 
 def text_branch(

@@ -32,6 +32,8 @@ __all__ = [
     "bm25_dense",
     "bm25_norms",
     "bm25_scores",
+    "bm25_sum",
+    "bm25_weights",
     "identifier_words",
     "term_counts",
 ]
@@ -156,14 +158,50 @@ def bm25_dense(
     norms: npt.NDArray[np.float64] | None = None,
 ) -> npt.NDArray[np.float64]:
     """``bm25_scores`` as a dense array of ``size`` totals by slot (0: not scored)."""
-    totals = np.zeros(size, dtype=np.float64)
     if not postings or stats.documents == 0:
-        return totals
+        return np.zeros(size, dtype=np.float64)
     if norms is None:
         norms = bm25_norms(lengths, stats)
     frequencies = [len(slots) for slots, _ in postings] if dfs is None else list(dfs)
-    for (slots, tf), df in zip(postings, frequencies, strict=True):
-        if len(slots):
-            idf = np.log1p((stats.documents - df + 0.5) / (df + 0.5))
-            totals[slots] += idf * tf * (BM25_K1 + 1.0) / (tf + norms[slots])
+    weighted = [
+        (slots, bm25_weights(slots, tf, df, stats, norms))
+        for (slots, tf), df in zip(postings, frequencies, strict=True)
+    ]
+    return bm25_sum(weighted, size)
+
+
+def bm25_weights(
+    slots: npt.NDArray[np.int64],
+    tf: npt.NDArray[np.float64],
+    df: int,
+    stats: CorpusStats,
+    norms: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """One term's BM25 contribution at each of its postings (``slots``, frequencies
+    ``tf``, live document frequency ``df``): ``idf * tf * (k1 + 1) / (tf + norm)``."""
+    idf = np.log1p((stats.documents - df + 0.5) / (df + 0.5))
+    weights: npt.NDArray[np.float64] = idf * tf * (BM25_K1 + 1.0) / (tf + norms[slots])
+    return weights
+
+
+def bm25_sum(
+    weighted: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]], size: int
+) -> npt.NDArray[np.float64]:
+    """Per slot below ``size``, the sum of its terms' weights, added in term order.
+
+    Each term holds a slot at most once. ``bincount`` adds its input in order, so over
+    the terms' postings concatenated in term order every total is the same float as a
+    term-by-term sum, in one pass.
+    """
+    present = [pair for pair in weighted if len(pair[0])]
+    if not present:
+        return np.zeros(size, dtype=np.float64)
+    if len(present) == 1:
+        single = np.zeros(size, dtype=np.float64)
+        single[present[0][0]] = present[0][1]
+        return single
+    slots = np.concatenate([pair[0] for pair in present])
+    weights = np.concatenate([pair[1] for pair in present])
+    totals = np.bincount(slots, weights=weights, minlength=size).astype(np.float64, copy=False)
+    assert len(totals) == size, "a posting's slot lies past the scored slots"
     return totals

@@ -323,6 +323,24 @@ def scan(
     return out
 
 
+def scaled_scan(
+    matrix: npt.NDArray[np.float32],
+    query: npt.NDArray[np.float32],
+    scale: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """``scan`` with each row's product times ``scale[row]`` in float64, done by the
+    thread that scanned the range while it is still in cache (``scale`` per row)."""
+    out = np.empty(len(matrix), dtype=np.float64)
+    dots = np.empty(len(matrix), dtype=np.float32)
+
+    def kernel(begin: int, end: int) -> None:
+        np.matmul(matrix[begin:end], query, out=dots[begin:end])
+        np.multiply(dots[begin:end], scale[begin:end], out=out[begin:end])
+
+    split_rows(len(matrix), kernel)
+    return out
+
+
 def _inverse_norms(
     cut: ReadCut, collection: str, key: bytes, column: VectorColumnView
 ) -> npt.NDArray[np.float64]:
@@ -365,6 +383,8 @@ class _Float32Cosine:
 
     def of(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
         """Approximate cosines of ``rows`` (one scan, or a product of the gathered rows)."""
+        if len(rows) == len(self.matrix) == len(self.inverse):
+            return scaled_scan(self.matrix, self.query, self.inverse)
         dots = _scan_rows(self.matrix, rows, lambda part: scan(part, self.query))
         inverse = self.inverse if len(rows) == len(self.inverse) else self.inverse[rows]
         found: npt.NDArray[np.float64] = np.multiply(dots, inverse, dtype=np.float64)

@@ -240,17 +240,20 @@ def test_leading_finds_the_mth_largest_and_every_index_reaching_it(
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 200), st.integers(1, 8), st.integers(0, 50), HEADS)
-def test_slots_zero_to_n_are_their_own_positions(
-    size: int, levels: int, m: int, head: tuple[int, int]
+@given(st.integers(1, 200), st.integers(1, 8), st.integers(0, 50), HEADS, st.integers(0, 150))
+def test_consecutive_slots_are_found_by_their_offset(
+    size: int, levels: int, m: int, head: tuple[int, int], first: int
 ) -> None:
     rng = np.random.default_rng(size * 31 + levels)
-    slots = np.arange(size, dtype=np.int64)  # the common layout: slot i at index i
+    slots = np.arange(first, first + size, dtype=np.int64)  # the common layout, no gaps
     scores = rng.integers(0, levels + 1, size) / levels
     found = SlotRanking(slots, scores, IDS, ascending=True)
     found.head_size, found.few_passes = head
     expected = complete(slots, scores)
     assert found.top(m) == expected[:m]
     ranks = {slot: (rank, score) for rank, (slot, score) in enumerate(expected, 1)}
-    wanted = [int(s) for s in slots[:: max(1, size // 7)]] + [-1, size, size + 5]
+    outside = [first - 1, first + size, first + size + 5]
+    wanted = [int(s) for s in slots[:: max(1, size // 7)]] + outside
     assert found.ranks_of(wanted) == [ranks.get(slot) for slot in wanted]
+    bounds = found.bounds(np.asarray(wanted, dtype=np.int64))
+    assert bounds.present.tolist() == [slot in ranks for slot in wanted]

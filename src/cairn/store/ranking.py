@@ -258,10 +258,11 @@ class SlotRanking(Ranking):
         positions = np.full(len(slots), -1, dtype=np.int64)
         if self.size == 0:
             return positions
-        if self._ascending_slots and int(self.slots[-1]) == self.size - 1:
-            # Ascending from 0 to size - 1: every slot is its own index.
-            inside = (slots >= 0) & (slots < self.size)
-            positions[inside] = slots[inside]
+        first = int(self.slots[0])
+        if self._ascending_slots and int(self.slots[-1]) - first == self.size - 1:
+            # Consecutive slots: a slot's index is its distance from the first.
+            inside = (slots >= first) & (slots < first + self.size)
+            positions[inside] = slots[inside] - first
             return positions
         if self._ascending_slots:
             found = np.minimum(np.searchsorted(self.slots, slots), self.size - 1)
@@ -377,6 +378,8 @@ class SlotRanking(Ranking):
         """By passes over the scores: how many rank surely before, and the band's indexes."""
         scores, eps = self.scores, self.eps
         above = int(np.count_nonzero(scores > score + eps))
+        if eps == 0:  # exact scores: the band is the ties, one comparison
+            return above, np.flatnonzero(scores == score)
         return above, np.flatnonzero((scores >= score - eps) & (scores <= score + eps))
 
     def _sorted_around(self, score: float) -> tuple[int, npt.NDArray[np.intp]]:

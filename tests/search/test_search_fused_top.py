@@ -78,6 +78,8 @@ def ranking(
     else:
         found = SlotRanking(slots, scores, IDS)
     found.head_size, found.few_passes = head
+    if len(slots) % 3 == 1:
+        found.warm()  # a head sorted ahead of fusion changes nothing
     return found
 
 

@@ -22,6 +22,7 @@ the fused top undecided.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -98,6 +99,10 @@ class Ranking:
     def leaders(self, m: int) -> npt.NDArray[np.int64]:
         """Slots holding the best ``m``; every other candidate ranks after the ``m``-th."""
         return np.asarray([slot for slot, _ in self.top(m)], dtype=np.int64)
+
+    def warm(self) -> None:
+        """Derive now what fusion reads first (a sorted head), while the scores are still
+        in cache; nothing else changes (nothing to do here)."""
 
     def bounds(self, slots: npt.NDArray[np.int64]) -> RankBounds:
         """Cheap bounds on the ranks of many slots, with their exact scores.
@@ -280,6 +285,10 @@ class SlotRanking(Ranking):
         """``(rank, score)`` of ``slot``, or None when it is not a candidate."""
         return self.ranks_of([slot])[0]
 
+    def warm(self) -> None:
+        """Sort the head now (``Ranking.warm``)."""
+        self._head()
+
     def _head(self) -> _Head:
         """The best ``head_size`` scores (every one at or above the threshold), sorted once."""
         if self._best is None:
@@ -429,12 +438,11 @@ class SlotRanking(Ranking):
         """Candidates of ``band`` (within ``eps`` of ``score``) ranking before ``position``."""
         values = self._exact(band) if self.eps else self.scores[band]
         above = int(np.count_nonzero(values > score))
-        own_slot = int(self.slots[position])
-        own = self.ids[own_slot]
-        for other in self.slots[band[values == score]].tolist():
-            if other != own_slot and self.ids[other] < own:
-                above += 1
-        return above
+        own = self.ids[int(self.slots[position])]
+        # Ties rank before it when their ID sorts first (its own ID, equal, does not):
+        # sorted once and bisected, not compared one by one.
+        tied = sorted(map(self.ids.__getitem__, self.slots[band[values == score]].tolist()))
+        return above + bisect.bisect_left(tied, own)
 
 
 @dataclass(frozen=True, slots=True)

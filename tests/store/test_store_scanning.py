@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import numpy as np
@@ -54,7 +55,7 @@ def test_a_kernel_error_is_raised_after_the_other_ranges() -> None:
 
     with pytest.raises(ValueError, match="bad range"):
         split_rows(8_000, kernel)
-    assert len(done) == scanning.SCAN_CHUNKS - 1
+    assert len(done) == len(scanning.SCAN_RANGE_WEIGHTS) - 1
 
 
 def test_small_scans_run_here_in_one_range(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,3 +81,15 @@ def test_a_scaled_scan_multiplies_each_range_by_its_rows_scale() -> None:
     exact = matrix.astype(np.float64) @ query.astype(np.float64) * scale
     bound = 11 * 2.0**-24 * np.abs(matrix).sum(axis=1) * np.abs(query).max() * scale
     assert np.all(np.abs(found - exact) <= bound)
+
+
+@pytest.mark.parametrize("count", [1, 7, 99, 100_003])
+def test_ranges_cover_the_rows_in_order_small_in_the_middle(count: int) -> None:
+    ranges = scanning._ranges(count)
+    assert ranges[0][0] == 0 and ranges[-1][1] == count
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))  # no gap, no overlap
+    assert all(end > begin for begin, end in ranges)
+    if count >= sum(scanning.SCAN_RANGE_WEIGHTS):
+        sizes = [end - begin for begin, end in ranges]
+        middle = len(sizes) // 2
+        assert max(sizes[middle - 1 : middle + 1]) < min(sizes[0], sizes[-1])

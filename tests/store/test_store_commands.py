@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+import unicodedata
 import uuid
 from pathlib import Path
 
@@ -358,6 +360,20 @@ def test_identifiers_at_the_limit_and_with_inner_spaces_pass(db: Database) -> No
     setup_docs(db)
     receipt = db.command(cmd(put("docs", "é" * 128), put("docs", "has inner spaces")))
     assert [m.id for m in receipt.mutations] == ["é" * 128, "has inner spaces"]
+
+
+def test_only_control_characters_are_refused_not_other_unprintables(db: Database) -> None:
+    setup_docs(db)
+    # Not printable, yet no control character: a format char, a no-break space, a
+    # private-use char and a line separator.
+    ids = ["zero\u200bwidth", "no\u00a0break", "private\ue000", "line\u2028sep"]
+    receipt = db.command(cmd(*(put("docs", doc_id) for doc_id in ids)))
+    assert [m.id for m in receipt.mutations] == ids
+    # The fast path's premise, over every code point: a printable character is never Cc.
+    assert not any(
+        chr(code).isprintable() and unicodedata.category(chr(code)) == "Cc"
+        for code in range(sys.maxunicode + 1)
+    )
 
 
 def test_bodies_must_be_json_objects() -> None:

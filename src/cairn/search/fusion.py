@@ -254,17 +254,20 @@ def _score(
         places.append(column)
     result = []
     for j, i in enumerate(batch):
-        total = Fraction(0)
+        # Summed as one integer fraction, normalised once (Fraction arithmetic
+        # normalises at every step); int / int is correctly rounded, as float() is.
+        numerator, denominator = 0, 1
         contributions: list[Contribution] = []
         for (branch, weight), column in zip(active, places, strict=True):
             place = column[j]
             if place is None:
                 continue
             rank, native = place
-            share = weight / (fusion_k + rank)
-            total += share
+            top, bottom = weight.numerator, weight.denominator * (fusion_k + rank)
+            numerator = numerator * bottom + top * denominator
+            denominator *= bottom
             contributions.append(
-                Contribution(branch.name, rank, native, branch.weight, float(share))
+                Contribution(branch.name, rank, native, branch.weight, top / bottom)
             )
-        result.append((int(keys[i]), total, tuple(contributions)))
+        result.append((int(keys[i]), Fraction(numerator, denominator), tuple(contributions)))
     return result

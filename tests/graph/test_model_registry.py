@@ -76,9 +76,11 @@ def test_freeze_thaw_and_rejections() -> None:
 
 def test_confidence_observation_bounds() -> None:
     assert ConfidenceObservation.from_json({"value": 1, "method": "m"}).value == 1
-    for bad in (1.5, -0.1, float("nan"), True, "0.5"):
-        with pytest.raises(ValidationError):
+    for bad in (1.5, -0.1, float("nan"), float("inf"), True, "0.5", 10**400):
+        with pytest.raises(ValidationError):  # typed, never an OverflowError
             ConfidenceObservation(bad, "m")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="past float range"):
+        ConfidenceObservation(10**5000, "m")  # its digits are never formatted
     with pytest.raises(ValidationError):
         ConfidenceObservation.from_json({"method": "m"})
 

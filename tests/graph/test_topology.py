@@ -441,6 +441,8 @@ def test_to_networkx_keeps_one_edge_per_fact(hand: SemanticGraph) -> None:
         (lambda g: communities(g, seed=2**64), ValidationError),
         (lambda g: communities(g, resolution=0.0), ValidationError),
         (lambda g: communities(g, resolution=float("inf")), ValidationError),
+        (lambda g: communities(g, resolution=10**400), ValidationError),  # no OverflowError
+        (lambda g: pagerank(g, tolerance=10**400), ValidationError),
         (lambda g: degree(g, relations=["nope"]), ValidationError),
         (lambda g: bridges(g, relations="contains"), ValidationError),
     ],

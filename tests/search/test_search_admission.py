@@ -114,6 +114,7 @@ def test_label_rules() -> None:
         ({"text_weight": -0.5}, "text_weight"),
         ({"text_weight": float("nan")}, "text_weight"),
         ({"vector_weight": float("inf")}, "vector_weight"),
+        ({"text_weight": 10**400}, "text_weight"),  # an int no float can hold
         ({"text": "x" * 4097}, "4096"),
         ({"text": None}, "together"),
         ({"text_field": None}, "together"),
@@ -158,6 +159,11 @@ def test_vector_rules() -> None:
         admit_search(replace(VECTOR, vector=(1.0, float("nan"))))
     with pytest.raises(ValidationError, match="float32"):
         admit_search(replace(VECTOR, vector=(1.0, -1e39)))
+    with pytest.raises(ValidationError, match="float32"):
+        admit_search(replace(VECTOR, vector=(1.0, -(10**400))))  # past float range: not a crash
+    assert admit_search(replace(VECTOR, vector=(1, -(2**53 - 1)))) > 0  # exact integers pass
+    with pytest.raises(ValidationError, match="serialisable"):  # canonical JSON refuses it
+        admit_search(replace(VECTOR, vector=(1, -(10**38))))
     assert admit_search(replace(VECTOR, vector=(1.0, -3.4028234663852886e38))) > 0
     with pytest.raises(ValidationError, match="together"):
         admit_search(replace(VECTOR, space=None))

@@ -59,6 +59,7 @@ def sql_request(sql: str, parameters: dict[str, Any] | None = None, **query: Any
         ("SEARCH FROM docs " + VECTOR + " " + EXPAND, {"q": [1.0, 2.0, 3.0]}, "dimension"),
         ("SEARCH FROM docs " + VECTOR + " " + EXPAND, {"q": [1.0, "2"]}, "finite numbers"),
         ("SEARCH FROM docs " + VECTOR + " " + EXPAND, {"q": [1.0, True]}, "finite numbers"),
+        ("SEARCH FROM docs " + VECTOR + " " + EXPAND, {"q": [1.0, 10**400]}, "finite numbers"),
         (
             "SEARCH FROM docs VECTOR v MATCH 'text' SPACE (s, 2, cosine, m, '1') " + EXPAND,
             {},

@@ -418,6 +418,8 @@ def test_vector_shape_and_field_are_checked(db: Database) -> None:
         db.command(cmd(PutVector("docs", "a", "other", (1.0, 2.0))))
     with pytest.raises(ValidationError, match="finite"):
         db.command(cmd(PutVector("docs", "a", "embedding", (1.0, float("inf")))))
+    with pytest.raises(ValidationError, match="float32"):
+        PutVector("docs", "a", "embedding", (1.0, 10**400))  # no float holds it: typed, no crash
     with pytest.raises(NotFoundError):
         db.command(cmd(PutVector("docs", "missing", "embedding", (1.0, 2.0))))
 

@@ -9,6 +9,7 @@ that canonical serialisation and the artifact use.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -337,6 +338,14 @@ class OccurrenceOwner:
         }
 
 
+def _shown(value: float) -> str:
+    """``repr`` of a number for an error message; an integer past float range is not
+    echoed (its digits could run to thousands, past ``int``'s string limit)."""
+    if isinstance(value, int) and abs(value) > sys.float_info.max:
+        return "an integer past float range"
+    return repr(value)
+
+
 @dataclass(frozen=True, slots=True)
 class ConfidenceObservation:
     """One reported confidence for an occurrence; observations are kept, never voted on."""
@@ -348,8 +357,9 @@ class ConfidenceObservation:
     def __post_init__(self) -> None:
         if isinstance(self.value, bool) or not isinstance(self.value, int | float):
             raise ValidationError(f"confidence must be a number, got {self.value!r}")
-        if not math.isfinite(self.value) or not 0.0 <= self.value <= 1.0:
-            raise ValidationError(f"confidence must lie in [0, 1], got {self.value!r}")
+        # False for NaN and infinities too; an integer compares without conversion.
+        if not 0.0 <= self.value <= 1.0:
+            raise ValidationError(f"confidence must lie in [0, 1], got {_shown(self.value)}")
         _check_text(self.method, "confidence method")
 
     def to_json(self) -> dict[str, Any]:

@@ -155,7 +155,10 @@ def _check_int(value: object, name: str, low: int, high: int | None = None) -> i
 def _check_number(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValidationError(f"{name} must be a number, got {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer past float range (its digits are not echoed)
+        raise ValidationError(f"{name} must be a number a float can hold") from None
 
 
 def _check_open_unit(value: object, name: str) -> float:

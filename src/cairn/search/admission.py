@@ -7,6 +7,7 @@ size or raise ``ValidationError`` / ``BudgetExceededError`` naming the rule brok
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,6 +56,7 @@ __all__ = [
 
 _ES_FIXED_MAX = 21  # ECMAScript prints 0.D x 10**n in fixed notation for -6 < n <= 21
 _ES_FIXED_MIN = -6
+_FLOAT_MAX = sys.float_info.max  # weights must be numbers a float can hold
 
 
 def _fail(message: str, **details: Any) -> ValidationError:
@@ -222,7 +224,8 @@ def _check_vector(search: SearchRequest) -> bool:
             field="vector",
         )
     for value in vector:
-        if type(value) not in (int, float) or not math.isfinite(value):
+        # Integers compare exactly (no float conversion, which could overflow).
+        if type(value) not in (int, float) or (type(value) is float and not math.isfinite(value)):
             raise _fail("vector values must be finite numbers", field="vector")
         if abs(value) > MAX_VECTOR_VALUE:
             raise _fail(
@@ -233,8 +236,15 @@ def _check_vector(search: SearchRequest) -> bool:
 
 
 def _check_weight(value: object, what: str) -> None:
-    if type(value) not in (int, float) or not math.isfinite(value) or value < 0:  # type: ignore[arg-type,operator]
-        raise _fail(f"{what} must be a finite number >= 0, got {value!r}", field=what)
+    # An integer past float range (``10**400``) is no weight a float can hold.
+    if (
+        type(value) not in (int, float)
+        or not -_FLOAT_MAX <= value <= _FLOAT_MAX  # type: ignore[operator]
+        or value < 0  # type: ignore[operator]
+    ):
+        huge = type(value) is int and abs(value) > _FLOAT_MAX
+        shown = "an integer past float range" if huge else repr(value)
+        raise _fail(f"{what} must be a finite number >= 0, got {shown}", field=what)
 
 
 def _check_int(value: object, low: int, high: int, what: str) -> None:

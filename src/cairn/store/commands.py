@@ -32,6 +32,7 @@ from cairn.graph.model import (
 from cairn.graph.multigraph import OccurrenceInput
 from cairn.store.limits import (
     MAX_VECTOR_DIMENSION,
+    MAX_VECTOR_VALUE,
     MIN_VECTOR_DIMENSION,
     check_identifier,
 )
@@ -414,6 +415,11 @@ class PutVector:
         _require(
             all(isinstance(v, int | float) and not isinstance(v, bool) for v in values),
             "vector values must be numbers",
+        )
+        # An integer past float range would overflow float(); it is past float32 anyway.
+        _require(
+            all(isinstance(v, float) or abs(v) <= MAX_VECTOR_VALUE for v in values),
+            f"vector values are stored as float32: each must be within ±{MAX_VECTOR_VALUE}",
         )
         object.__setattr__(self, "vector", tuple(float(v) for v in values))
 

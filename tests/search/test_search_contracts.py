@@ -137,6 +137,9 @@ def test_defaults_match_the_spec() -> None:
         ({"database": "db", "collection": "c", "limit": True}, "must be int"),
         ({"database": "db", "collection": "c", "limit": 1.5}, "must be int"),
         ({"database": "db", "collection": "c", "vector": "x"}, "must be an array"),
+        # Any-size integers (JSON parsers other than orjson): typed, not OverflowError.
+        ({"database": "db", "collection": "c", "text_weight": 10**400}, "float can hold"),
+        ({"database": "db", "collection": "c", "vector": [1.0, -(10**400)]}, "float can hold"),
         ({"type": "cairn.contract.graph-scope.v1", "database": "db"}, "expected type"),
         (["not", "an", "object"], "must be a JSON object"),
         (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 import types
 import typing
 from collections.abc import Mapping
@@ -150,6 +151,9 @@ def _decode_scalar(hint: Any, value: Any, path: str) -> Any:
         ok = type(value) is int
     elif hint is float:
         ok = type(value) in (int, float)
+        if ok and type(value) is int and abs(value) > sys.float_info.max:
+            # JSON parsers other than orjson (the MCP SDK's) hand over any integer.
+            raise ValidationError(f"{path} must be a number a float can hold")
         value = float(value) if ok else value
     elif hint is str:
         ok = isinstance(value, str)

@@ -5,6 +5,10 @@ imports Cairn, and downloads no model: vectors are supplied externally (``method
 external`` with a transform that looks the corpus' own vectors up). Prints one JSON
 object: build time and ``[p50, p95]`` milliseconds of keyword-only (weights 0), vector-only
 (weights 1) and hybrid (txtai's default weights) top-10 searches.
+
+With ``--serve`` it builds once, prints the build line, then measures one round (every
+mode, ``--repeat`` passes) per line read from stdin and prints it as one JSON line, so
+that the caller can interleave its own rounds with txtai's on a host whose speed drifts.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--serve", action="store_true", help="one round per stdin line")
     args = parser.parse_args()
     texts = (args.corpus / "texts.txt").read_text(encoding="utf-8").split("\n")
     vectors = np.load(args.corpus / "vectors.npy")
@@ -60,15 +65,26 @@ def main() -> None:
     embeddings.index((i, text, None) for i, text in enumerate(texts))
     build = time.perf_counter() - started
     out: dict[str, object] = {"peer": "txtai", "version": version("txtai"), "build_s": build}
-    for name, weights in (("text", 0.0), ("vector", 1.0), ("hybrid", None)):
-        embeddings.search(queries[0]["text"], 10, weights=weights)  # warm
-        samples = []
-        for _ in range(args.repeat):
-            for query in queries:
-                begin = time.perf_counter()
-                embeddings.search(query["text"], 10, weights=weights)
-                samples.append((time.perf_counter() - begin) * 1000)
-        out[name] = percentiles(samples)
+
+    def round_of_modes() -> dict[str, list[float]]:
+        found = {}
+        for name, weights in (("text", 0.0), ("vector", 1.0), ("hybrid", None)):
+            embeddings.search(queries[0]["text"], 10, weights=weights)  # warm
+            samples = []
+            for _ in range(args.repeat):
+                for query in queries:
+                    begin = time.perf_counter()
+                    embeddings.search(query["text"], 10, weights=weights)
+                    samples.append((time.perf_counter() - begin) * 1000)
+            found[name] = percentiles(samples)
+        return found
+
+    if args.serve:
+        print(json.dumps(out), flush=True)
+        for _ in sys.stdin:
+            print(json.dumps(round_of_modes()), flush=True)
+        return
+    out.update(round_of_modes())
     json.dump(out, sys.stdout)
 
 

@@ -18,7 +18,11 @@
 5. **Peers** in the same run, each in its own venv under the cache folder (created on
    first use with ``pip install``): LanceDB (native FTS, flat scan, ``RRFReranker(K=60)``)
    and txtai (BM25 keyword + numpy backend, external vectors). A peer that cannot be
-   installed or run is reported with the reason, never with numbers.
+   installed or run is reported with the reason, never with numbers. txtai, the peer
+   with a ratio target, is kept running beside the latency rounds and measures one round
+   right after each of Cairn's, so each round's hybrid ratio compares the same minutes
+   of a host whose memory speed drifts; the report gives the ratio of the best rounds
+   and the median of the per-round ratios.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -145,8 +150,44 @@ def cold_opens(path: Path, runs: int) -> list[dict[str, float]]:
 
 
 # --------------------------------------------------------------------------- latency
-def latencies(path: Path, repeat: int, rounds: int) -> dict[str, Any]:
-    """p50/p95 of Cairn and the floors, per mode, best of ``rounds`` rounds."""
+class ServedPeer:
+    """A peer script kept running (``--serve``): one measured round per request."""
+
+    def __init__(self, python: Path, script: str, folder: Path, repeat: int) -> None:
+        command = [str(python), str(Path(__file__).parent / script), "--serve"]
+        command += ["--corpus", str(folder), "--repeat", str(repeat)]
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        self.info: dict[str, Any] = json.loads(self._line())  # after its index is built
+
+    def _line(self) -> str:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the peer exited ({self.process.wait()})")
+        return line
+
+    def round(self) -> dict[str, list[float]]:
+        """Every mode's ``[p50, p95]`` of one round, measured now."""
+        assert self.process.stdin is not None
+        self.process.stdin.write("round\n")
+        self.process.stdin.flush()
+        found: dict[str, list[float]] = json.loads(self._line())
+        return found
+
+    def close(self) -> None:
+        """End the peer (it exits at the end of its input)."""
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def latencies(
+    path: Path, repeat: int, rounds: int, paired: ServedPeer | None = None
+) -> dict[str, Any]:
+    """p50/p95 of Cairn and the floors, per mode, best of ``rounds`` rounds; with
+    ``paired``, that peer's round right after each of Cairn's."""
     built = corpus()
     started = time.perf_counter()
     bm25 = Bm25Floor(built.texts())
@@ -171,6 +212,9 @@ def latencies(path: Path, repeat: int, rounds: int) -> dict[str, Any]:
             results.setdefault("vector_floor", []).append(
                 percentiles(timed(scan.search, vectors, repeat))
             )
+            if paired is not None:
+                for mode, found in paired.round().items():
+                    results.setdefault(f"peer_{mode}", []).append((found[0], found[1]))
     return {"rounds": results, "floor_build_s": floor_build}
 
 
@@ -193,6 +237,18 @@ def peer_venv(name: str, package: str) -> tuple[Path | None, str]:
         except (OSError, subprocess.CalledProcessError) as exc:
             return None, f"cannot install {package}: {exc}"
     return python, ""
+
+
+def served_txtai(folder: Path, repeat: int) -> ServedPeer | dict[str, Any]:
+    """txtai kept running for paired rounds, or why it could not start."""
+    package, script = PEERS["txtai"]
+    python, why = peer_venv("txtai", package)
+    if python is None:
+        return {"error": why}
+    try:
+        return ServedPeer(python, script, folder, repeat)
+    except (OSError, RuntimeError, ValueError) as exc:
+        return {"error": f"txtai did not start: {exc}"}
 
 
 def peers(folder: Path, repeat: int, names: list[str]) -> dict[str, Any]:
@@ -258,9 +314,24 @@ def main() -> None:
         "loaded_this_run": bool(timings),
     }
     report["cold_open"] = cold_opens(path, args.cold_runs)
-    report["latency"] = latencies(path, args.repeat, args.rounds)
-    if not args.skip_peers:
-        report["peers"] = peers(built.folder, args.repeat, args.peers.split(","))
+    names = [] if args.skip_peers else args.peers.split(",")
+    paired = served_txtai(built.folder, args.repeat) if "txtai" in names else None
+    try:
+        served = paired if isinstance(paired, ServedPeer) else None
+        report["latency"] = latencies(path, args.repeat, args.rounds, served)
+    finally:
+        if isinstance(paired, ServedPeer):
+            paired.close()
+    if names:
+        report["peers"] = peers(built.folder, args.repeat, [n for n in names if n != "txtai"])
+    if isinstance(paired, ServedPeer):
+        rounds = report["latency"]["rounds"]
+        report["peers"]["txtai"] = {
+            **paired.info,
+            **{m: list(best(rounds[f"peer_{m}"])[:2]) for m in ("text", "vector", "hybrid")},
+        }
+    elif paired is not None:
+        report["peers"]["txtai"] = paired
     report["load_average_after"] = os.getloadavg()
     print_report(report)
     if args.json:
@@ -325,6 +396,13 @@ def print_report(report: dict[str, Any]) -> None:
     if "hybrid" in txtai:
         hybrid = best(rounds["hybrid"])[0]
         print(f"Cairn hybrid / txtai hybrid: {hybrid / txtai['hybrid'][0]:.2f}x (target <= 0.4x)")
+    if "peer_hybrid" in rounds:
+        ratios = [c[0] / t[0] for c, t in zip(rounds["hybrid"], rounds["peer_hybrid"], strict=True)]
+        print(
+            "per round, txtai measured right after Cairn: "
+            + ", ".join(f"{r:.2f}x" for r in ratios)
+            + f" (median {statistics.median(ratios):.2f}x)"
+        )
 
 
 if __name__ == "__main__":

@@ -93,3 +93,18 @@ def test_ranges_cover_the_rows_in_order_small_in_the_middle(count: int) -> None:
         sizes = [end - begin for begin, end in ranges]
         middle = len(sizes) // 2
         assert max(sizes[middle - 1 : middle + 1]) < min(sizes[0], sizes[-1])
+
+
+def test_a_scan_never_waits_for_a_worker_busy_with_another_scan() -> None:
+    release = threading.Event()
+    scanning._pool().submit(release.wait, 10)  # the only worker is busy elsewhere
+    seen = np.zeros(1_000, dtype=np.int64)
+
+    def kernel(begin: int, end: int) -> None:
+        seen[begin:end] += 1
+
+    try:
+        split_rows(len(seen), kernel)  # the caller does every range and returns
+        assert seen.tolist() == [1] * len(seen)
+    finally:
+        release.set()

@@ -2,9 +2,9 @@
 
 A scan of a large matrix is split into row ranges sized by ``SCAN_RANGE_WEIGHTS``: large
 at both ends, small in the middle. The process's scan pool (one thread fewer than the
-cores it may use) takes ranges from the front while the calling thread takes the
-unstarted ones from the back; they meet near the middle, where a range is short, so the
-thread that finishes first waits little for the other. Every core is busy and none is
+cores it may use) takes ranges from the front of one deque while the calling thread takes
+them from the back; they meet near the middle, where a range is short, so the thread that
+finishes first waits little for the other. Every core is busy and none is
 oversubscribed; numpy and NumKong release the GIL inside their kernels. (Measured in
 one process on the 100k benchmark: hybrid median p50 12.87 ms with two pool threads and
 an idle caller, 11.92 ms this way. Running the text branch on the calling thread while
@@ -17,12 +17,13 @@ already covers.
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 from cairn.store.limits import MAX_SCAN_THREADS, PARALLEL_SCAN_MIN_ROWS, SCAN_RANGE_WEIGHTS
 
@@ -53,15 +54,32 @@ def _pool() -> ThreadPoolExecutor:
 
 def split_rows(count: int, kernel: Kernel) -> None:
     """Run ``kernel`` over rows ``0:count`` in ranges, on the workers and on this thread;
-    an error of any range is raised once every range has finished."""
+    an error of any range is raised once every range has finished.
+
+    The ranges wait in one deque: each worker takes them from the front and this thread
+    from the back (``popleft`` and ``pop`` are atomic), so a scan submits one task per
+    worker, not one per range (measured: hybrid -0.17 ms and vector-only -0.13 ms median
+    over 800 paired queries against a future per range).
+    """
     threads = scan_threads()
     if threads == 1 or count < PARALLEL_SCAN_MIN_ROWS:
         kernel(0, count)
         return
-    ranges = _ranges(count)
+    todo = collections.deque(_ranges(count))
+    failures: list[BaseException] = []
+    mine = todo.pop()  # taken before any worker starts: this thread always scans
     pool = _pool()
-    futures: list[Future[None]] = [pool.submit(kernel, begin, end) for begin, end in ranges]
-    _steal_from_the_back(futures, ranges, kernel)
+    workers = [
+        pool.submit(_drain, todo, todo.popleft, kernel, failures) for _ in range(threads - 1)
+    ]
+    _drain(todo, todo.pop, kernel, failures, first=mine)
+    for worker in workers:
+        # A worker still queued (the pool busy with another search's scan) has nothing
+        # left to do: cancelled, never waited for. _drain never raises.
+        if not worker.cancel():
+            worker.result()
+    if failures:
+        raise failures[0]
 
 
 def _ranges(count: int) -> list[tuple[int, int]]:
@@ -72,28 +90,24 @@ def _ranges(count: int) -> list[tuple[int, int]]:
     return [(begin, end) for begin, end in itertools.pairwise([0, *ends]) if end > begin]
 
 
-def _steal_from_the_back(
-    futures: list[Future[None]], ranges: list[tuple[int, int]], kernel: Kernel
+def _drain(
+    todo: collections.deque[tuple[int, int]],
+    take: Callable[[], tuple[int, int]],
+    kernel: Kernel,
+    failures: list[BaseException],
+    first: tuple[int, int] | None = None,
 ) -> None:
-    """Run unstarted ranges here, last first, then wait for the workers' ranges.
-
-    Workers start ranges in order, so once one cannot be cancelled (it has started),
-    every range before it has started too.
-    """
-    failure: BaseException | None = None
-    for future, (begin, end) in zip(reversed(futures), reversed(ranges), strict=True):
-        if not future.cancel():
-            break
+    """Run ``first``, then ranges taken by ``take`` (one end of ``todo``) until none is
+    left; a range's error is kept in ``failures`` and the next range runs."""
+    span = first
+    while True:
+        if span is None:
+            try:
+                span = take()
+            except IndexError:  # empty: the other end took the last one
+                return
         try:
-            kernel(begin, end)
+            kernel(*span)
         except BaseException as error:
-            failure = failure or error
-    for future in futures:
-        if future.cancelled():
-            continue
-        try:
-            future.result()
-        except BaseException as error:
-            failure = failure or error
-    if failure is not None:
-        raise failure
+            failures.append(error)
+        span = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 import unicodedata
 from collections.abc import Iterable
 from decimal import Decimal
@@ -31,6 +32,7 @@ __all__ = [
     "canonical_set",
     "digest",
     "digest_bytes",
+    "fits_float",
     "format_number",
     "nfc",
 ]
@@ -53,6 +55,13 @@ FAST_FLOAT_MAX = 1e16
 
 _encode_string = json.encoder.encode_basestring
 _is_nfc = unicodedata.is_normalized
+
+
+def fits_float(value: int | float) -> bool:
+    """Whether a number is finite and within float range: False for NaN, the infinities
+    and integers no float can hold (compared exactly, never converted: ``float(10**400)``
+    raises ``OverflowError``)."""
+    return -sys.float_info.max <= value <= sys.float_info.max
 
 
 def nfc(text: str) -> str:

@@ -153,12 +153,17 @@ def test_codes_stay_within_127_and_rebuild_the_unit_within_the_residual() -> Non
 
 
 # --------------------------------------------------------------- rankings equal
+def doc_ids(count: int) -> list[str]:
+    """The IDs ``_vector_db`` and the tests give their documents, in row order."""
+    return [f"d{i:04d}" for i in range(count)]
+
+
 def _vector_db(db: Database, rng: np.random.Generator, count: int) -> np.ndarray:
     db.command(cmd(ConfigureCollection("docs", ("/text",), (VectorField("embedding", SPACE),))))
     centres = rng.standard_normal((4, DIMENSION))
     vectors_ = centres[rng.integers(0, 4, count)] + 0.05 * rng.standard_normal((count, DIMENSION))
     vectors_[::17] = vectors_[1]  # exact duplicates: ties broken by ID
-    ids = [f"d{i:04d}" for i in range(count)]
+    ids = doc_ids(count)
     for start in range(0, count, 200):
         part = range(start, min(count, start + 200))
         db.command(cmd(*(put("docs", ids[i]) for i in part)))
@@ -179,7 +184,7 @@ def test_int8_and_float_rankings_answer_every_question_alike(
 ) -> None:
     rng = np.random.default_rng(3)
     stored = _vector_db(db, rng, 600)
-    ids = [f"d{i:04d}" for i in range(len(stored))]
+    ids = doc_ids(len(stored))
     for trial in range(4):
         query = stored[trial * 5] + 0.01 * rng.standard_normal(DIMENSION)
         exact = exact_cosines(stored, query)
@@ -218,7 +223,7 @@ def test_a_vector_only_search_reads_the_int8_rows_and_answers_like_the_oracle(
 ) -> None:
     rng = np.random.default_rng(11)
     stored = _vector_db(db, rng, 300)
-    ids = [f"d{i:04d}" for i in range(len(stored))]
+    ids = doc_ids(len(stored))
     monkeypatch.setattr(vectors, "QUANTIZED_SCAN_MIN_ROWS", 1)
     calls = count_int8_scans(monkeypatch)
     query = stored[2] + 0.02 * rng.standard_normal(DIMENSION)
@@ -246,7 +251,7 @@ def test_dot_and_euclidean_rank_every_row_like_the_oracle(db: Database, metric: 
     rows[::9] = rows[3]  # exact duplicates: ties broken by ID
     rows[1::9] = rows[4] * (1 + 1e-7)  # near-ties inside the float32 bound
     stored = rows.astype(np.float32)
-    ids = [f"d{i:04d}" for i in range(count)]
+    ids = doc_ids(count)
     db.command(cmd(*(put("docs", doc_id) for doc_id in ids)))
     db.command(cmd(*(PutVector("docs", ids[i], "embedding", tuple(rows[i])) for i in range(count))))
     query = rng.standard_normal(DIMENSION) * 3.0
@@ -280,7 +285,7 @@ def test_extreme_magnitudes_rank_like_the_oracle(
     count = 40
     rows = rng.standard_normal((count, DIMENSION)) * row_scale
     rows[5] = rows[2]  # an exact tie
-    ids = [f"d{i:04d}" for i in range(count)]
+    ids = doc_ids(count)
     db.command(cmd(*(put("docs", doc_id) for doc_id in ids)))
     db.command(cmd(*(PutVector("docs", ids[i], "embedding", tuple(rows[i])) for i in range(count))))
     stored = rows.astype(np.float32).astype(np.float64)
@@ -320,7 +325,7 @@ def test_the_codes_follow_rows_written_after_their_first_use(
     monkeypatch.setattr(vectors, "QUANTIZED_SCAN_MIN_ROWS", 1)
     rng = np.random.default_rng(21)
     stored = _vector_db(db, rng, 200)
-    ids = [f"d{i:04d}" for i in range(len(stored))]
+    ids = doc_ids(len(stored))
     query = stored[7] + 0.01 * rng.standard_normal(DIMENSION)
 
     def expect(vectors_: np.ndarray, names: list[str]) -> list[str]:
@@ -370,7 +375,7 @@ def test_a_large_encoding_runs_behind_while_searches_scan_float32(
     calls = count_int8_scans(monkeypatch)
     rng = np.random.default_rng(17)
     stored = _vector_db(db, rng, 300)
-    ids = [f"d{i:04d}" for i in range(len(stored))]
+    ids = doc_ids(len(stored))
     query = stored[9] + 0.02 * rng.standard_normal(DIMENSION)
     exact = exact_cosines(stored, query)
     oracle = [ids[i] for i in sorted(range(len(ids)), key=lambda i: (-exact[i], ids[i]))[:20]]

@@ -9,14 +9,13 @@ that canonical serialisation and the artifact use.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
-from cairn.canonical import canonical_bytes, canonical_set, nfc
+from cairn.canonical import canonical_bytes, canonical_set, fits_float, nfc
 from cairn.errors import CanonicalizationError, InvariantError, ValidationError
 
 __all__ = [
@@ -341,7 +340,7 @@ class OccurrenceOwner:
 def _shown(value: float) -> str:
     """``repr`` of a number for an error message; an integer past float range is not
     echoed (its digits could run to thousands, past ``int``'s string limit)."""
-    if isinstance(value, int) and abs(value) > sys.float_info.max:
+    if isinstance(value, int) and not fits_float(value):
         return "an integer past float range"
     return repr(value)
 

@@ -36,6 +36,7 @@ import numpy.typing as npt
 import rustworkx as rx
 
 from cairn.arrays import distinct
+from cairn.canonical import fits_float
 from cairn.errors import BudgetExceededError, ValidationError
 from cairn.graph.model import Direction, SemanticFact
 from cairn.graph.multigraph import SemanticGraph
@@ -155,10 +156,9 @@ def _check_int(value: object, name: str, low: int, high: int | None = None) -> i
 def _check_number(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValidationError(f"{name} must be a number, got {value!r}")
-    try:
-        return float(value)
-    except OverflowError:  # an integer past float range (its digits are not echoed)
-        raise ValidationError(f"{name} must be a number a float can hold") from None
+    if not isinstance(value, float) and not fits_float(value):  # its digits are not echoed
+        raise ValidationError(f"{name} must be a number a float can hold")
+    return float(value)
 
 
 def _check_open_unit(value: object, name: str) -> float:

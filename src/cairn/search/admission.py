@@ -7,14 +7,13 @@ size or raise ``ValidationError`` / ``BudgetExceededError`` naming the rule brok
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import orjson
 
-from cairn.canonical import FAST_FLOAT_MAX, FAST_FLOAT_MIN, canonical_bytes
+from cairn.canonical import FAST_FLOAT_MAX, FAST_FLOAT_MIN, canonical_bytes, fits_float
 from cairn.errors import BudgetExceededError, CanonicalizationError, ValidationError
 from cairn.search.contracts import (
     EntityRef,
@@ -56,7 +55,6 @@ __all__ = [
 
 _ES_FIXED_MAX = 21  # ECMAScript prints 0.D x 10**n in fixed notation for -6 < n <= 21
 _ES_FIXED_MIN = -6
-_FLOAT_MAX = sys.float_info.max  # weights must be numbers a float can hold
 
 
 def _fail(message: str, **details: Any) -> ValidationError:
@@ -237,12 +235,8 @@ def _check_vector(search: SearchRequest) -> bool:
 
 def _check_weight(value: object, what: str) -> None:
     # An integer past float range (``10**400``) is no weight a float can hold.
-    if (
-        type(value) not in (int, float)
-        or not -_FLOAT_MAX <= value <= _FLOAT_MAX  # type: ignore[operator]
-        or value < 0  # type: ignore[operator]
-    ):
-        huge = type(value) is int and abs(value) > _FLOAT_MAX
+    if type(value) not in (int, float) or not fits_float(value) or value < 0:  # type: ignore[arg-type,operator]
+        huge = type(value) is int and not fits_float(value)
         shown = "an integer past float range" if huge else repr(value)
         raise _fail(f"{what} must be a finite number >= 0, got {shown}", field=what)
 

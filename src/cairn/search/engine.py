@@ -194,7 +194,7 @@ def _branches(
     rankings: list[RankedBranch] = []
     if request.text is not None and request.text_field is not None:
         text = text_ranking(cut, request.collection, request.text_field, request.text, allowed=mask)
-        if request.vector is not None and request.text_weight > 0:
+        if request.vector is not None and request.text_weight > 0 and request.vector_weight > 0:
             text.warm()  # fusion's first read, before the vector scan sweeps the caches
         budget.examine(text.size)
         rankings.append(RankedBranch(Branch.TEXT, request.text_weight, text))

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import sys
 import types
 import typing
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any, TypeVar
 
+from cairn.canonical import fits_float
 from cairn.errors import CanonicalizationError, ValidationError
 from cairn.graph.model import freeze
 from cairn.search import contracts
@@ -151,7 +151,7 @@ def _decode_scalar(hint: Any, value: Any, path: str) -> Any:
         ok = type(value) is int
     elif hint is float:
         ok = type(value) in (int, float)
-        if ok and type(value) is int and abs(value) > sys.float_info.max:
+        if ok and type(value) is int and not fits_float(value):
             # JSON parsers other than orjson (the MCP SDK's) hand over any integer.
             raise ValidationError(f"{path} must be a number a float can hold")
         value = float(value) if ok else value

@@ -19,12 +19,11 @@ The lowered request then goes through the same admission as a direct request.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cairn.canonical import canonical_bytes
+from cairn.canonical import canonical_bytes, fits_float
 from cairn.errors import BudgetExceededError, CanonicalizationError, ValidationError
 from cairn.search.contracts import (
     EntityRef,
@@ -62,8 +61,6 @@ CLAUSES = ("TEXT", "VECTOR", "SCOPE", "RETRIEVE", "EXPAND", "ALLOW", "LIMIT", "F
 
 MAX_SQL_INTEGER = 2**31 - 1
 """Integers above this overflow (admission then checks each field's own range)."""
-
-_FLOAT_MAX = sys.float_info.max  # vector parameters must be numbers a float can hold
 
 
 @dataclass(slots=True)
@@ -350,9 +347,7 @@ def _vector(raw: Any, token: Token, dimension: int) -> tuple[float, ...]:
         raise sql_error(f"{where} must be a JSON array of numbers", token.line, token.column)
     values: list[float] = []
     for item in raw:
-        # ``-max <= x <= max`` is False for NaN and infinities, and compares an integer
-        # exactly (one past float range would overflow ``float``).
-        if type(item) not in (int, float) or not -_FLOAT_MAX <= item <= _FLOAT_MAX:
+        if type(item) not in (int, float) or not fits_float(item):
             raise sql_error(f"{where} must hold finite numbers only", token.line, token.column)
         values.append(float(item))
     if len(values) != dimension:

@@ -885,8 +885,8 @@ class Columns:
                 matrix.replace(source, owned, size)
 
     def _adopt(self, other: Columns) -> None:
-        """Take ``other``'s state (call under the lock; locks and memo stay ours)."""
-        keep = {"_lock", "_memo", "_memo_lock"}
+        """Take ``other``'s state (call under the lock; locks and memos stay ours)."""
+        keep = {"_lock", "_memo", "_memo_lock", "arrays"}
         for name, value in vars(other).items():
             if name not in keep:
                 setattr(self, name, value)

@@ -114,21 +114,10 @@ class Ranking:
 
 
 def mth_largest(values: npt.NDArray[np.float64], m: int) -> float | None:
-    """The ``m``-th largest of ``values`` (None when there are fewer than ``m``).
-
-    Any floor with at least ``m`` values at or above it is at most the ``m``-th
-    largest, so the selection runs on those few values instead of on every value (a
-    full ``partition`` costs ~3x more on 100k scores); see ``_sampled_floor``.
-    """
-    if m <= 0 or len(values) < m:
-        return None
-    near = values
-    floor = _sampled_floor(values, m)
-    if floor is not None:
-        kept = values[values >= floor]
-        if len(kept) >= m:
-            near = kept
-    return float(np.partition(near, len(near) - m)[len(near) - m])
+    """The ``m``-th largest of ``values`` (None when there are fewer than ``m``): the
+    threshold of ``leading``."""
+    found = leading(values, m)
+    return None if found is None else found[0]
 
 
 def leading(

@@ -8,8 +8,16 @@ import threading
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from store_helpers import cmd, put, wait_for_column
+from vector_helpers import (
+    DIMENSION,
+    SPACE,
+    doc_ids,
+    exact_cosines,
+    ids_of,
+    matrices,
+    vector_db,
+)
 
 import cairn.store.scanning as scanning
 import cairn.store.vectors as vectors
@@ -24,17 +32,6 @@ from cairn.store.quantized import (
 )
 from cairn.store.scanning import split_rows
 from cairn.store.vectors import cosine, vector_ranking
-
-DIMENSION = 8
-SPACE = VectorSpace("toy8", DIMENSION, Metric.COSINE, "toy-model", "1")
-
-
-def exact_cosines(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Test-owned float64 cosine of float32 rows (0 for a zero row or query)."""
-    rows64 = rows.astype(np.float64)
-    norms = np.sqrt((rows64 * rows64).sum(axis=1)) * math.sqrt(float(query @ query))
-    dots = rows64 @ query
-    return np.divide(dots, norms, out=np.zeros(len(rows)), where=norms > 0)
 
 
 def test_numkong_passes_the_exactness_probe() -> None:
@@ -75,25 +72,6 @@ def scan_cosines(rows: np.ndarray, query: np.ndarray, split: bool = False) -> tu
     assert np.array_equal(dots, codes.astype(np.int64) @ query_codes.astype(np.int64))
     bound = quantized_bound(float(residuals.max()), query_residual)
     return dots * scales * query_scale, bound
-
-
-MAGNITUDES = st.sampled_from([0.0, 1e-30, 1e-7, 3e-5, 1e-3, 0.5, 1.0, 7.0, 1e6, 1e30])
-
-
-@st.composite
-def matrices(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
-    dimension = draw(st.sampled_from([1, 2, 3, 8, 33, 256]))
-    count = draw(st.integers(1, 40))
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    scales = np.asarray([draw(MAGNITUDES) for _ in range(count)])[:, None]
-    rows = rng.standard_normal((count, dimension)) * scales
-    tiny = rng.random((count, dimension)) < draw(st.sampled_from([0.0, 0.3]))
-    rows[tiny] *= 1e-6  # components far below float16's normal range
-    if draw(st.booleans()):
-        rows[0] = rows[min(1, count - 1)]  # duplicate rows: exact ties
-    query = rng.standard_normal(dimension) * draw(MAGNITUDES)
-    return rows.astype(np.float32), query
 
 
 @settings(max_examples=200, deadline=None)
@@ -153,24 +131,6 @@ def test_codes_stay_within_127_and_rebuild_the_unit_within_the_residual() -> Non
 
 
 # --------------------------------------------------------------- rankings equal
-def doc_ids(count: int) -> list[str]:
-    """The IDs ``_vector_db`` and the tests give their documents, in row order."""
-    return [f"d{i:04d}" for i in range(count)]
-
-
-def _vector_db(db: Database, rng: np.random.Generator, count: int) -> np.ndarray:
-    db.command(cmd(ConfigureCollection("docs", ("/text",), (VectorField("embedding", SPACE),))))
-    centres = rng.standard_normal((4, DIMENSION))
-    vectors_ = centres[rng.integers(0, 4, count)] + 0.05 * rng.standard_normal((count, DIMENSION))
-    vectors_[::17] = vectors_[1]  # exact duplicates: ties broken by ID
-    ids = doc_ids(count)
-    for start in range(0, count, 200):
-        part = range(start, min(count, start + 200))
-        db.command(cmd(*(put("docs", ids[i]) for i in part)))
-        db.command(cmd(*(PutVector("docs", ids[i], "embedding", tuple(vectors_[i])) for i in part)))
-    return vectors_.astype(np.float32)
-
-
 def _ranking(
     db: Database, query: np.ndarray, quantized: bool, monkeypatch: pytest.MonkeyPatch
 ) -> object:
@@ -183,7 +143,7 @@ def test_int8_and_float_rankings_answer_every_question_alike(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = np.random.default_rng(3)
-    stored = _vector_db(db, rng, 600)
+    stored = vector_db(db, rng, 600)
     ids = doc_ids(len(stored))
     for trial in range(4):
         query = stored[trial * 5] + 0.01 * rng.standard_normal(DIMENSION)
@@ -198,11 +158,6 @@ def test_int8_and_float_rankings_answer_every_question_alike(
             slots = [slot for slot, _ in flat.top(len(ids))]
             assert [r for r, _ in ranking.ranks_of(slots)] == list(range(1, len(ids) + 1))
         assert coarse.ranks_of(slots) == flat.ranks_of(slots)
-
-
-def ids_of(db: Database, slot: int) -> str:
-    with db.read_cut() as cut:
-        return cut.columns.ids[slot]
 
 
 def count_int8_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -222,7 +177,7 @@ def test_a_vector_only_search_reads_the_int8_rows_and_answers_like_the_oracle(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = np.random.default_rng(11)
-    stored = _vector_db(db, rng, 300)
+    stored = vector_db(db, rng, 300)
     ids = doc_ids(len(stored))
     monkeypatch.setattr(vectors, "QUANTIZED_SCAN_MIN_ROWS", 1)
     calls = count_int8_scans(monkeypatch)
@@ -324,7 +279,7 @@ def test_the_codes_follow_rows_written_after_their_first_use(
     """Codes are derived on first use and extended as rows arrive (new and replaced)."""
     monkeypatch.setattr(vectors, "QUANTIZED_SCAN_MIN_ROWS", 1)
     rng = np.random.default_rng(21)
-    stored = _vector_db(db, rng, 200)
+    stored = vector_db(db, rng, 200)
     ids = doc_ids(len(stored))
     query = stored[7] + 0.01 * rng.standard_normal(DIMENSION)
 
@@ -374,7 +329,7 @@ def test_a_large_encoding_runs_behind_while_searches_scan_float32(
     monkeypatch.setattr(columns, "encode_rows", held)
     calls = count_int8_scans(monkeypatch)
     rng = np.random.default_rng(17)
-    stored = _vector_db(db, rng, 300)
+    stored = vector_db(db, rng, 300)
     ids = doc_ids(len(stored))
     query = stored[9] + 0.02 * rng.standard_normal(DIMENSION)
     exact = exact_cosines(stored, query)

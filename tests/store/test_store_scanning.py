@@ -108,3 +108,70 @@ def test_a_scan_never_waits_for_a_worker_busy_with_another_scan() -> None:
         assert seen.tolist() == [1] * len(seen)
     finally:
         release.set()
+
+
+# ------------------------------------------------------------------- meanwhile
+def test_meanwhile_runs_once_here_while_a_worker_scans() -> None:
+    """The caller's other work runs on the caller while a worker has begun the rows;
+    then the caller joins the scan, and every row is still scanned once."""
+    seen = np.zeros(10_007, dtype=np.int64)
+    worker_began = threading.Event()
+    ran: list[str] = []
+    caller = threading.current_thread()
+
+    def kernel(begin: int, end: int) -> None:
+        if threading.current_thread() is not caller:
+            worker_began.set()
+        seen[begin:end] += 1
+
+    def meanwhile() -> None:
+        assert worker_began.wait(10)  # a worker scans while this runs
+        ran.append(threading.current_thread().name)
+
+    split_rows(len(seen), kernel, meanwhile)
+    assert ran == [caller.name]
+    assert seen.tolist() == [1] * len(seen)
+
+
+def test_a_meanwhile_error_drops_the_ranges_not_started_and_is_raised() -> None:
+    """Nothing is left running: the worker's current range finishes, the rest are
+    dropped, and the error of the caller's work is the one raised."""
+    started: list[tuple[int, int]] = []
+    finished: list[tuple[int, int]] = []
+    worker_in_range = threading.Event()
+    release = threading.Event()
+
+    def kernel(begin: int, end: int) -> None:
+        started.append((begin, end))
+        worker_in_range.set()
+        assert release.wait(10)
+        finished.append((begin, end))
+
+    def meanwhile() -> None:
+        assert worker_in_range.wait(10)
+        # The worker's range ends only after the ranges left have been dropped.
+        threading.Timer(0.2, release.set).start()
+        raise KeyError("text branch failed")
+
+    with pytest.raises(KeyError, match="text branch failed"):
+        split_rows(8_000, kernel, meanwhile)
+    assert started == finished == [started[0]]  # the one range begun was finished
+    assert started[0][0] == 0  # the worker's, from the front; the rest were dropped
+
+
+def test_a_small_scan_runs_meanwhile_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanning, "PARALLEL_SCAN_MIN_ROWS", 10**9)
+    order: list[str] = []
+    split_rows(
+        10, lambda begin, end: order.append(f"scan {begin}:{end}"), lambda: order.append("m")
+    )
+    assert order == ["m", "scan 0:10"]
+
+
+def test_once_runs_its_work_on_the_first_call_only() -> None:
+    calls: list[int] = []
+    once = scanning.Once(lambda: calls.append(1))
+    once()
+    once()
+    assert calls == [1]
+    scanning.Once(None)()  # nothing to run: no error

@@ -187,21 +187,38 @@ def _branches(
     retriever: Reachability | None,
     retriever_weight: float = 0.0,
 ) -> list[RankedBranch]:
-    """Every branch's complete ranking over slots of the search collection (lazy)."""
+    """Every branch's complete ranking over slots of the search collection (lazy).
+
+    When text and vector both fuse, the text branch runs on this thread while the scan
+    threads start on the vectors (``vector_ranking``'s ``meanwhile``); its errors still
+    come first.
+    """
     cut, budget = context.cut, context.budget
     allowed = _candidates(request.collection, request.allowed_ids, scope)
     mask = None if allowed is None else slot_mask(cut, request.collection, allowed)
     rankings: list[RankedBranch] = []
-    if request.text is not None and request.text_field is not None:
+    wants_text = request.text is not None and request.text_field is not None
+    wants_vector = (
+        request.vector is not None and request.space is not None and bool(request.vector_field)
+    )
+    both = wants_text and wants_vector and request.text_weight > 0 and request.vector_weight > 0
+
+    def text_branch() -> None:
+        assert request.text is not None and request.text_field is not None
         text = text_ranking(cut, request.collection, request.text_field, request.text, allowed=mask)
-        if request.vector is not None and request.text_weight > 0 and request.vector_weight > 0:
+        if both:
             text.warm()  # fusion's first read, before the vector scan sweeps the caches
         budget.examine(text.size)
         rankings.append(RankedBranch(Branch.TEXT, request.text_weight, text))
-    if request.vector is not None and request.space is not None and request.vector_field:
+
+    if wants_text and not both:
+        text_branch()
+    if wants_vector:
+        assert request.vector is not None and request.space is not None
+        assert request.vector_field is not None
         # Fusion with another contributing branch reads ranks deep in this one.
-        fused = any(r.weight > 0 and r.ranking.size > 0 for r in rankings)
-        fused = fused or (retriever is not None and retriever_weight > 0)
+        deep = both or any(r.weight > 0 and r.ranking.size > 0 for r in rankings)
+        deep = deep or (retriever is not None and retriever_weight > 0)
         vector = vector_ranking(
             cut,
             request.collection,
@@ -209,7 +226,8 @@ def _branches(
             request.vector,
             request.space,
             allowed=mask,
-            deep=fused,
+            deep=deep,
+            meanwhile=text_branch if both else None,
         )
         budget.examine(vector.size)
         rankings.append(RankedBranch(Branch.VECTOR, request.vector_weight, vector))

@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 from cairn.errors import CorruptionError
 from cairn.store.adjacency import GraphColumn, GraphView
+from cairn.store.halves import encode_units
 from cairn.store.limits import (
     COLUMN_MEMO_SIZE,
     IMPACT_MEMO_BYTES,
@@ -169,39 +170,99 @@ VectorKey = tuple[str, str, bytes]
 """``(collection, vector field, canonical space JSON)``: one matrix per key."""
 
 
+class _Derived:
+    """Per-row arrays derived from a column's rows on first use and extended as rows
+    arrive, never stored: a column nobody scans that way costs nothing for them.
+
+    Rows never change once appended, so what was derived stays valid. A few missing
+    rows (at most ``QUANTIZE_SYNC_VALUES`` values) are encoded on the spot; more are
+    encoded by a background thread while callers scan the float32 rows, so no search
+    waits for a whole column (~0.13 s per 100k x 256 rows, and far more while the host
+    backs the new arrays' fresh memory).
+    """
+
+    __slots__ = ("_busy", "_encode", "_lock", "dimension", "parts")
+
+    def __init__(
+        self,
+        parts: tuple[_Matrix | _Growable, ...],
+        encode: Callable[[int, int], tuple[npt.NDArray[Any], ...]],
+        dimension: int,
+    ) -> None:
+        self.parts = parts
+        self.dimension = dimension
+        self._encode = encode  # rows ``begin:end`` (already appended: immutable)
+        self._lock = threading.Lock()
+        self._busy = False  # a background thread is encoding rows
+
+    def of(self, size: int) -> tuple[npt.NDArray[Any], ...] | None:
+        """The derived arrays of the first ``size`` rows, or None while a background
+        thread derives them."""
+        with self._lock:
+            done = self.parts[0].size
+            if done < size and (size - done) * self.dimension <= QUANTIZE_SYNC_VALUES:
+                self._append(done, self._encode(done, size))
+                done = size
+            if done >= size:
+                return tuple(part.view()[:size] for part in self.parts)
+            if not self._busy:
+                self._busy = True
+                threading.Thread(target=self._behind, args=(done, size), daemon=True).start()
+            return None
+
+    def _append(self, begin: int, encoded: tuple[npt.NDArray[Any], ...]) -> None:
+        """Append encoded rows that start at row ``begin`` (caller holds the lock)."""
+        if self.parts[0].size == begin:  # else another caller got there first
+            for part, values in zip(self.parts, encoded, strict=True):
+                part.extend(values)
+
+    def _behind(self, begin: int, end: int) -> None:
+        """The background thread: encode rows ``begin:end`` without the lock, then append."""
+        try:
+            encoded = self._encode(begin, end)
+            with self._lock:
+                self._append(begin, encoded)
+        finally:
+            with self._lock:
+                self._busy = False
+
+
 class _VectorColumn:
     """The matrix of one ``(collection, field, space)`` and its rows' slots and positions.
 
-    Beside the float32 rows it can keep their unit vectors as int8 codes with each one's
-    scale and quantisation residual (``cairn.store.quantized``), for fast scans. They are
-    derived from the rows on first use (``quantized``) and extended as rows arrive, never
-    stored: a column nobody scans that way costs nothing for them.
+    Beside the float32 rows it can keep two smaller copies of their unit vectors, each
+    derived on first use (``_Derived``): int8 codes with each row's scale and
+    quantisation residual (``cairn.store.quantized``) for vector-only scans, and float16
+    units with each row's rounding residual (``cairn.store.halves``) for scans fused
+    with other branches.
     """
 
-    __slots__ = (
-        "_codes_lock",
-        "_encoding",
-        "birth",
-        "codes",
-        "death",
-        "matrix",
-        "norms",
-        "residuals",
-        "scales",
-        "slots",
-    )
+    __slots__ = ("birth", "codes", "death", "halves", "matrix", "norms", "slots")
 
     def __init__(self, dimension: int) -> None:
         self.matrix = _Matrix(dimension)
         self.norms = _Growable(np.float64)
-        self.codes = _Matrix(dimension, np.int8)
-        self.scales = _Growable(np.float64)
-        self.residuals = _Growable(np.float64)
         self.slots = _Growable(np.int64)
         self.birth = _Growable(np.int64, ALIVE)
         self.death = _Growable(np.int64, ALIVE)
-        self._codes_lock = threading.Lock()
-        self._encoding = False  # a background thread is encoding rows
+        self.codes = _Derived(
+            (_Matrix(dimension, np.int8), _Growable(np.float64), _Growable(np.float64)),
+            lambda begin, end: encode_rows(*self._rows(begin, end)),
+            dimension,
+        )
+        self.halves = _Derived(
+            (_Matrix(dimension, np.float16), _Growable(np.float64)),
+            lambda begin, end: encode_units(*self._rows(begin, end)),
+            dimension,
+        )
+
+    def _rows(
+        self, begin: int, end: int
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float64]]:
+        """Rows ``begin:end`` and their norms, the input of every derived copy."""
+        rows: npt.NDArray[np.float32] = self.matrix.view()[begin:end]
+        norms: npt.NDArray[np.float64] = self.norms.view()[begin:end]  # type: ignore[assignment]
+        return rows, norms
 
     def extend(
         self,
@@ -221,63 +282,18 @@ class _VectorColumn:
 
     def quantized(self, size: int) -> Quantized | None:
         """The int8 codes, scales and residuals of the first ``size`` rows, or None while
-        a background thread derives them.
+        a background thread derives them (``_Derived.of``)."""
+        found = self.codes.of(size)
+        return None if found is None else Quantized(*found)
 
-        Rows never change once appended, so what was derived stays valid. A few missing
-        rows (at most ``QUANTIZE_SYNC_VALUES`` values) are encoded on the spot; more
-        are encoded by a background thread while callers scan the float32 rows, so no
-        search waits for a whole column (~0.13 s per 100k x 256 rows, and far more
-        while the host backs the new arrays' fresh memory).
-        """
-        with self._codes_lock:
-            done = self.codes.size
-            if done < size and (size - done) * self.matrix.dimension <= QUANTIZE_SYNC_VALUES:
-                self._append_codes(done, *self._encode(done, size))
-                done = size
-            if done >= size:
-                return Quantized(
-                    self.codes.view()[:size],
-                    self.scales.view()[:size],  # type: ignore[arg-type]
-                    self.residuals.view()[:size],  # type: ignore[arg-type]
-                )
-            if not self._encoding:
-                self._encoding = True
-                threading.Thread(target=self._encode_behind, args=(done, size), daemon=True).start()
-            return None
-
-    def _encode(
-        self, begin: int, end: int
-    ) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        """Codes, scales and residuals of rows ``begin:end`` (already appended: immutable)."""
-        rows: npt.NDArray[np.float32] = self.matrix.view()[begin:end]
-        norms: npt.NDArray[np.float64] = self.norms.view()[begin:end]  # type: ignore[assignment]
-        return encode_rows(rows, norms)
-
-    def _append_codes(
-        self,
-        begin: int,
-        codes: npt.NDArray[np.int8],
-        scales: npt.NDArray[np.float64],
-        residuals: npt.NDArray[np.float64],
-    ) -> None:
-        """Append encoded rows that start at row ``begin`` (caller holds the lock)."""
-        if self.codes.size == begin:  # else another caller got there first
-            self.codes.extend(codes)
-            self.scales.extend(scales)
-            self.residuals.extend(residuals)
-
-    def _encode_behind(self, begin: int, end: int) -> None:
-        """The background thread: encode rows ``begin:end`` without the lock, then append."""
-        try:
-            encoded = self._encode(begin, end)
-            with self._codes_lock:
-                self._append_codes(begin, *encoded)
-        finally:
-            with self._codes_lock:
-                self._encoding = False
+    def halved(self, size: int) -> Halves | None:
+        """The float16 units and residuals of the first ``size`` rows, or None while a
+        background thread derives them (``_Derived.of``)."""
+        found = self.halves.of(size)
+        return None if found is None else Halves(*found)
 
     def export(self) -> dict[str, npt.NDArray[Any]]:
-        """The arrays a snapshot keeps (the int8 codes are derived, never stored)."""
+        """The arrays a snapshot keeps (the derived copies are never stored)."""
         view = self.view()
         return {
             "matrix": view.matrix,
@@ -299,7 +315,7 @@ class _VectorColumn:
         return column
 
     def parts(self) -> tuple[_Growable | _Matrix, ...]:
-        """Every append-only array that grows with each row (the codes lag, on demand)."""
+        """Every append-only array that grows with each row (the copies lag, on demand)."""
         return (self.matrix, self.norms, self.slots, self.birth, self.death)
 
     def view(self) -> VectorColumnView:
@@ -312,6 +328,7 @@ class _VectorColumn:
             self.birth.view()[:size],  # type: ignore[arg-type]
             self.death.view()[:size],  # type: ignore[arg-type]
             self.quantized,
+            self.halved,
         )
 
 
@@ -324,10 +341,18 @@ class Quantized(NamedTuple):
     residuals: npt.NDArray[np.float64]
 
 
+class Halves(NamedTuple):
+    """Rows' unit vectors in float16 (``units``, one row each) with per-row rounding
+    ``residuals`` (``cairn.store.halves``)."""
+
+    units: npt.NDArray[np.float16]
+    residuals: npt.NDArray[np.float64]
+
+
 @dataclass(frozen=True, slots=True)
 class VectorColumnView:
     """One vector matrix as seen by a read cut: rows, L2 norms, slots, births, deaths,
-    and access to the rows' int8 unit vectors (``quantized``)."""
+    and access to the rows' int8 and float16 unit vectors (``quantized``, ``halves``)."""
 
     matrix: npt.NDArray[np.float32]
     norms: npt.NDArray[np.float64]
@@ -335,11 +360,17 @@ class VectorColumnView:
     birth: npt.NDArray[np.int64]
     death: npt.NDArray[np.int64]
     quantized_of: Callable[[int], Quantized | None]
+    halves_of: Callable[[int], Halves | None]
 
     def quantized(self) -> Quantized | None:
         """The int8 codes, scales and residuals of this view's rows (derived on first use;
         None while a background thread derives them)."""
         return self.quantized_of(len(self.matrix))
+
+    def halves(self) -> Halves | None:
+        """The float16 units and residuals of this view's rows (derived on first use;
+        None while a background thread derives them)."""
+        return self.halves_of(len(self.matrix))
 
     def alive(self, position: int) -> npt.NDArray[np.bool_]:
         """Rows alive at ``position`` (their slot's liveness is checked separately)."""

@@ -21,6 +21,9 @@ __all__ = [
     "DEFAULT_DATABASE_NAME",
     "EMBED_BATCH_SIZE",
     "FEW_RANK_PASSES",
+    "HALF_BOUND_MARGIN",
+    "HALF_ENCODE_CHUNK",
+    "HALF_SCAN_MIN_ROWS",
     "IDENTITY_CACHE_SIZE",
     "IMPACT_MEMO_BYTES",
     "LIVE_NODE_CACHE_SIZE",
@@ -183,6 +186,16 @@ median over 800 paired queries against 8 equal ranges)."""
 
 QUANTIZED_SCAN_MIN_ROWS = 16_384
 """Cosine scans over at least this many rows read the int8 unit rows (a quarter of the bytes)."""
+
+HALF_SCAN_MIN_ROWS = 16_384
+"""Cosine scans fused with other branches read the float16 unit rows (half the bytes)
+over at least this many rows."""
+
+HALF_ENCODE_CHUNK = 256
+"""Rows converted to float16 units per step (float64 temporaries stay in cache)."""
+
+HALF_BOUND_MARGIN = 1e-9
+"""Added to the float16 scan's error bound for the float64 rounding it does not model."""
 
 SCAN_MAX_MAGNITUDE = 1e30
 """Float32 scans are used only while products stay below this (no overflow)."""

@@ -25,10 +25,12 @@ import numpy.typing as npt
 from cairn.canonical import canonical_bytes
 from cairn.errors import NotFoundError, PermissionDeniedError, ValidationError
 from cairn.store.apply import vector_pointer
-from cairn.store.columns import Quantized, VectorColumnView
+from cairn.store.columns import Halves, Quantized, VectorColumnView
 from cairn.store.commands import EntityRef, Metric, VectorSpace
+from cairn.store.halves import half_bound, half_kernel_ready, half_query, half_scan
 from cairn.store.limits import (
     COSINE_ERROR_FACTOR,
+    HALF_SCAN_MIN_ROWS,
     MAX_VECTOR_VALUE,
     QUANTIZED_SCAN_MIN_ROWS,
     SCAN_MAX_MAGNITUDE,
@@ -52,7 +54,7 @@ from cairn.store.reads import (
     visible_everything,
     visible_mask,
 )
-from cairn.store.scanning import split_rows
+from cairn.store.scanning import Meanwhile, Once, split_rows
 
 _Value = TypeVar("_Value", bound=np.generic)
 
@@ -207,21 +209,51 @@ def vector_ranking(
     *,
     allowed: npt.NDArray[np.bool_] | None = None,
     deep: bool = False,
+    meanwhile: Meanwhile | None = None,
 ) -> SlotRanking:
     """The complete exact ranking of the vector branch; masks applied before ranking.
 
     Cosine ranks by exact float64 scores, computed only where an approximate scan with
-    a proven error bound cannot place a row. The scan reads the float32 rows (error at
-    most ``COSINE_ERROR_FACTOR * (d + 3) * 2**-24`` of ``|row| * |query|``: each product
-    and sum of a ``d``-term float32 dot product, plus rounding the query) or, over at
-    least ``QUANTIZED_SCAN_MIN_ROWS`` rows, the int8 unit rows (a quarter of the bytes;
-    error ``quantized_bound``, ~600x wider, with the float32 rows as a tighter
-    refinement). ``deep`` says the caller will read ranks far below the top (fusion
-    with other branches): each such rank resolves a band of near-equal scores, which
-    the wider bound makes thousands of rows wide, so then the float32 scan is cheaper
-    overall. Either way the ranking is the same. Dot products and euclidean distances
-    come from the float32 scan too (bounds in ``_scanned_ranking``).
+    a proven error bound cannot place a row. Over fewer than ``QUANTIZED_SCAN_MIN_ROWS``
+    rows the scan reads the float32 rows (error at most ``COSINE_ERROR_FACTOR * (d + 3)
+    * 2**-24`` of ``|row| * |query|``: each product and sum of a ``d``-term float32 dot
+    product, plus rounding the query). Above it, a vector-only search reads the int8
+    unit rows (a quarter of the bytes; error ``quantized_bound``, ~600x wider). ``deep``
+    says the caller will read ranks far below the top (fusion with other branches):
+    each such rank resolves a band of near-equal scores, which the int8 bound makes
+    thousands of rows wide, so a deep ranking over at least ``HALF_SCAN_MIN_ROWS`` rows
+    reads the float16 unit rows instead (half the bytes; ``half_bound``, ~15x wider
+    than float32: a few hundred rows a band). Either compact copy has the float32 rows
+    as a tighter refinement, and until a copy is derived the float32 rows serve. Every
+    way the ranking is the same. Dot products and euclidean distances come from the
+    float32 scan (bounds in ``_scanned_ranking``).
+
+    ``meanwhile`` runs once on this thread while the scan threads start on the rows
+    (``split_rows``): the caller's other work overlaps the scan. If the ranking fails
+    first, ``meanwhile`` still runs before the error is raised, and its own error
+    comes first, as if it had run before.
     """
+    once = Once(meanwhile)
+    try:
+        ranking = _vector_ranking(cut, collection, field, vector, space, allowed, deep, once)
+    except BaseException:
+        once()
+        raise
+    once()
+    return ranking
+
+
+def _vector_ranking(
+    cut: ReadCut,
+    collection: str,
+    field: str,
+    vector: Sequence[float],
+    space: VectorSpace,
+    allowed: npt.NDArray[np.bool_] | None,
+    deep: bool,
+    meanwhile: Once,
+) -> SlotRanking:
+    """``vector_ranking``, calling ``meanwhile`` at most once (from the scan)."""
     query = _check_vector_field(cut, collection, field, vector, space)
     view = cut.columns
     key = canonical_bytes(space.to_json())
@@ -259,7 +291,7 @@ def vector_ranking(
             scores = _chunked_similarity(space.metric, column.matrix, rows, query)
             return SlotRanking(slots[rows], scores, view.ids)
         return _scanned_ranking(
-            cut, column, rows, query, magnitude, space.metric, largest, ascending
+            cut, column, rows, query, magnitude, space.metric, largest, ascending, meanwhile
         )
     # Cosine scans the query's unit vector: products stay below the row norms.
     floats = None
@@ -267,22 +299,50 @@ def vector_ranking(
         inverse = _inverse_norms(cut, collection, key, column)
         floats = _Float32Cosine(column, query, magnitude, inverse)
     refine: Refine | None = None
-    coded = None
-    if not deep and len(rows) >= QUANTIZED_SCAN_MIN_ROWS and int8_kernel_ready() is not None:
-        coded = column.quantized()  # None while a background thread derives it
-    if coded is not None:
-        worst = _max_residual(cut, collection, key, coded)
-        approx, eps = _quantized_cosines(coded, rows, query, worst)
+    compact = _compact_cosines(cut, collection, key, column, rows, query, deep, meanwhile)
+    if compact is not None:
+        approx, eps = compact
         if floats is not None:
             refine = _refinement(floats, rows)
     elif floats is not None:
-        approx, eps = floats.of(rows), floats.eps
+        approx, eps = floats.of(rows, meanwhile), floats.eps
     else:
         scores = _chunked_similarity(Metric.COSINE, column.matrix, rows, query)
         return SlotRanking(slots[rows], scores, view.ids)
     return _metric_ranking(
         cut, column, rows, query, magnitude, Metric.COSINE, approx, eps, ascending, refine=refine
     )
+
+
+def _compact_cosines(
+    cut: ReadCut,
+    collection: str,
+    key: bytes,
+    column: VectorColumnView,
+    rows: npt.NDArray[np.intp],
+    query: npt.NDArray[np.float64],
+    deep: bool,
+    meanwhile: Meanwhile,
+) -> tuple[npt.NDArray[np.float64], float] | None:
+    """Cosines of ``rows`` from a compact copy of the unit rows (float16 when ``deep``,
+    else int8) and their bound; None when the rows are too few for it to pay, the
+    kernel is missing or the copy is still being derived (then the float32 rows serve).
+    """
+    if deep:
+        if len(rows) < HALF_SCAN_MIN_ROWS or half_kernel_ready() is None:
+            return None
+        halves = column.halves()  # None while a background thread derives them
+        if halves is None:
+            return None
+        worst = _max_residual(cut, collection, key, "half", halves.residuals)
+        return _half_cosines(halves, rows, query, worst, meanwhile)
+    if len(rows) < QUANTIZED_SCAN_MIN_ROWS or int8_kernel_ready() is None:
+        return None
+    coded = column.quantized()  # None while a background thread derives it
+    if coded is None:
+        return None
+    worst = _max_residual(cut, collection, key, "int8", coded.residuals)
+    return _quantized_cosines(coded, rows, query, worst, meanwhile)
 
 
 def _refinement(floats: _Float32Cosine, rows: npt.NDArray[np.intp]) -> Refine:
@@ -305,7 +365,9 @@ def _float32_holds(largest: float, smallest: float) -> bool:
 
 
 def scan(
-    matrix: npt.NDArray[np.float32], query: npt.NDArray[np.float32]
+    matrix: npt.NDArray[np.float32],
+    query: npt.NDArray[np.float32],
+    meanwhile: Meanwhile | None = None,
 ) -> npt.NDArray[np.float32]:
     """``matrix @ query``, split by rows across the scan threads when it is large
     (``split_rows``).
@@ -319,7 +381,7 @@ def scan(
     def kernel(begin: int, end: int) -> None:
         np.matmul(matrix[begin:end], query, out=out[begin:end])
 
-    split_rows(len(matrix), kernel)
+    split_rows(len(matrix), kernel, meanwhile)
     return out
 
 
@@ -327,6 +389,7 @@ def scaled_scan(
     matrix: npt.NDArray[np.float32],
     query: npt.NDArray[np.float32],
     scale: npt.NDArray[np.float64],
+    meanwhile: Meanwhile | None = None,
 ) -> npt.NDArray[np.float64]:
     """``scan`` with each row's product times ``scale[row]`` in float64, done by the
     thread that scanned the range while it is still in cache (``scale`` per row)."""
@@ -337,7 +400,7 @@ def scaled_scan(
         np.matmul(matrix[begin:end], query, out=dots[begin:end])
         np.multiply(dots[begin:end], scale[begin:end], out=out[begin:end])
 
-    split_rows(len(matrix), kernel)
+    split_rows(len(matrix), kernel, meanwhile)
     return out
 
 
@@ -381,11 +444,13 @@ class _Float32Cosine:
         self.query = (query / norm if norm > 0 else query).astype(np.float32)
         self.eps = COSINE_ERROR_FACTOR * (self.matrix.shape[1] + 3) * 2.0**-24
 
-    def of(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+    def of(
+        self, rows: npt.NDArray[np.intp], meanwhile: Meanwhile | None = None
+    ) -> npt.NDArray[np.float64]:
         """Approximate cosines of ``rows`` (one scan, or a product of the gathered rows)."""
         if len(rows) == len(self.matrix) == len(self.inverse):
-            return scaled_scan(self.matrix, self.query, self.inverse)
-        dots = _scan_rows(self.matrix, rows, lambda part: scan(part, self.query))
+            return scaled_scan(self.matrix, self.query, self.inverse, meanwhile)
+        dots = _scan_rows(self.matrix, rows, lambda part: scan(part, self.query, meanwhile))
         inverse = self.inverse if len(rows) == len(self.inverse) else self.inverse[rows]
         found: npt.NDArray[np.float64] = np.multiply(dots, inverse, dtype=np.float64)
         return found
@@ -411,6 +476,7 @@ def _quantized_cosines(
     rows: npt.NDArray[np.intp],
     query: npt.NDArray[np.float64],
     max_residual: float,
+    meanwhile: Meanwhile | None = None,
 ) -> tuple[npt.NDArray[np.float64], float]:
     """Cosines of ``rows`` from a scan of the int8 unit rows, and ``quantized_bound``."""
     codes, scales, _ = coded
@@ -422,13 +488,37 @@ def _quantized_cosines(
         def kernel(begin: int, end: int) -> None:
             quantized_scan(part[begin:end], query_codes, out[begin:end])
 
-        split_rows(len(part), kernel)
+        split_rows(len(part), kernel, meanwhile)
         return out
 
     dots = _scan_rows(codes, rows, run)
     dots *= scales if len(rows) == len(scales) else scales[rows]
     dots *= query_scale
     return dots, quantized_bound(max_residual, query_residual)
+
+
+def _half_cosines(
+    halves: Halves,
+    rows: npt.NDArray[np.intp],
+    query: npt.NDArray[np.float64],
+    max_residual: float,
+    meanwhile: Meanwhile | None = None,
+) -> tuple[npt.NDArray[np.float64], float]:
+    """Cosines of ``rows`` from a scan of the float16 unit rows, and ``half_bound``."""
+    units = halves.units
+    unit, query_residual = half_query(query)
+
+    def run(part: npt.NDArray[np.float16]) -> npt.NDArray[np.float64]:
+        out = np.empty(len(part), dtype=np.float64)
+
+        def kernel(begin: int, end: int) -> None:
+            half_scan(part[begin:end], unit, out[begin:end])
+
+        split_rows(len(part), kernel, meanwhile)
+        return out
+
+    cosines = _scan_rows(units, rows, run)
+    return cosines, half_bound(max_residual, query_residual, units.shape[1])
 
 
 def _scanned_ranking(
@@ -440,6 +530,7 @@ def _scanned_ranking(
     metric: Metric,
     largest: float,
     ascending: bool,
+    meanwhile: Meanwhile | None = None,
 ) -> SlotRanking:
     """Dot products or negated distances from a float32 scan with a proven bound; exact
     float64 scores on demand. ``largest`` bounds the row norms; ``magnitude`` is the
@@ -454,7 +545,7 @@ def _scanned_ranking(
     ``sqrt(delta)`` (``|sqrt(a) - sqrt(b)| <= sqrt(|a - b|)``): wider, but it only decides
     which rows are scored exactly. ``COSINE_ERROR_FACTOR`` adds margin to both.
     """
-    dots, drift = _float32_dots(column.matrix, rows, query)
+    dots, drift = _float32_dots(column.matrix, rows, query, meanwhile)
     error = largest * drift + _underflow(column.matrix)
     if metric is Metric.DOT:
         approx, eps = dots, COSINE_ERROR_FACTOR * error
@@ -493,12 +584,15 @@ def _chunked_similarity(
 
 
 def _float32_dots(
-    matrix: npt.NDArray[np.float32], rows: npt.NDArray[np.intp], query: npt.NDArray[np.float64]
+    matrix: npt.NDArray[np.float32],
+    rows: npt.NDArray[np.intp],
+    query: npt.NDArray[np.float64],
+    meanwhile: Meanwhile | None = None,
 ) -> tuple[npt.NDArray[np.float64], float]:
     """``rows`` of ``matrix`` times the query by a float32 scan, and the error per unit
     of row norm: ``|q - q32| + gamma_d |q32|``."""
     query32 = query.astype(np.float32)
-    dots = _scan_rows(matrix, rows, lambda part: scan(part, query32))
+    dots = _scan_rows(matrix, rows, lambda part: scan(part, query32, meanwhile))
     rounded = query32.astype(np.float64)
     gamma = (matrix.shape[1] + 3) * 2.0**-24
     drift = float(np.linalg.norm(query - rounded)) + gamma * float(np.linalg.norm(rounded))
@@ -553,15 +647,16 @@ def _norm_range(
     return found
 
 
-def _max_residual(cut: ReadCut, collection: str, key: bytes, coded: Quantized) -> float:
-    """The largest int8 quantisation residual of the column's rows (memoised)."""
-    residuals = coded.residuals
+def _max_residual(
+    cut: ReadCut, collection: str, key: bytes, copy: str, residuals: npt.NDArray[np.float64]
+) -> float:
+    """The largest residual of the column's rows in a compact ``copy`` (memoised)."""
 
     def compute() -> float:
         return float(residuals.max()) if len(residuals) else 0.0
 
     found: float = cut.columns.memo(
-        ("vector-max-residual", collection, key, len(residuals)), compute
+        ("vector-max-residual", copy, collection, key, len(residuals)), compute
     )
     return found
 

@@ -175,3 +175,38 @@ def test_once_runs_its_work_on_the_first_call_only() -> None:
     once()
     assert calls == [1]
     scanning.Once(None)()  # nothing to run: no error
+
+
+def test_a_gathered_scan_multiplies_the_picked_rows_across_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each range of the picked rows is gathered and multiplied by the thread that
+    takes it; the result is the product of the picked rows, in their order."""
+    import cairn.store.vectors as vectors
+
+    monkeypatch.setattr(vectors, "PARALLEL_GATHER_MIN_ROWS", 1)
+    threads: set[str] = set()
+    real = scanning.split_rows
+    caller = threading.current_thread()
+    worker_began = threading.Event()
+
+    def recorded(count: int, kernel: object, *args: object, **kwargs: object) -> None:
+        def watched(begin: int, end: int) -> None:
+            threads.add(threading.current_thread().name)
+            if threading.current_thread() is caller:
+                assert worker_began.wait(10)  # both threads gather, however slow the wake
+            else:
+                worker_began.set()
+            kernel(begin, end)  # type: ignore[operator]
+
+        real(count, watched, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vectors, "split_rows", recorded)
+    rng = np.random.default_rng(3)
+    matrix = rng.standard_normal((5000, 16)).astype(np.float32)
+    query = rng.standard_normal(16).astype(np.float32)
+    rows = np.sort(rng.choice(5000, 2000, replace=False))[::-1].copy()  # any order
+    found = scan(matrix, query, rows=rows)
+    expected = (matrix[rows].astype(np.float64) @ query.astype(np.float64)).astype(np.float32)
+    assert np.allclose(found, expected, rtol=1e-5, atol=1e-5)
+    assert len(threads) == 2  # the worker and this thread

@@ -49,6 +49,7 @@ __all__ = [
     "MAX_VECTOR_FIELDS",
     "MAX_VECTOR_VALUE",
     "MIN_VECTOR_DIMENSION",
+    "PARALLEL_GATHER_MIN_ROWS",
     "PARALLEL_SCAN_MIN_ROWS",
     "PBKDF2_ITERATIONS",
     "QUANTIZED_BOUND_MARGIN",
@@ -174,6 +175,9 @@ searches at one position: a common term's weights are computed once, not per que
 
 PARALLEL_SCAN_MIN_ROWS = 32_768
 """Vector scans over at least this many rows are split across threads (one per core)."""
+
+PARALLEL_GATHER_MIN_ROWS = 1024
+"""Scans of at least this many gathered (scattered) rows are split across threads."""
 
 MAX_SCAN_THREADS = 4
 """At most this many threads share one vector scan (it is memory-bound past that)."""

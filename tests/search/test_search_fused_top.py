@@ -129,10 +129,18 @@ def test_rankings_answer_top_ranks_and_bounds_exactly(
         leaders = set(found.leaders(m).tolist())
         assert {slot for slot, _ in expected[:m]} <= leaders  # the best m, at least
         bounds = found.bounds(np.asarray(wanted, dtype=np.int64))
+        tight = found.tight_bounds(np.asarray(wanted, dtype=np.int64))
         for i, slot in enumerate(wanted):
-            assert bool(bounds.present[i]) == (slot in ranks)
+            assert bool(bounds.present[i]) == (slot in ranks) == bool(tight.present[i])
             if slot in ranks:
                 assert bounds.lowest[i] <= ranks[slot][0] <= bounds.highest[i]
+                assert bounds.lowest[i] <= tight.lowest[i] <= ranks[slot][0]
+                assert ranks[slot][0] <= tight.highest[i] <= bounds.highest[i]
+                if bounds.highest[i] == found.size and kind in ("exact", "dense"):
+                    # Exact scores below the head: bounded by the scores above and the ties.
+                    score = ranks[slot][1]
+                    assert tight.lowest[i] == 1 + int(np.count_nonzero(scores > score))
+                    assert tight.highest[i] == int(np.count_nonzero(scores >= score))
 
 
 @settings(max_examples=500, deadline=None)

@@ -192,7 +192,8 @@ def _round(
     (``Ranking.bounds``), which bounds its fused score; a key whose upper bound is below
     the ``limit``-th best lower bound cannot be in the top. The rest are scored exactly
     in order of their upper bound until it cannot reach the ``limit``-th exact score
-    found so far (threshold algorithm).
+    found so far (threshold algorithm); once ``limit`` are scored, each further key is
+    first bounded by ``Ranking.tight_bounds`` and scored only if that still reaches it.
     """
     leaders = [branch.ranking.leaders(m) for branch, _ in active]
     keys = distinct(np.concatenate(leaders))
@@ -221,6 +222,8 @@ def _round(
             break
         batch = order[start : start + limit]
         start += len(batch)
+        if len(best) >= limit:
+            batch = _reaching(active, fusion_k, keys, batch, best[0] * (1 - _RELATIVE_SLACK))
         for slot, total, parts in _score(active, fusion_k, keys, bounds, batch):
             scored[slot] = total
             shares[slot] = parts
@@ -233,6 +236,23 @@ def _round(
         return None
     ordered = sorted(scored, key=lambda slot: (-scored[slot], ids[slot]))[:limit]
     return [FusedHit(slot, scored[slot], shares[slot]) for slot in ordered]
+
+
+def _reaching(
+    active: Sequence[tuple[RankedBranch, Fraction]],
+    fusion_k: int,
+    keys: npt.NDArray[np.int64],
+    batch: Sequence[int],
+    theta: float,
+) -> list[int]:
+    """The keys of ``batch`` whose fused score can still reach ``theta``, by rank bounds
+    that count every score for ranks below a branch's head (``Ranking.tight_bounds``)."""
+    slots = keys[np.asarray(batch, dtype=np.intp)]
+    upper = np.zeros(len(batch), dtype=np.float64)
+    for branch, weight in active:
+        found = branch.ranking.tight_bounds(slots)
+        upper += np.where(found.present, float(weight) / (fusion_k + found.lowest), 0.0)
+    return [i for i, bound in zip(batch, upper.tolist(), strict=True) if bound >= theta]
 
 
 def _score(

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from store_helpers import cmd, put, wait_for_column
-from vector_helpers import DIMENSION, SPACE, doc_ids, exact_cosines, ids_of, matrices, vector_db
+from vector_helpers import (
+    DIMENSION,
+    SPACE,
+    count_calls,
+    doc_ids,
+    exact_cosines,
+    ids_of,
+    matrices,
+    vector_db,
+)
 
 import cairn.store.scanning as scanning
 import cairn.store.vectors as vectors
-from cairn.store import Database, PutVector
+from cairn.store import Database
 from cairn.store.halves import (
     _probe,
     encode_units,
@@ -136,26 +142,13 @@ def deep_ranking(db: Database, query: np.ndarray, half: bool, mp: pytest.MonkeyP
         return vector_ranking(cut, "docs", "embedding", tuple(query), SPACE, deep=True)
 
 
-def count_half_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """A list that grows by one for each float16 kernel call the vector branch makes."""
-    calls: list[int] = []
-    real = vectors.half_scan
-
-    def counted(*args: object) -> None:
-        calls.append(1)
-        real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(vectors, "half_scan", counted)
-    return calls
-
-
 def test_half_and_float_rankings_answer_every_question_alike(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = np.random.default_rng(3)
     stored = vector_db(db, rng, 600)
     ids = doc_ids(len(stored))
-    calls = count_half_scans(monkeypatch)
+    calls = count_calls(monkeypatch, vectors, "half_scan")
     for trial in range(4):
         query = stored[trial * 5] + 0.01 * rng.standard_normal(DIMENSION)
         exact = exact_cosines(stored, query)
@@ -170,78 +163,3 @@ def test_half_and_float_rankings_answer_every_question_alike(
             assert [r for r, _ in ranking.ranks_of(slots)] == list(range(1, len(ids) + 1))
         assert half.ranks_of(slots) == flat.ranks_of(slots)
     assert calls
-
-
-def test_the_units_follow_rows_written_after_their_first_use(
-    db: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    rng = np.random.default_rng(21)
-    stored = vector_db(db, rng, 200)
-    ids = doc_ids(len(stored))
-    query = stored[7] + 0.01 * rng.standard_normal(DIMENSION)
-
-    def ranks(vectors_: np.ndarray, names: list[str]) -> list[str]:
-        ranking = deep_ranking(db, query, True, monkeypatch)
-        found = [ids_of(db, slot) for slot, _ in ranking.top(len(names))]
-        exact = exact_cosines(vectors_, query)
-        assert found == [
-            names[i] for i in sorted(range(len(names)), key=lambda i: (-exact[i], names[i]))
-        ]
-        return found
-
-    ranks(stored, ids)
-    extra = [f"e{i:03d}" for i in range(30)]
-    fresh = (query + 0.05 * rng.standard_normal((30, DIMENSION))).astype(np.float32)
-    db.command(cmd(*(put("docs", doc_id) for doc_id in extra)))
-    db.command(
-        cmd(
-            *(
-                PutVector("docs", extra[i], "embedding", tuple(map(float, fresh[i])))
-                for i in range(30)
-            )
-        )
-    )
-    replaced = stored.copy()
-    replaced[7] = -replaced[7]  # the query's nearest row moves away
-    db.command(cmd(PutVector("docs", ids[7], "embedding", tuple(map(float, replaced[7])))))
-    ranks(np.concatenate([replaced, fresh]), ids + extra)
-
-
-def test_a_large_derivation_runs_behind_while_fused_rankings_scan_float32(
-    db: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Past ``QUANTIZE_SYNC_VALUES`` the units are derived by a background thread; the
-    rankings before it finishes scan float32, and every answer is the oracle's."""
-    import cairn.store.columns as columns
-
-    monkeypatch.setattr(columns, "QUANTIZE_SYNC_VALUES", 0)
-    started = threading.Event()
-    release = threading.Event()
-    real_encode = columns.encode_units
-
-    def held(*args: object) -> object:
-        started.set()
-        assert release.wait(30)
-        return real_encode(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(columns, "encode_units", held)
-    calls = count_half_scans(monkeypatch)
-    rng = np.random.default_rng(17)
-    stored = vector_db(db, rng, 300)
-    ids = doc_ids(len(stored))
-    query = stored[9] + 0.02 * rng.standard_normal(DIMENSION)
-    exact = exact_cosines(stored, query)
-    oracle = [ids[i] for i in sorted(range(len(ids)), key=lambda i: (-exact[i], ids[i]))[:20]]
-
-    def top() -> list[str]:
-        ranking = deep_ranking(db, query, True, monkeypatch)
-        return [ids_of(db, slot) for slot, _ in ranking.top(20)]
-
-    assert top() == oracle  # float32 while the derivation is held
-    assert started.wait(30) and not calls
-    assert top() == oracle  # still float32: one derivation at a time
-    assert not calls
-    release.set()
-    wait_for_column(db, SPACE, lambda column: column.halves() is not None)
-    assert top() == oracle
-    assert calls  # the float16 scan answered once the units were there

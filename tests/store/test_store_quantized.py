@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import math
-import threading
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from store_helpers import cmd, put, wait_for_column
+from store_helpers import cmd, put
 from vector_helpers import (
     DIMENSION,
     SPACE,
+    count_calls,
     doc_ids,
     exact_cosines,
     ids_of,
@@ -160,19 +160,6 @@ def test_int8_and_float_rankings_answer_every_question_alike(
         assert coarse.ranks_of(slots) == flat.ranks_of(slots)
 
 
-def count_int8_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """A list that grows by one for each int8 kernel call the vector branch makes."""
-    calls: list[int] = []
-    real = vectors.quantized_scan
-
-    def counted(*args: object, **kwargs: object) -> None:
-        calls.append(1)
-        real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(vectors, "quantized_scan", counted)
-    return calls
-
-
 def test_a_vector_only_search_reads_the_int8_rows_and_answers_like_the_oracle(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -180,7 +167,7 @@ def test_a_vector_only_search_reads_the_int8_rows_and_answers_like_the_oracle(
     stored = vector_db(db, rng, 300)
     ids = doc_ids(len(stored))
     monkeypatch.setattr(vectors, "QUANTIZED_SCAN_MIN_ROWS", 1)
-    calls = count_int8_scans(monkeypatch)
+    calls = count_calls(monkeypatch, vectors, "quantized_scan")
     query = stored[2] + 0.02 * rng.standard_normal(DIMENSION)
     hits = db.vector_search("docs", "embedding", tuple(query), SPACE, limit=25)
     exact = exact_cosines(stored, query)
@@ -271,80 +258,3 @@ def test_vector_values_beyond_float32_are_refused_and_nothing_is_written(db: Dat
     assert db.vector_search("docs", "embedding", (1.0,) * DIMENSION, SPACE) == ()
     with pytest.raises(ValidationError, match="float32"):
         db.vector_search("docs", "embedding", too_big, SPACE)
-
-
-def test_the_codes_follow_rows_written_after_their_first_use(
-    db: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Codes are derived on first use and extended as rows arrive (new and replaced)."""
-    monkeypatch.setattr(vectors, "QUANTIZED_SCAN_MIN_ROWS", 1)
-    rng = np.random.default_rng(21)
-    stored = vector_db(db, rng, 200)
-    ids = doc_ids(len(stored))
-    query = stored[7] + 0.01 * rng.standard_normal(DIMENSION)
-
-    def expect(vectors_: np.ndarray, names: list[str]) -> list[str]:
-        exact = exact_cosines(vectors_, query)
-        return [names[i] for i in sorted(range(len(names)), key=lambda i: (-exact[i], names[i]))]
-
-    hits = db.vector_search("docs", "embedding", tuple(query), SPACE, limit=20)
-    assert [h.ref.id for h in hits] == expect(stored, ids)[:20]
-    extra = [f"e{i:03d}" for i in range(30)]
-    fresh = (query + 0.05 * rng.standard_normal((30, DIMENSION))).astype(np.float32)
-    db.command(cmd(*(put("docs", doc_id) for doc_id in extra)))
-    db.command(
-        cmd(
-            *(
-                PutVector("docs", extra[i], "embedding", tuple(map(float, fresh[i])))
-                for i in range(30)
-            )
-        )
-    )
-    replaced = stored.copy()
-    replaced[7] = -replaced[7]  # the query's nearest row moves away
-    db.command(cmd(PutVector("docs", ids[7], "embedding", tuple(map(float, replaced[7])))))
-    hits = db.vector_search("docs", "embedding", tuple(query), SPACE, limit=40)
-    everything = np.concatenate([replaced, fresh])
-    assert [h.ref.id for h in hits] == expect(everything, ids + extra)[:40]
-
-
-def test_a_large_encoding_runs_behind_while_searches_scan_float32(
-    db: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Past ``QUANTIZE_SYNC_VALUES`` the codes are derived by a background thread; the
-    searches before it finishes scan float32, and every answer is the oracle's."""
-    import cairn.store.columns as columns
-
-    monkeypatch.setattr(vectors, "QUANTIZED_SCAN_MIN_ROWS", 1)
-    monkeypatch.setattr(columns, "QUANTIZE_SYNC_VALUES", 0)
-    started = threading.Event()
-    release = threading.Event()
-    real_encode = columns.encode_rows
-
-    def held(*args: object) -> object:
-        started.set()
-        assert release.wait(30)
-        return real_encode(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(columns, "encode_rows", held)
-    calls = count_int8_scans(monkeypatch)
-    rng = np.random.default_rng(17)
-    stored = vector_db(db, rng, 300)
-    ids = doc_ids(len(stored))
-    query = stored[9] + 0.02 * rng.standard_normal(DIMENSION)
-    exact = exact_cosines(stored, query)
-    oracle = [ids[i] for i in sorted(range(len(ids)), key=lambda i: (-exact[i], ids[i]))[:20]]
-
-    def search() -> list[str]:
-        return [
-            h.ref.id for h in db.vector_search("docs", "embedding", tuple(query), SPACE, limit=20)
-        ]
-
-    assert search() == oracle  # float32 while the encoding is held
-    assert started.wait(30) and not calls
-    assert search() == oracle  # still float32: one encoding at a time, not a second thread
-    assert not calls
-    release.set()
-    wait_for_column(db, SPACE, lambda column: column.quantized() is not None)
-    assert search() == oracle
-    assert calls  # the int8 scan answered once the codes were there

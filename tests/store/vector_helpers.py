@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
@@ -66,3 +67,16 @@ def ids_of(db: Database, slot: int) -> str:
     """The document ID of ``slot``."""
     with db.read_cut() as cut:
         return cut.columns.ids[slot]
+
+
+def count_calls(monkeypatch: Any, module: object, name: str) -> list[int]:
+    """A list that grows by one for each call of ``module.name`` (patched to count)."""
+    calls: list[int] = []
+    real = getattr(module, name)
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls

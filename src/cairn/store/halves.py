@@ -31,6 +31,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from cairn.store.kernels import checked_dot
 from cairn.store.limits import HALF_BOUND_MARGIN, HALF_ENCODE_CHUNK
 
 __all__ = [
@@ -128,30 +129,10 @@ def _probe(dot: Dot) -> bool:
     return bool(np.all(np.abs(found - exact_dots) <= _gamma(1024) * magnitude))
 
 
-def _numkong_dot() -> Dot | None:
-    """NumKong's float16 dot product of each row with the query, or None without it."""
-    try:
-        import numkong
-    except ImportError:  # pragma: no cover - numkong is a dependency
-        return None
-
-    def dot(
-        units: npt.NDArray[np.float16],
-        query: npt.NDArray[np.float16],
-        out: npt.NDArray[np.float64],
-    ) -> None:
-        numkong.cdist(query[None, :], units, metric="dot", out=out[None, :])
-
-    return dot
-
-
 @functools.cache
 def half_kernel_ready() -> Dot | None:
     """The checked half-scan kernel, or None (then scans stay float32); memoised."""
-    dot = _numkong_dot()
-    if dot is None or not _probe(dot):
-        return None
-    return dot
+    return checked_dot(_probe)
 
 
 def half_scan(

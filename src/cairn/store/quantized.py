@@ -28,6 +28,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from cairn.store.kernels import checked_dot
 from cairn.store.limits import (
     MAX_VECTOR_DIMENSION,
     QUANTIZED_BOUND_MARGIN,
@@ -123,30 +124,10 @@ def _probe(dot: Dot) -> bool:
     return bool(np.array_equal(found, expected.astype(np.float64)))
 
 
-def _numkong_dot() -> Dot | None:
-    """NumKong's int8 dot product of each row with the query, or None without it."""
-    try:
-        import numkong
-    except ImportError:  # pragma: no cover - numkong is a dependency
-        return None
-
-    def dot(
-        codes: npt.NDArray[np.int8],
-        query: npt.NDArray[np.int8],
-        out: npt.NDArray[np.float64],
-    ) -> None:
-        numkong.cdist(query[None, :], codes, metric="dot", out=out[None, :])
-
-    return dot
-
-
 @functools.cache
 def int8_kernel_ready() -> Dot | None:
     """The checked int8 kernel, or None (then scans stay float32); memoised."""
-    dot = _numkong_dot()
-    if dot is None or not _probe(dot):
-        return None
-    return dot
+    return checked_dot(_probe)
 
 
 def quantized_scan(

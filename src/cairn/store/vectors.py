@@ -500,6 +500,22 @@ def _float32_scan(
     return scan(matrix, query, meanwhile, rows=rows)
 
 
+def _split_scan(
+    part: npt.NDArray[Any],
+    scan_range: Callable[[npt.NDArray[Any], npt.NDArray[np.float64]], None],
+    meanwhile: Meanwhile | None,
+) -> npt.NDArray[np.float64]:
+    """``scan_range(rows, out)`` over the rows of ``part`` in ranges split across the scan
+    threads (``split_rows``), into one float64 value per row."""
+    out = np.empty(len(part), dtype=np.float64)
+
+    def kernel(begin: int, end: int) -> None:
+        scan_range(part[begin:end], out[begin:end])
+
+    split_rows(len(part), kernel, meanwhile)
+    return out
+
+
 def _quantized_cosines(
     coded: Quantized,
     rows: npt.NDArray[np.intp],
@@ -512,13 +528,7 @@ def _quantized_cosines(
     query_codes, query_scale, query_residual = encode_query(query)
 
     def run(part: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
-        out = np.empty(len(part), dtype=np.float64)
-
-        def kernel(begin: int, end: int) -> None:
-            quantized_scan(part[begin:end], query_codes, out[begin:end])
-
-        split_rows(len(part), kernel, meanwhile)
-        return out
+        return _split_scan(part, lambda c, out: quantized_scan(c, query_codes, out), meanwhile)
 
     dots = _scan_rows(codes, rows, run)
     dots *= scales if len(rows) == len(scales) else scales[rows]
@@ -538,13 +548,7 @@ def _half_cosines(
     unit, query_residual = half_query(query)
 
     def run(part: npt.NDArray[np.float16]) -> npt.NDArray[np.float64]:
-        out = np.empty(len(part), dtype=np.float64)
-
-        def kernel(begin: int, end: int) -> None:
-            half_scan(part[begin:end], unit, out[begin:end])
-
-        split_rows(len(part), kernel, meanwhile)
-        return out
+        return _split_scan(part, lambda u, out: half_scan(u, unit, out), meanwhile)
 
     cosines = _scan_rows(units, rows, run)
     return cosines, half_bound(max_residual, query_residual, units.shape[1])

@@ -347,7 +347,7 @@ def _compact_cosines(
 
 
 def _refinement(floats: _Float32Cosine, rows: npt.NDArray[np.intp]) -> Refine:
-    """Float32 cosines of candidates (indexes into ``rows``): the int8 scan's refinement."""
+    """Float32 cosines of candidates (indexes into ``rows``): the compact scans' refinement."""
 
     def refine(index: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.float64], float]:
         return floats.of(rows[index]), floats.eps

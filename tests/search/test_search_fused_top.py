@@ -129,7 +129,7 @@ def test_rankings_answer_top_ranks_and_bounds_exactly(
         leaders = set(found.leaders(m).tolist())
         assert {slot for slot, _ in expected[:m]} <= leaders  # the best m, at least
         bounds = found.bounds(np.asarray(wanted, dtype=np.int64))
-        tight = found.tight_bounds(np.asarray(wanted, dtype=np.int64))
+        tight = found.tight_bounds(np.asarray(wanted, dtype=np.int64), bounds)
         for i, slot in enumerate(wanted):
             assert bool(bounds.present[i]) == (slot in ranks) == bool(tight.present[i])
             if slot in ranks:

@@ -223,7 +223,8 @@ def _round(
         batch = order[start : start + limit]
         start += len(batch)
         if len(best) >= limit:
-            batch = _reaching(active, fusion_k, keys, batch, best[0] * (1 - _RELATIVE_SLACK))
+            theta = best[0] * (1 - _RELATIVE_SLACK)
+            batch = _reaching(active, fusion_k, keys, bounds, batch, theta)
         for slot, total, parts in _score(active, fusion_k, keys, bounds, batch):
             scored[slot] = total
             shares[slot] = parts
@@ -242,15 +243,18 @@ def _reaching(
     active: Sequence[tuple[RankedBranch, Fraction]],
     fusion_k: int,
     keys: npt.NDArray[np.int64],
+    bounds: Sequence[RankBounds],
     batch: Sequence[int],
     theta: float,
 ) -> list[int]:
-    """The keys of ``batch`` whose fused score can still reach ``theta``, by rank bounds
-    that count every score for ranks below a branch's head (``Ranking.tight_bounds``)."""
-    slots = keys[np.asarray(batch, dtype=np.intp)]
+    """The keys of ``batch`` whose fused score can still reach ``theta``, by tightening
+    their ``bounds`` where a rank lies below a branch's head (``Ranking.tight_bounds``)."""
+    index = np.asarray(batch, dtype=np.intp)
+    slots = keys[index]
     upper = np.zeros(len(batch), dtype=np.float64)
-    for branch, weight in active:
-        found = branch.ranking.tight_bounds(slots)
+    for (branch, weight), loose in zip(active, bounds, strict=True):
+        subset = RankBounds(loose.present[index], loose.lowest[index], loose.highest[index])
+        found = branch.ranking.tight_bounds(slots, subset)
         upper += np.where(found.present, float(weight) / (fusion_k + found.lowest), 0.0)
     return [i for i, bound in zip(batch, upper.tolist(), strict=True) if bound >= theta]
 

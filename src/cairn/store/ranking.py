@@ -112,9 +112,10 @@ class Ranking:
         """
         return RankBounds.of(self.ranks_of(slots.tolist()))
 
-    def tight_bounds(self, slots: npt.NDArray[np.int64]) -> RankBounds:
-        """``bounds``, tighter where that is cheap (here: the same)."""
-        return self.bounds(slots)
+    def tight_bounds(self, slots: npt.NDArray[np.int64], loose: RankBounds) -> RankBounds:
+        """``loose`` (this ranking's ``bounds`` of ``slots``), tighter where that is cheap
+        (here: the same)."""
+        return loose
 
 
 def mth_largest(values: npt.NDArray[np.float64], m: int) -> float | None:
@@ -427,10 +428,11 @@ class SlotRanking(Ranking):
             highest[present] = np.where(known, counted, self.size)
         return RankBounds(present, lowest, highest)
 
-    def tight_bounds(self, slots: npt.NDArray[np.int64]) -> RankBounds:
-        """``bounds``, with each slot ranked below the head bounded by two counting passes
-        over every score around its exact score (no band is read or refined)."""
-        found = self.bounds(slots)
+    def tight_bounds(self, slots: npt.NDArray[np.int64], loose: RankBounds) -> RankBounds:
+        """``loose`` (``bounds`` of ``slots``), with each slot ranked below the head bounded
+        by two counting passes over every score around its exact score (no band is read
+        or refined)."""
+        found = RankBounds(loose.present, loose.lowest.copy(), loose.highest.copy())
         deep = np.flatnonzero(found.present & (found.highest == self.size))
         if len(deep) == 0:
             return found

@@ -381,22 +381,10 @@ def scan(
     these products only within their proven error bound (exact float64 scores decide),
     so the split never changes a ranking or a score.
     """
+    product = _Product(query)
     if rows is not None:
-        picked = rows
-        out = np.empty(len(rows), dtype=np.float32)
-
-        def gather(begin: int, end: int) -> None:
-            np.matmul(matrix[picked[begin:end]], query, out=out[begin:end])
-
-        split_rows(len(rows), gather, meanwhile, minimum=PARALLEL_GATHER_MIN_ROWS)
-        return out
-    out = np.empty(len(matrix), dtype=np.float32)
-
-    def kernel(begin: int, end: int) -> None:
-        np.matmul(matrix[begin:end], query, out=out[begin:end])
-
-    split_rows(len(matrix), kernel, meanwhile)
-    return out
+        return _gathered_scan(matrix, rows, product, meanwhile, np.float32)
+    return _split_scan(matrix, product, meanwhile, np.float32)
 
 
 def scaled_scan(
@@ -464,55 +452,72 @@ class _Float32Cosine:
         """Approximate cosines of ``rows`` (one scan, or a product of the gathered rows)."""
         if len(rows) == len(self.matrix) == len(self.inverse):
             return scaled_scan(self.matrix, self.query, self.inverse, meanwhile)
-        dots = _float32_scan(self.matrix, rows, self.query, meanwhile)
+        dots = _scan_rows(self.matrix, rows, _Product(self.query), meanwhile, np.float32)
         inverse = self.inverse if len(rows) == len(self.inverse) else self.inverse[rows]
         found: npt.NDArray[np.float64] = np.multiply(dots, inverse, dtype=np.float64)
         return found
 
 
+ScanRange = Callable[[npt.NDArray[Any], npt.NDArray[Any]], object]
+"""``(rows, out)``: a row-wise scan of some rows of a matrix into their slice of ``out``."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Product:
+    """The float32 scan's ``ScanRange``: each row's product with ``query``."""
+
+    query: npt.NDArray[np.float32]
+
+    def __call__(self, rows: npt.NDArray[np.float32], out: npt.NDArray[np.float32]) -> None:
+        np.matmul(rows, self.query, out=out)
+
+
 def _scan_rows(
     matrix: npt.NDArray[Any],
     rows: npt.NDArray[np.intp],
-    run: Callable[[npt.NDArray[Any]], npt.NDArray[_Value]],
-) -> npt.NDArray[_Value]:
-    """``run`` (a row-wise scan) over ``matrix[rows]``: whole when every row counts, whole
-    then picked when at least half do (cheaper than gathering), else on the gathered rows.
-    """
-    if len(rows) == len(matrix):
-        return run(matrix)
-    if 2 * len(rows) >= len(matrix):
-        return run(matrix)[rows]
-    return run(matrix[rows])
-
-
-def _float32_scan(
-    matrix: npt.NDArray[np.float32],
-    rows: npt.NDArray[np.intp],
-    query: npt.NDArray[np.float32],
+    scan_range: ScanRange,
     meanwhile: Meanwhile | None,
-) -> npt.NDArray[np.float32]:
-    """``scan`` of ``rows``: whole when every row counts, whole then picked when at least
-    half do (cheaper than gathering), else gathered range by range."""
+    dtype: type[_Value],
+) -> npt.NDArray[_Value]:
+    """``scan_range`` over ``matrix[rows]``: whole when every row counts, whole then picked
+    when at least half do (cheaper than gathering), else gathered range by range."""
     if len(rows) == len(matrix):
-        return scan(matrix, query, meanwhile)
+        return _split_scan(matrix, scan_range, meanwhile, dtype)
     if 2 * len(rows) >= len(matrix):
-        return scan(matrix, query, meanwhile)[rows]
-    return scan(matrix, query, meanwhile, rows=rows)
+        return _split_scan(matrix, scan_range, meanwhile, dtype)[rows]
+    return _gathered_scan(matrix, rows, scan_range, meanwhile, dtype)
 
 
 def _split_scan(
-    part: npt.NDArray[Any],
-    scan_range: Callable[[npt.NDArray[Any], npt.NDArray[np.float64]], None],
-    meanwhile: Meanwhile | None,
-) -> npt.NDArray[np.float64]:
-    """``scan_range(rows, out)`` over the rows of ``part`` in ranges split across the scan
-    threads (``split_rows``), into one float64 value per row."""
-    out = np.empty(len(part), dtype=np.float64)
+    part: npt.NDArray[Any], scan_range: ScanRange, meanwhile: Meanwhile | None, dtype: type[_Value]
+) -> npt.NDArray[_Value]:
+    """``scan_range`` over every row of ``part`` in ranges split across the scan threads
+    (``split_rows``), into one value per row."""
+    out: npt.NDArray[_Value] = np.empty(len(part), dtype=dtype)
 
     def kernel(begin: int, end: int) -> None:
         scan_range(part[begin:end], out[begin:end])
 
     split_rows(len(part), kernel, meanwhile)
+    return out
+
+
+def _gathered_scan(
+    matrix: npt.NDArray[Any],
+    rows: npt.NDArray[np.intp],
+    scan_range: ScanRange,
+    meanwhile: Meanwhile | None,
+    dtype: type[_Value],
+) -> npt.NDArray[_Value]:
+    """``scan_range`` over ``matrix[rows]``, each range of ``rows`` gathered by the thread
+    that scans it (numpy's gathers release the GIL), split from
+    ``PARALLEL_GATHER_MIN_ROWS`` rows."""
+    out: npt.NDArray[_Value] = np.empty(len(rows), dtype=dtype)
+
+    def kernel(begin: int, end: int) -> None:
+        scan_range(matrix[rows[begin:end]], out[begin:end])
+
+    split_rows(len(rows), kernel, meanwhile, minimum=PARALLEL_GATHER_MIN_ROWS)
     return out
 
 
@@ -527,10 +532,10 @@ def _quantized_cosines(
     codes, scales, _ = coded
     query_codes, query_scale, query_residual = encode_query(query)
 
-    def run(part: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
-        return _split_scan(part, lambda c, out: quantized_scan(c, query_codes, out), meanwhile)
+    def scan_range(part: npt.NDArray[np.int8], out: npt.NDArray[np.float64]) -> None:
+        quantized_scan(part, query_codes, out)
 
-    dots = _scan_rows(codes, rows, run)
+    dots = _scan_rows(codes, rows, scan_range, meanwhile, np.float64)
     dots *= scales if len(rows) == len(scales) else scales[rows]
     dots *= query_scale
     return dots, quantized_bound(max_residual, query_residual)
@@ -547,10 +552,10 @@ def _half_cosines(
     units = halves.units
     unit, query_residual = half_query(query)
 
-    def run(part: npt.NDArray[np.float16]) -> npt.NDArray[np.float64]:
-        return _split_scan(part, lambda u, out: half_scan(u, unit, out), meanwhile)
+    def scan_range(part: npt.NDArray[np.float16], out: npt.NDArray[np.float64]) -> None:
+        half_scan(part, unit, out)
 
-    cosines = _scan_rows(units, rows, run)
+    cosines = _scan_rows(units, rows, scan_range, meanwhile, np.float64)
     return cosines, half_bound(max_residual, query_residual, units.shape[1])
 
 
@@ -625,7 +630,7 @@ def _float32_dots(
     """``rows`` of ``matrix`` times the query by a float32 scan, and the error per unit
     of row norm: ``|q - q32| + gamma_d |q32|``."""
     query32 = query.astype(np.float32)
-    dots = _float32_scan(matrix, rows, query32, meanwhile)
+    dots = _scan_rows(matrix, rows, _Product(query32), meanwhile, np.float32)
     rounded = query32.astype(np.float64)
     gamma = (matrix.shape[1] + 3) * 2.0**-24
     drift = float(np.linalg.norm(query - rounded)) + gamma * float(np.linalg.norm(rounded))

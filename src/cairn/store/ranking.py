@@ -22,7 +22,6 @@ the fused top undecided.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -306,8 +305,9 @@ class SlotRanking(Ranking):
         band lies inside it (one binary search for every such slot), else by a pass
         over the scores (or, for many slots, in all scores sorted once). Only
         candidates inside a band (ties, near-ties of approximate scores) are read,
-        scored exactly and compared (ties by ID); a band holding only the slot itself
-        (its own approximation is within ``eps``) needs nothing more.
+        scored exactly and compared (ties by ID), every band at once
+        (``_bands_above``); a band holding only the slot itself (its own
+        approximation is within ``eps``) needs nothing more.
         """
         positions = self._positions(np.asarray(slots, dtype=np.int64))
         asked = np.flatnonzero(positions >= 0)
@@ -317,20 +317,70 @@ class SlotRanking(Ranking):
         where = positions[asked]
         exact = self._exact(where.astype(np.intp))
         above, bands = self._counted(exact)
-        self._warm(list(bands.values()))
-        for k, band in list(bands.items()):
-            surely, narrowed = self._narrow(float(exact[k]), band)
-            above[k] += surely
-            bands[k] = narrowed
-        shared = [band for band in bands.values() if len(band) > 1]
-        if shared and self.eps:
-            self._exact(distinct(np.concatenate(shared)))  # every band scored in one call
-        for k, band in bands.items():
-            if len(band) > 1:
-                above[k] += self._band_above(int(where[k]), float(exact[k]), band)
+        if bands:
+            keys = np.fromiter(bands, dtype=np.intp, count=len(bands))
+            above[keys] += self._bands_above(where[keys], exact[keys], list(bands.values()))
         for j, rank, score in zip(asked.tolist(), above.tolist(), exact.tolist(), strict=True):
             result[j] = (rank + 1, score)
         return result
+
+    def _bands_above(
+        self,
+        own: npt.NDArray[np.int64],
+        scores: npt.NDArray[np.float64],
+        bands: Sequence[npt.NDArray[np.intp]],
+    ) -> npt.NDArray[np.int64]:
+        """Per band: how many of its candidates rank before the candidate ``own`` whose
+        exact score is ``scores`` (the band holds every candidate within ``eps`` of it).
+
+        All bands at once: the members are narrowed (``_narrowed``), scored exactly in
+        one call and compared with their band's score; equal scores then rank by ID,
+        compared one by one only in the bands where another candidate ties exactly.
+        """
+        sizes = np.fromiter(map(len, bands), dtype=np.intp, count=len(bands))
+        members = np.concatenate(bands)
+        owner = np.repeat(np.arange(len(bands)), sizes)
+        counts = np.zeros(len(bands), dtype=np.int64)
+        if self.eps:
+            members, owner, surely = self._narrowed(members, owner, sizes, scores)
+            counts += surely
+            values = self._exact(members)
+        else:
+            values = self.scores[members]
+        wanted = scores[owner]
+        counts += np.bincount(owner[values > wanted], minlength=len(bands))
+        tied = np.flatnonzero((values == wanted) & (members != own[owner]))
+        if len(tied):
+            counts += self._ties_before(own, owner[tied], members[tied], len(bands))
+        return counts
+
+    def _ties_before(
+        self,
+        own: npt.NDArray[np.int64],
+        owner: npt.NDArray[np.intp],
+        members: npt.NDArray[np.intp],
+        count: int,
+    ) -> npt.NDArray[np.int64]:
+        """Per band, how many of ``members`` (other candidates tied exactly with the
+        band's own candidate; ``owner`` says whose band) have a smaller document ID."""
+        ids = self.ids
+        own_ids = [ids[slot] for slot in self.slots[own].tolist()]
+        before = [0] * count
+        for band, slot in zip(owner.tolist(), self.slots[members].tolist(), strict=True):
+            if ids[slot] < own_ids[band]:
+                before[band] += 1
+        return np.asarray(before, dtype=np.int64)
+
+    def _narrowed(
+        self,
+        members: npt.NDArray[np.intp],
+        owner: npt.NDArray[np.intp],
+        sizes: npt.NDArray[np.intp],
+        scores: npt.NDArray[np.float64],
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.int64]]:
+        """The band members still unsure after any cheaper scoring, their bands, and per
+        band how many rank before its candidate for certain (here: all, none)."""
+        return members, owner, np.zeros(len(sizes), dtype=np.int64)
 
     def _counted(
         self, exact: npt.NDArray[np.float64]
@@ -362,23 +412,15 @@ class SlotRanking(Ranking):
                 bands[k] = band
         return above, bands
 
-    def _narrow(self, score: float, band: npt.NDArray[np.intp]) -> tuple[int, npt.NDArray[np.intp]]:
-        """How many of ``band`` surely rank before ``score``, and the rest still unsure.
-
-        Exact scores have nothing to narrow; ``ApproxRanking`` uses its refinement.
-        """
-        return 0, band
-
-    def _warm(self, bands: Sequence[npt.NDArray[np.intp]]) -> None:
-        """Prepare whatever ``_narrow`` reads for these bands in one call (nothing here)."""
-
     def _around(self, score: float) -> tuple[int, npt.NDArray[np.intp]]:
         """By passes over the scores: how many rank surely before, and the band's indexes."""
         scores, eps = self.scores, self.eps
-        above = int(np.count_nonzero(scores > score + eps))
         if eps == 0:  # exact scores: the band is the ties, one comparison
-            return above, np.flatnonzero(scores == score)
-        return above, np.flatnonzero((scores >= score - eps) & (scores <= score + eps))
+            return int(np.count_nonzero(scores > score)), np.flatnonzero(scores == score)
+        # Everything reaching the band's floor is in the band or surely above it.
+        reach = scores >= score - eps
+        band = np.flatnonzero(reach & (scores <= score + eps))
+        return int(np.count_nonzero(reach)) - len(band), band
 
     def _sorted_around(self, score: float) -> tuple[int, npt.NDArray[np.intp]]:
         """Like ``_around``, counting in all scores sorted once; the band read only if shared."""
@@ -442,16 +484,6 @@ class SlotRanking(Ranking):
             found.lowest[j] = int(np.count_nonzero(self.scores > score + self.eps)) + 1
             found.highest[j] = int(np.count_nonzero(self.scores >= score - self.eps))
         return found
-
-    def _band_above(self, position: int, score: float, band: npt.NDArray[np.intp]) -> int:
-        """Candidates of ``band`` (within ``eps`` of ``score``) ranking before ``position``."""
-        values = self._exact(band) if self.eps else self.scores[band]
-        above = int(np.count_nonzero(values > score))
-        own = self.ids[int(self.slots[position])]
-        # Ties rank before it when their ID sorts first (its own ID, equal, does not):
-        # sorted once and bisected, not compared one by one.
-        tied = sorted(map(self.ids.__getitem__, self.slots[band[values == score]].tolist()))
-        return above + bisect.bisect_left(tied, own)
 
 
 @dataclass(frozen=True, slots=True)
@@ -561,19 +593,26 @@ class ApproxRanking(SlotRanking):
         assert better is not None  # len(index) > m
         return index[values >= better - 2 * eps]
 
-    def _narrow(self, score: float, band: npt.NDArray[np.intp]) -> tuple[int, npt.NDArray[np.intp]]:
-        """Refined scores place most of a wide band: only those within their bound stay."""
-        if self._refine is None or len(band) <= self.refine_min_band:
-            return 0, band
-        values, eps = self._refined(band)
-        surely = int(np.count_nonzero(values > score + eps))
-        return surely, band[np.abs(values - score) <= eps]
-
-    def _warm(self, bands: Sequence[npt.NDArray[np.intp]]) -> None:
-        """Refine every wide band in one call (one gather, one product)."""
-        wide = [band for band in bands if len(band) > self.refine_min_band]
-        if self._refine is not None and wide:
-            self._refined(distinct(np.concatenate(wide)))
+    def _narrowed(
+        self,
+        members: npt.NDArray[np.intp],
+        owner: npt.NDArray[np.intp],
+        sizes: npt.NDArray[np.intp],
+        scores: npt.NDArray[np.float64],
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.int64]]:
+        """Refined scores place most members of the wide bands (every wide band refined
+        in one call: one gather, one product); only those within their bound stay."""
+        surely = np.zeros(len(sizes), dtype=np.int64)
+        wide = (sizes > self.refine_min_band)[owner]
+        if self._refine is None or not wide.any():
+            return members, owner, surely
+        values, eps = self._refined(members[wide])
+        wanted = scores[owner[wide]]
+        surely += np.bincount(owner[wide][values > wanted + eps], minlength=len(sizes))
+        keep = wide.copy()
+        keep[wide] = np.abs(values - wanted) <= eps
+        keep |= ~wide
+        return members[keep], owner[keep], surely
 
     def _refined(self, index: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.float64], float]:
         """Refined scores of ``index`` (memoised like exact ones) and their bound."""

@@ -379,7 +379,8 @@ class SlotRanking(Ranking):
         scores: npt.NDArray[np.float64],
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.int64]]:
         """The band members still unsure after any cheaper scoring, their bands, and per
-        band how many rank before its candidate for certain (here: all, none)."""
+        band how many rank before its candidate for certain (here: every member stays
+        unsure; none is certain)."""
         return members, owner, np.zeros(len(sizes), dtype=np.int64)
 
     def _counted(

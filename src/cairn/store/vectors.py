@@ -58,6 +58,7 @@ from cairn.store.reads import (
 from cairn.store.scanning import Meanwhile, Once, split_rows
 
 _Value = TypeVar("_Value", bound=np.generic)
+_Copy = TypeVar("_Copy", Halves, Quantized)
 
 __all__ = ["VectorHit", "cosine", "similarity", "vector_branch", "vector_ranking"]
 
@@ -330,20 +331,26 @@ def _compact_cosines(
     kernel is missing or the copy is still being derived (then the float32 rows serve).
     """
     if deep:
-        if len(rows) < HALF_SCAN_MIN_ROWS or half_kernel_ready() is None:
-            return None
-        halves = column.halves()  # None while a background thread derives them
+        halves = _usable(len(rows), HALF_SCAN_MIN_ROWS, half_kernel_ready, column.halves)
         if halves is None:
             return None
         worst = _max_residual(cut, collection, key, "half", halves.residuals)
         return _half_cosines(halves, rows, query, worst, meanwhile)
-    if len(rows) < QUANTIZED_SCAN_MIN_ROWS or int8_kernel_ready() is None:
-        return None
-    coded = column.quantized()  # None while a background thread derives it
+    coded = _usable(len(rows), QUANTIZED_SCAN_MIN_ROWS, int8_kernel_ready, column.quantized)
     if coded is None:
         return None
     worst = _max_residual(cut, collection, key, "int8", coded.residuals)
     return _quantized_cosines(coded, rows, query, worst, meanwhile)
+
+
+def _usable(
+    count: int, minimum: int, ready: Callable[[], object], derived: Callable[[], _Copy | None]
+) -> _Copy | None:
+    """A compact copy for a scan of ``count`` rows: None below ``minimum`` rows (it does
+    not pay), without a checked kernel, or while a background thread derives it."""
+    if count < minimum or ready() is None:
+        return None
+    return derived()
 
 
 def _refinement(floats: _Float32Cosine, rows: npt.NDArray[np.intp]) -> Refine:

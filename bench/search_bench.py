@@ -32,6 +32,8 @@ import numpy as np
 import orjson
 
 import cairn
+import cairn.store
+from cairn.canonical import canonical_bytes
 from cairn.search.contracts import (
     EntityRef,
     GraphExpansion,
@@ -121,11 +123,18 @@ def django(count: int = 200, seed: int = 7) -> Dataset | None:
         where = {doc_id: i for i, doc_id in enumerate(ids)}
         embedder = HashingEmbedder()  # the loader's default: the space of the stored vectors
         vectors = np.zeros((len(ids), embedder.space.dimension), dtype=np.float32)
-        for doc_id, data in conn.execute(
-            "SELECT id, data FROM vectors WHERE collection = 'symbols' AND field = 'embedding'"
-        ):
-            if doc_id in where:
-                vectors[where[doc_id]] = np.frombuffer(data, dtype="<f4")
+        # The store's own reader: vectors are stored in compressed blocks (schema 4).
+        with cairn.store.open(DJANGO_DB) as db, db.read_cut() as cut:
+            columns = cut.columns
+            space = canonical_bytes(embedder.space.to_json())
+            column = columns.vector_column("symbols", "embedding", space)
+            assert column is not None, "the Django database has no symbol vectors"
+            alive = column.alive(columns.position)
+            alive &= columns.death[column.slots] > columns.position  # the slot is live too
+            for index in np.flatnonzero(alive):
+                doc_id = columns.ids[int(column.slots[index])]
+                if doc_id in where:
+                    vectors[where[doc_id]] = column.matrix[index]
         node: dict[tuple[str, str], int] = {("symbols", doc_id): i for i, doc_id in enumerate(ids)}
         pairs = []
         for sc, si, tc, ti in conn.execute(

@@ -6,6 +6,7 @@ import itertools
 import sqlite3
 import time
 import uuid
+import zlib
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -46,6 +47,41 @@ def rows(path: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
     """Rows of ``sql`` read through a private connection that is always closed."""
     with closing(sqlite3.connect(path)) as conn:
         return [tuple(row) for row in conn.execute(sql, args)]
+
+
+def vector_values(conn: sqlite3.Connection) -> list[tuple[int, int, bytes]]:
+    """``(row, space, float32 bytes)`` of every stored vector, read out of its block
+    here (zlib or raw, row after row), independently of ``cairn.store.vectorstore``."""
+    dimensions = dict(conn.execute("SELECT id, dimension FROM vector_spaces"))
+    values: list[tuple[int, int, bytes]] = []
+    for first, space, count, codec, data in conn.execute(
+        "SELECT first_row, space, rows, codec, data FROM vector_blocks"
+    ):
+        raw = zlib.decompress(data) if codec == 1 else bytes(data)
+        width = 4 * dimensions[space]
+        assert len(raw) == width * count
+        values.extend(
+            (first + index, space, raw[index * width : (index + 1) * width])
+            for index in range(count)
+        )
+    return sorted(values)
+
+
+def current_vectors(path: Path) -> list[tuple[str, str, str, int, bytes, int, bytes]]:
+    """``(collection, id, field, revision, space JSON, dimension, float32 bytes)`` of
+    every live document's current vector, ordered by collection, id and field."""
+    with closing(sqlite3.connect(path)) as conn:
+        data = {row: raw for row, _, raw in vector_values(conn)}
+        found = [
+            (collection, doc_id, field, revision, bytes(space), dimension, data[row])
+            for row, collection, doc_id, field, revision, space, dimension in conn.execute(
+                "SELECT v.row, s.collection, s.id, p.field, s.revision, p.space, p.dimension "
+                "FROM vector_rows AS v JOIN vector_spaces AS p ON p.id = v.space "
+                "JOIN slots AS s ON s.slot = v.slot "
+                "WHERE v.death IS NULL AND s.death IS NULL"
+            )
+        ]
+    return sorted(found)
 
 
 def setup_docs(db: Database, collection: str = "docs", graph: str | None = None) -> None:

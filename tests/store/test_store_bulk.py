@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from store_helpers import cmd, put, setup_docs
+from store_helpers import cmd, put, setup_docs, vector_values
 from test_store_load import SERVICE, build
 
 import cairn.store as store
@@ -47,10 +47,16 @@ Step = Callable[[Database, bool], CommitReceipt]
 
 
 def dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
-    """Every table's rows."""
+    """Every table's rows (vector blocks as the rows they hold)."""
     with closing(sqlite3.connect(path)) as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        return {name: sorted(map(tuple, conn.execute(f"SELECT * FROM {name}"))) for name in names}
+        tables = {
+            name: sorted(map(tuple, conn.execute(f"SELECT * FROM {name}")))
+            for name in names
+            if name != "vector_blocks"
+        }
+        tables["vector_values"] = vector_values(conn)
+        return tables
 
 
 def twin_files(tmp_path: Path) -> tuple[Path, Path]:
@@ -124,6 +130,7 @@ def synthetic(nodes: int, seed: int, drop: float = 0.0) -> SemanticGraph:
 def test_a_fresh_load_writes_the_same_rows(tmp_path: Path) -> None:
     tables = run_both(tmp_path, [load(build(extra=True))])
     assert len(tables["documents"]) == 7 and len(tables["vector_rows"]) == 7
+    assert len(tables["vector_values"]) == 7
     assert len(tables["changes"]) > 20
 
 
@@ -150,7 +157,7 @@ def test_reloads_edits_deletes_and_comebacks_write_the_same_rows(tmp_path: Path)
         load(synthetic(300, seed=2), HashingEmbedder(16)),  # new space: vectors replaced
     ]
     tables = run_both(tmp_path, steps)
-    assert any(row[7] is not None for row in tables["vector_rows"])  # some vector rows died
+    assert any(row[4] is not None for row in tables["vector_rows"])  # some vector rows died
     assert any(row[7] is not None for row in tables["slots"])  # some slots died
 
 
@@ -204,7 +211,9 @@ def _outcome(
         tables = [
             sorted(map(tuple, conn.execute(f"SELECT * FROM {name}")))
             for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if name != "vector_blocks"
         ]
+        tables.append(vector_values(conn))
         raise _Rollback((*result, tables))  # the rows written, then nothing kept
 
     try:

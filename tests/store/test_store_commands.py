@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from store_helpers import SPACE, cmd, new_id, put, rows, setup_docs
+from store_helpers import SPACE, cmd, current_vectors, new_id, put, rows, setup_docs
 
 from cairn.canonical import canonical_bytes, digest_bytes
 from cairn.errors import (
@@ -401,9 +401,7 @@ def test_vectors_are_stored_as_float32_bound_to_the_document_revision(
     db.command(cmd(put("docs", "a"), put("docs", "a", "v2")))
     receipt = db.command(cmd(PutVector("docs", "a", "embedding", (0.6, 0.8))))
     assert receipt.mutations == (MutationOutcome("put_vector", "docs", "a", 2),)
-    [(revision, dimension, data, space)] = rows(
-        db_path, "SELECT revision, dimension, data, space FROM vectors"
-    )
+    [(_, _, _, revision, space, dimension, data)] = current_vectors(db_path)
     assert (revision, dimension) == (2, 2)
     assert np.frombuffer(data, dtype="<f4").tolist() == pytest.approx([0.6, 0.8])
     assert json.loads(space) == SPACE.to_json()
@@ -448,7 +446,9 @@ def test_collections_and_graphs_share_one_namespace(db: Database) -> None:
 def _state(path: Path) -> dict[str, list[tuple[object, ...]]]:
     tables = {
         "documents": "SELECT * FROM documents ORDER BY collection, id",
-        "vectors": "SELECT * FROM vectors ORDER BY collection, id, field",
+        "vector_rows": "SELECT * FROM vector_rows ORDER BY row",
+        "vector_spaces": "SELECT * FROM vector_spaces ORDER BY id",
+        "vector_blocks": "SELECT * FROM vector_blocks ORDER BY first_row",
         "facts": "SELECT * FROM facts ORDER BY graph, id",
         "occurrences": "SELECT * FROM occurrences ORDER BY graph, id",
         "collections": "SELECT * FROM collections ORDER BY name",

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from store_helpers import cmd, rows
+from store_helpers import cmd, current_vectors, rows
 
 import cairn.store as store
 from cairn.canonical import canonical_bytes
@@ -113,12 +113,7 @@ def state(path: Path) -> dict[str, object]:
             "FROM facts WHERE deleted = 0 ORDER BY id",
         ),
         "occurrences": rows(path, "SELECT id, fact_id, record FROM occurrences ORDER BY id"),
-        "vectors": rows(
-            path,
-            "SELECT v.collection, v.id, v.data FROM vectors AS v JOIN documents AS d "
-            "ON d.collection = v.collection AND d.id = v.id "
-            "WHERE d.deleted = 0 AND d.revision = v.revision ORDER BY 1, 2",
-        ),
+        "vectors": [(c, i, data) for c, i, _, _, _, _, data in current_vectors(path)],
     }
 
 

@@ -7,7 +7,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from store_helpers import SPACE, cmd, put, rows, setup_docs
+from store_helpers import SPACE, cmd, current_vectors, put, rows, setup_docs, vector_values
 
 import cairn.store as store
 from cairn.errors import CorruptionError, UnsupportedCapabilityError
@@ -20,7 +20,6 @@ CORE_TABLES = {
     "collections",
     "graphs",
     "documents",
-    "vectors",
     "facts",
     "occurrences",
     "principals",
@@ -37,7 +36,7 @@ def tables(path: Path) -> set[str]:
 
 def test_migrations_are_numbered_one_to_latest_without_gaps() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
-    assert LATEST_SCHEMA_VERSION == 3
+    assert LATEST_SCHEMA_VERSION == 4
     assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
 
 
@@ -45,11 +44,95 @@ def test_fresh_file_has_every_table_and_the_latest_version(db_path: Path) -> Non
     with store.open(db_path) as db:
         assert db.schema_version == LATEST_SCHEMA_VERSION
     assert tables(db_path) >= CORE_TABLES | {"slots", "terms", "doc_terms", "vector_rows"}
+    assert {"vector_spaces", "vector_blocks"} <= tables(db_path)
+    assert "vectors" not in tables(db_path)  # schema 4 keeps one copy of each vector
     assert rows(db_path, "SELECT version, name FROM schema_version ORDER BY version") == [
         (1, "initial"),
         (2, "text_index"),
         (3, "vector_index"),
+        (4, "lean_vectors"),
     ]
+
+
+_V1_VECTORS = """CREATE TABLE vectors (
+    collection TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL,
+    revision INTEGER NOT NULL, space BLOB NOT NULL, dimension INTEGER NOT NULL,
+    data BLOB NOT NULL, position INTEGER NOT NULL,
+    PRIMARY KEY (collection, id, field)
+) WITHOUT ROWID"""
+_V3_VECTOR_ROWS = (
+    """CREATE TABLE vector_rows (
+        row INTEGER PRIMARY KEY, collection TEXT NOT NULL, field TEXT NOT NULL,
+        space BLOB NOT NULL, dimension INTEGER NOT NULL, slot INTEGER NOT NULL,
+        birth INTEGER NOT NULL, death INTEGER, data BLOB NOT NULL
+    )""",
+    "CREATE INDEX vector_rows_by_slot ON vector_rows (slot, field)",
+    "CREATE INDEX vector_rows_by_death ON vector_rows (death)",
+)
+
+
+def _downgrade_vectors(path: Path, version: int) -> None:
+    """Rewrite a file's vectors the way schema ``version`` (1..3) stored them: the
+    current ones in ``vectors`` (values inline, space JSON per row) and, from version 3,
+    every vector row with its values in ``vector_rows``."""
+    current = current_vectors(path)
+    with closing(sqlite3.connect(path)) as conn:
+        values = {row: data for row, _, data in vector_values(conn)}
+        history = conn.execute(
+            "SELECT v.row, p.collection, p.field, p.space, p.dimension, v.slot, v.birth, "
+            "v.death FROM vector_rows AS v JOIN vector_spaces AS p ON p.id = v.space"
+        ).fetchall()
+        births = dict(
+            conn.execute(
+                "SELECT s.collection || '/' || s.id || '/' || p.field, v.birth "
+                "FROM vector_rows AS v JOIN vector_spaces AS p ON p.id = v.space "
+                "JOIN slots AS s ON s.slot = v.slot WHERE v.death IS NULL"
+            )
+        )
+        for table in ("vector_rows", "vector_spaces", "vector_blocks"):
+            conn.execute(f"DROP TABLE {table}")
+        conn.execute(_V1_VECTORS)
+        conn.executemany(
+            "INSERT INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*item, births[f"{item[0]}/{item[1]}/{item[2]}"]) for item in current],
+        )
+        if version >= 3:
+            for statement in _V3_VECTOR_ROWS:
+                conn.execute(statement)
+            conn.executemany(
+                "INSERT INTO vector_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(*row, values[row[0]]) for row in history],
+            )
+        conn.execute("DELETE FROM schema_version WHERE version > ?", (version,))
+        conn.commit()
+
+
+def test_version_three_vector_rows_move_into_blocks_and_keep_their_history(
+    db_path: Path,
+) -> None:
+    with store.open(db_path) as db:
+        setup_docs(db)
+        db.command(cmd(put("docs", "a"), put("docs", "b"), put("docs", "c")))
+        db.command(cmd(PutVector("docs", "a", "embedding", (1.0, 0.0))))
+        db.command(cmd(PutVector("docs", "b", "embedding", (0.6, 0.8))))
+        db.command(cmd(PutVector("docs", "b", "embedding", (0.0, 1.0))))  # b's first dies
+        db.command(cmd(PutVector("docs", "c", "embedding", (0.8, 0.6))))
+        db.command(cmd(put("docs", "c", "new revision")))  # c's vector is stale now
+        before = db.vector_search("docs", "embedding", (1.0, 1.0), SPACE)
+    history = rows(db_path, "SELECT row, slot, birth, death FROM vector_rows ORDER BY row")
+    current = current_vectors(db_path)
+    assert [item[:2] for item in current] == [("docs", "a"), ("docs", "b")]
+    _downgrade_vectors(db_path, 3)
+    assert "vectors" in tables(db_path) and "vector_spaces" not in tables(db_path)
+
+    with store.open(db_path) as db:
+        assert db.schema_version == 4
+        after = db.vector_search("docs", "embedding", (1.0, 1.0), SPACE)
+    assert [(hit.ref, hit.score) for hit in after] == [(hit.ref, hit.score) for hit in before]
+    assert rows(db_path, "SELECT row, slot, birth, death FROM vector_rows ORDER BY row") == history
+    assert current_vectors(db_path) == current
+    assert "vectors" not in tables(db_path)
+    assert rows(db_path, "SELECT count(*) FROM vector_spaces") == [(1,)]
 
 
 def test_older_file_is_migrated_and_keeps_its_data(db_path: Path) -> None:
@@ -58,12 +141,11 @@ def test_older_file_is_migrated_and_keeps_its_data(db_path: Path) -> None:
         db.command(cmd(put("docs", "a", "kept")))
         incarnation = db.incarnation
     # Turn the file into what version 1 wrote: no text-index tables, one version row.
+    _downgrade_vectors(db_path, 1)
     with closing(sqlite3.connect(db_path)) as conn:
         conn.execute("DROP TABLE slots")
         conn.execute("DROP TABLE terms")
         conn.execute("DROP TABLE doc_terms")
-        conn.execute("DROP TABLE vector_rows")
-        conn.execute("DELETE FROM schema_version WHERE version >= 2")
         conn.commit()
     assert "terms" not in tables(db_path)
 
@@ -83,10 +165,7 @@ def test_version_two_vectors_are_carried_into_vector_rows(db_path: Path) -> None
         db.command(cmd(PutVector("docs", "a", "embedding", (1.0, 0.0))))
         db.command(cmd(PutVector("docs", "b", "embedding", (0.0, 1.0))))
         db.command(cmd(put("docs", "b", "new revision")))  # b's vector is stale now
-    with closing(sqlite3.connect(db_path)) as conn:
-        conn.execute("DROP TABLE vector_rows")
-        conn.execute("DELETE FROM schema_version WHERE version = 3")
-        conn.commit()
+    _downgrade_vectors(db_path, 2)
     with store.open(db_path) as db:
         hits = db.vector_search("docs", "embedding", (1.0, 1.0), SPACE)
         assert [hit.ref.id for hit in hits] == ["a"]
@@ -99,20 +178,21 @@ def test_migrate_reports_before_and_after_and_is_idempotent(db_path: Path) -> No
         assert schema_version(conn) == 1
         assert "terms" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         assert migrate(conn, target=2) == (1, 2)
-        assert migrate(conn) == (2, 3)
-        assert migrate(conn) == (3, 3)
+        assert migrate(conn, target=3) == (2, 3)
+        assert migrate(conn) == (3, 4)
+        assert migrate(conn) == (4, 4)
 
 
 def test_newer_file_is_refused_and_left_untouched(db_path: Path) -> None:
     with store.open(db_path):
         pass
     with closing(sqlite3.connect(db_path)) as conn:
-        conn.execute("INSERT INTO schema_version (version, name) VALUES (4, 'from_the_future')")
+        conn.execute("INSERT INTO schema_version (version, name) VALUES (5, 'from_the_future')")
         conn.commit()
-    with pytest.raises(UnsupportedCapabilityError, match="schema version 4") as info:
+    with pytest.raises(UnsupportedCapabilityError, match="schema version 5") as info:
         store.open(db_path)
-    assert info.value.details == {"schema_version": 4, "supported": 3}
-    assert rows(db_path, "SELECT max(version) FROM schema_version") == [(4,)]
+    assert info.value.details == {"schema_version": 5, "supported": 4}
+    assert rows(db_path, "SELECT max(version) FROM schema_version") == [(5,)]
 
 
 def test_a_foreign_sqlite_file_is_not_taken_over(db_path: Path) -> None:

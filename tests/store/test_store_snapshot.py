@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
-from store_helpers import SPACE, cmd, put, rows, wait_for_column
+from store_helpers import SPACE, cmd, put, rows
 
 import cairn.store as store
 from cairn.errors import NotFoundError
@@ -190,9 +190,7 @@ def _set_header(path: Path, header: dict[str, object]) -> None:
 
 
 def _flip_a_byte(path: Path) -> None:
-    name, data = rows(
-        path, "SELECT name, data FROM column_snapshot WHERE name = 'vector.0.matrix'"
-    )[0]
+    name, data = rows(path, "SELECT name, data FROM column_snapshot WHERE name = 'slots.birth'")[0]
     damaged = bytearray(data)
     damaged[len(damaged) // 2] ^= 0xFF
     _corrupt(path, "UPDATE column_snapshot SET data = ? WHERE name = ?", bytes(damaged), name)
@@ -332,52 +330,21 @@ def _numpy_owned(array: np.ndarray) -> bool:
     return array.base is None
 
 
-def test_a_restored_matrix_moves_to_numpy_owned_memory_behind_the_searches(
-    filled: Path,
-) -> None:
+def test_vectors_are_not_in_the_snapshot_and_load_from_their_blocks(filled: Path) -> None:
+    """Schema 4 stores each vector once: the snapshot holds no matrix, and the restored
+    columns build numpy-owned matrices from the vector blocks."""
+    from cairn.canonical import canonical_bytes
+
     with store.open(filled) as db:
         db.checkpoint_columns()
+    assert not [name for name in _header(filled)["arrays"] if "vector" in name]  # type: ignore[union-attr]
     with store.open(filled) as db:
         found = answers(db)  # the first cut restores the snapshot
-        assert db.columns_snapshot_position is not None
-        wait_for_column(db, SPACE, lambda column: _numpy_owned(column.matrix))
-        assert answers(db) == found
-    assert found == rebuilt_answers(filled)
-
-
-def test_a_matrix_copy_takes_rows_appended_meanwhile_and_never_a_stale_backing() -> None:
-    from cairn.store.columns import _Matrix
-
-    rows = np.arange(12, dtype=np.float32).reshape(6, 2)
-    matrix = _Matrix(2)
-    matrix.extend(rows[:3])
-    source, size = matrix.data_and_size()
-    copy = np.full(source.shape, np.nan, dtype=np.float32)
-    copy[:size] = source[:size]
-    matrix.extend(rows[3:5])  # appended after the copy, inside the spare room
-    assert matrix.replace(source, copy, size)
-    assert matrix.data_and_size()[0] is copy
-    assert matrix.view().tolist() == rows[:5].tolist()
-    assert not matrix.replace(source, copy.copy(), size)  # the backing moved: refused
-
-
-def test_without_the_background_copy_a_restored_matrix_stays_in_the_bytes(
-    filled: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The control for the test above: the restore alone leaves the matrix in the
-    ``bytes`` SQLite returned, so the copy is what moves it."""
-    from cairn.canonical import canonical_bytes
-    from cairn.store.columns import Columns
-
-    monkeypatch.setattr(Columns, "_own_matrices", lambda self: None)
-    with store.open(filled) as db:
-        db.checkpoint_columns()
-    with store.open(filled) as db:
-        answers(db)
         assert db.columns_snapshot_position is not None
         with db.read_cut() as cut:
             column = cut.columns.vector_column(
                 "docs", "embedding", canonical_bytes(SPACE.to_json())
             )
-            assert column is not None
-            assert not _numpy_owned(column.matrix)
+            assert column is not None and len(column.matrix) > 0
+            assert _numpy_owned(column.matrix)
+    assert found == rebuilt_answers(filled)

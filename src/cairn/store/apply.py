@@ -61,6 +61,13 @@ from cairn.store.policy import (
 )
 from cairn.store.text import analyze, term_counts
 from cairn.store.validation import check_body
+from cairn.store.vectorstore import (
+    end_vector_rows,
+    next_vector_row,
+    read_vectors,
+    space_id,
+    write_vectors,
+)
 
 __all__ = [
     "Applier",
@@ -428,20 +435,6 @@ class Applier:
         if not np.all(np.isfinite(data)):
             raise ValidationError("vector values overflow float32")
         data = data.astype("<f4", copy=False)
-        self.conn.execute(
-            "INSERT OR REPLACE INTO vectors (collection, id, field, revision, space, dimension, "
-            "data, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                collection,
-                doc_id,
-                field,
-                document.revision,
-                canonical_bytes(space.to_json()),
-                space.dimension,
-                data.tobytes(),
-                self.position,
-            ),
-        )
         self._vector_row(collection, field, space, document.slot, data)
         self._change("vector", collection, doc_id, document.revision, document.slot)
         return MutationOutcome(PutVector.kind, collection, doc_id, document.revision)
@@ -469,22 +462,12 @@ class Applier:
         data: npt.NDArray[np.float32],
     ) -> None:
         """Append the vector's history row; the previous one of the same slot and field ends."""
-        self.conn.execute(
-            "UPDATE vector_rows SET death = ? WHERE slot = ? AND field = ? AND death IS NULL",
-            (self.position, slot, field),
+        end_vector_rows(self.conn, self.position, [(slot, collection, field)])
+        number = space_id(
+            self.conn, collection, field, canonical_bytes(space.to_json()), space.dimension
         )
-        self.conn.execute(
-            "INSERT INTO vector_rows (collection, field, space, dimension, slot, birth, death, "
-            "data) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
-            (
-                collection,
-                field,
-                canonical_bytes(space.to_json()),
-                space.dimension,
-                slot,
-                self.position,
-                data.tobytes(),
-            ),
+        write_vectors(
+            self.conn, number, [next_vector_row(self.conn)], [slot], self.position, data[None, :]
         )
 
     # ------------------------------------------------------------------- facts
@@ -702,12 +685,21 @@ class Applier:
 
     def _carry_vectors(self, old_slot: int, new_slot: int) -> None:
         """Re-bind the live vectors of ``old_slot`` to ``new_slot`` (new rows born here)."""
-        self.conn.execute(
-            "INSERT INTO vector_rows (collection, field, space, dimension, slot, birth, death, "
-            "data) SELECT collection, field, space, dimension, ?, ?, NULL, data FROM vector_rows "
-            "WHERE slot = ? AND death IS NULL ORDER BY row",
-            (new_slot, self.position, old_slot),
-        )
+        live = self.conn.execute(
+            "SELECT row FROM vector_rows WHERE slot = ? AND death IS NULL ORDER BY row",
+            (old_slot,),
+        ).fetchall()
+        values = read_vectors(self.conn, [row for (row,) in live])
+        for (row,) in live:
+            space, vector = values[row]
+            write_vectors(
+                self.conn,
+                space,
+                [next_vector_row(self.conn)],
+                [new_slot],
+                self.position,
+                vector[None, :],
+            )
         self.conn.execute(
             "UPDATE vector_rows SET death = ? WHERE slot = ? AND death IS NULL",
             (self.position, old_slot),

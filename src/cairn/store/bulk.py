@@ -36,6 +36,7 @@ from cairn.store.limits import MAX_DOCUMENT_BYTES, MAX_DOCUMENT_DEPTH, check_dep
 from cairn.store.pointer import get_at
 from cairn.store.policy import Capability, field_allowed, require, row_visible
 from cairn.store.text import analyze, term_counts
+from cairn.store.vectorstore import end_vector_rows, next_vector_row, space_id, write_vectors
 
 __all__ = ["BulkApplier", "BulkDocument", "BulkFact", "BulkVector"]
 
@@ -316,13 +317,12 @@ class BulkApplier(Applier):
         _unique(((item.collection, item.id, item.field) for item in items), "vector")
         heads = self._live_heads(EntityRef(item.collection, item.id) for item in items)
         allowed: dict[tuple[str, str], bool] = {}
-        next_row = self._max_id("vector_rows", "row") + 1
-        current: list[tuple[Any, ...]] = []
-        history: list[tuple[Any, ...]] = []
-        ended: list[tuple[int, int, str]] = []
+        next_row = next_vector_row(self.conn)
+        ended: list[tuple[int, str, str]] = []
+        rows: dict[int, tuple[list[int], list[int], list[npt.NDArray[np.float32]]]] = {}
         changes: list[tuple[Any, ...]] = []
         outcomes: list[MutationOutcome] = []
-        spaces: dict[tuple[str, str], tuple[Any, bytes]] = {}
+        spaces: dict[tuple[str, str], tuple[Any, int]] = {}
         for item in items:
             config = self._collection(item.collection)
             self._require_once(item.collection, Capability.DOCUMENTS_WRITE)
@@ -335,8 +335,15 @@ class BulkApplier(Applier):
                         f"collection {item.collection!r} has no vector field {item.field!r}",
                         details={"collection": item.collection, "field": item.field},
                     )
-                spaces[key] = (space, canonical_bytes(space.to_json()))
-            space, space_bytes = spaces[key]
+                number = space_id(
+                    self.conn,
+                    item.collection,
+                    item.field,
+                    canonical_bytes(space.to_json()),
+                    space.dimension,
+                )
+                spaces[key] = (space, number)
+            space, number = spaces[key]
             if item.data.shape != (space.dimension,):
                 raise ValidationError(
                     f"vector has {item.data.size} values; space {space.id!r} has "
@@ -357,53 +364,20 @@ class BulkApplier(Applier):
                 raise _denied(self.principal, item.collection, f"write field {pointer}")
             if not np.all(np.isfinite(item.data)):
                 raise ValidationError("vector values overflow float32")
-            data = item.data.astype("<f4", copy=False).tobytes()
-            current.append(
-                (
-                    item.collection,
-                    item.id,
-                    item.field,
-                    head.revision,
-                    space_bytes,
-                    space.dimension,
-                    data,
-                    self.position,
-                )
-            )
             if head.slot not in self._fresh_slots:
-                ended.append((self.position, head.slot, item.field))
-            history.append(
-                (
-                    next_row,
-                    item.collection,
-                    item.field,
-                    space_bytes,
-                    space.dimension,
-                    head.slot,
-                    self.position,
-                    data,
-                )
-            )
+                ended.append((head.slot, item.collection, item.field))
+            numbers, slots, values = rows.setdefault(number, ([], [], []))
+            numbers.append(next_row)
+            slots.append(head.slot)
+            values.append(item.data.astype("<f4", copy=False))
             next_row += 1
             changes.append(("vector", item.collection, item.id, head.revision, head.slot, None))
             outcomes.append(
                 MutationOutcome(PutVector.kind, item.collection, item.id, head.revision)
             )
-        conn = self.conn
-        conn.executemany(
-            "INSERT OR REPLACE INTO vectors (collection, id, field, revision, space, dimension, "
-            "data, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            current,
-        )
-        conn.executemany(
-            "UPDATE vector_rows SET death = ? WHERE slot = ? AND field = ? AND death IS NULL",
-            ended,
-        )
-        conn.executemany(
-            "INSERT INTO vector_rows (row, collection, field, space, dimension, slot, birth, "
-            "death, data) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)",
-            history,
-        )
+        end_vector_rows(self.conn, self.position, ended)
+        for number, (numbers, slots, values) in rows.items():
+            write_vectors(self.conn, number, numbers, slots, self.position, np.stack(values))
         self._changes(changes)
         return outcomes
 

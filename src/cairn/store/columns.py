@@ -48,6 +48,7 @@ from cairn.store.limits import (
 from cairn.store.memo import ArrayMemo, Arrays
 from cairn.store.quantized import encode_rows
 from cairn.store.snapshot import read_snapshot
+from cairn.store.vectorstore import iter_blocks, spaces
 
 __all__ = [
     "ALIVE",
@@ -143,27 +144,6 @@ class _Matrix:
     def dimension(self) -> int:
         """Values per row."""
         return int(self._data.shape[1])
-
-    def data_and_size(self) -> tuple[npt.NDArray[Any], int]:
-        """The backing array (with its spare room) and the filled size."""
-        return self._data, self.size
-
-    def replace(self, source: npt.NDArray[Any], copy: npt.NDArray[Any], copied: int) -> bool:
-        """Back the rows by ``copy`` (same shape as ``source``, its first ``copied`` rows
-        filled) if ``source`` still backs them; rows appended since are copied too."""
-        if self._data is not source:
-            return False
-        copy[copied : self.size] = source[copied : self.size]
-        self._data = copy
-        return True
-
-    @classmethod
-    def of(cls, rows: npt.NDArray[Any]) -> _Matrix:
-        """A matrix over ``rows`` as given (never written: appends copy into new room)."""
-        matrix = cls(rows.shape[1], rows.dtype.type)
-        matrix._data = rows
-        matrix.size = len(rows)
-        return matrix
 
 
 VectorKey = tuple[str, str, bytes]
@@ -291,28 +271,6 @@ class _VectorColumn:
         background thread derives them (``_Derived.of``)."""
         found = self.halves.of(size)
         return None if found is None else Halves(*found)
-
-    def export(self) -> dict[str, npt.NDArray[Any]]:
-        """The arrays a snapshot keeps (the derived copies are never stored)."""
-        view = self.view()
-        return {
-            "matrix": view.matrix,
-            "norms": view.norms,
-            "slots": view.slots,
-            "birth": view.birth,
-            "death": view.death,
-        }
-
-    @classmethod
-    def restored(cls, arrays: Mapping[str, npt.NDArray[Any]]) -> _VectorColumn:
-        """A column over snapshot arrays (the matrix is used as is, the rest copied)."""
-        column = cls(arrays["matrix"].shape[1])
-        column.matrix = _Matrix.of(arrays["matrix"])
-        column.norms = _Growable.of(arrays["norms"], np.float64, 0)
-        column.slots = _Growable.of(arrays["slots"], np.int64, 0)
-        column.birth = _Growable.of(arrays["birth"], np.int64, ALIVE)
-        column.death = _Growable.of(arrays["death"], np.int64, ALIVE)
-        return column
 
     def parts(self) -> tuple[_Growable | _Matrix, ...]:
         """Every append-only array that grows with each row (the copies lag, on demand)."""
@@ -640,6 +598,7 @@ class Columns:
         self._row_column = _Growable(np.int32, -1)  # vector_rows.row -> key code
         self._row_index = _Growable(np.int64, -1)  # vector_rows.row -> index in its column
         self._last_vector_row = 0
+        self._vector_position = 0  # vector deaths up to here are in the columns
         self._nodes: dict[tuple[str, str], int] = {}
         self._node_keys: list[tuple[str, str]] = []
         self._slot_node = _Growable(np.int64, -1)  # slot -> node of its document key
@@ -744,10 +703,8 @@ class Columns:
                     except (ValueError, KeyError, TypeError, IndexError):
                         pass  # inconsistent arrays: ignored, everything loads from rows
                     else:
+                        # Vectors are not in the snapshot: their blocks load as fast.
                         self._adopt(restored)
-                        threading.Thread(target=self._own_matrices, daemon=True).start()
-                        if position <= self.position:
-                            return
             try:
                 self._load_slots(conn)
                 self._load_deaths(conn)
@@ -759,7 +716,7 @@ class Columns:
                 raise CorruptionError(f"cannot load the in-memory columns: {exc}") from exc
             self._last_slot = len(self._ids) - 1
             self._last_vector_row = max(self._last_vector_row, _max_row(conn))
-            self.position = position
+            self.position = self._vector_position = position
 
     @property
     def snapshot_position(self) -> int | None:
@@ -790,20 +747,14 @@ class Columns:
                 "terms": _pack_strings(sorted(self._terms, key=self._terms.__getitem__)),
                 "nodes.collection": _pack_strings([key[0] for key in self._node_keys]),
                 "nodes.id": _pack_strings([key[1] for key in self._node_keys]),
-                "rows.column": self._row_column.view(),
-                "rows.index": self._row_index.view(),
             }
             text_keys = sorted(self._text)
             for index, key in enumerate(text_keys):
                 for name, array in self._text[key].export().items():
                     arrays[f"text.{index}.{name}"] = array
-            for index, vector_key in enumerate(self._vector_keys):
-                for name, array in self._vectors[vector_key].export().items():
-                    arrays[f"vector.{index}.{name}"] = array
             scalars: dict[str, Any] = {
                 "position": self.position,
                 "last_slot": self._last_slot,
-                "last_vector_row": self._last_vector_row,
                 "counts": {
                     "ids": len(self._ids),
                     "codes": len(self._codes),
@@ -811,7 +762,6 @@ class Columns:
                     "nodes": len(self._node_keys),
                 },
                 "text": [list(key) for key in text_keys],
-                "vectors": [[c, f, space.hex()] for c, f, space in self._vector_keys],
             }
             return scalars, arrays
 
@@ -837,23 +787,12 @@ class Columns:
             )
         )
         self._nodes = dict(zip(self._node_keys, range(len(self._node_keys)), strict=True))
-        self._row_column = _Growable.of(arrays["rows.column"], np.int32, -1)
-        self._row_index = _Growable.of(arrays["rows.index"], np.int64, -1)
         self._text = {}
         for index, (collection, field) in enumerate(scalars["text"]):
             prefix = f"text.{index}."
             parts = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
             self._text[(collection, field)] = _TextField.restored(parts)
-        self._vectors, self._vector_keys, self._vector_key_codes = {}, [], {}
-        for index, (collection, field, space) in enumerate(scalars["vectors"]):
-            key: VectorKey = (collection, field, bytes.fromhex(space))
-            prefix = f"vector.{index}."
-            parts = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
-            self._vectors[key] = _VectorColumn.restored(parts)
-            self._vector_key_codes[key] = index
-            self._vector_keys.append(key)
         self._last_slot = int(scalars["last_slot"])
-        self._last_vector_row = int(scalars["last_vector_row"])
         self.position = int(scalars["position"])
         self._snapshot_position = self.position
 
@@ -892,28 +831,6 @@ class Columns:
             bound = vectors.slots.view()
             if count and (int(bound.min()) < 1 or int(bound.max()) >= size):
                 raise ValueError("vector slots")
-
-    def _own_matrices(self) -> None:
-        """Background: copy each snapshot-restored vector matrix into numpy-owned memory.
-
-        A restored matrix lies in the 4 KiB pages of the ``bytes`` SQLite returned;
-        numpy asks the kernel to back its own large arrays with huge pages, over which
-        the float32 scan streams faster (hybrid median p50 9.64 -> 8.13 ms in one
-        process). Faulting those pages in can take seconds on a host that reclaimed
-        free memory, so it is done here, off every search's path; searches read the old
-        matrix meanwhile, and the copy replaces it under the lock, rows appended since
-        included. A matrix that grew meanwhile is numpy-owned already and left alone.
-        """
-        for column in list(self._vectors.values()):
-            matrix = column.matrix
-            with self._lock:
-                source, size = matrix.data_and_size()
-            if source.base is None:  # numpy-owned already (built from rows, or grown)
-                continue
-            owned = np.empty(source.shape, dtype=source.dtype)
-            owned[:size] = source[:size]
-            with self._lock:
-                matrix.replace(source, owned, size)
 
     def _adopt(self, other: Columns) -> None:
         """Take ``other``'s state (call under the lock; locks and memos stay ours)."""
@@ -978,46 +895,56 @@ class Columns:
             self._text.setdefault(key, _TextField()).add(*_unpack(items))
 
     def _load_vectors(self, conn: sqlite3.Connection) -> None:
-        rows = conn.execute(
-            "SELECT v.row, v.collection, v.field, v.space, v.dimension, v.slot, v.birth, v.data "
-            "FROM vector_rows AS v JOIN slots AS s ON s.slot = v.slot WHERE v.row > ? "
+        """Append the vector rows stored after the last loaded one, a block at a time
+        (``cairn.store.vectorstore``): only the rows a reader at or after the horizon
+        can see are kept."""
+        meta = conn.execute(
+            "SELECT v.row, v.space, v.slot, v.birth FROM vector_rows AS v "
+            "JOIN slots AS s ON s.slot = v.slot WHERE v.row > ? "
             "AND (v.death IS NULL OR v.death > ?) AND (s.death IS NULL OR s.death > ?) "
             "ORDER BY v.row",
             (self._last_vector_row, self.horizon, self.horizon),
         ).fetchall()
-        if not rows:
+        if not meta:
             return
-        groups: dict[VectorKey, list[tuple[int, int, int, bytes]]] = {}
-        dimensions: dict[VectorKey, int] = {}
-        for row, collection, field, space, dimension, slot, birth, data in rows:
-            key = (collection, field, bytes(space))
-            groups.setdefault(key, []).append((row, slot, birth, data))
-            dimensions[key] = dimension
-        for key, items in groups.items():
-            dimension = dimensions[key]
+        wanted = np.asarray(meta, dtype=np.int64)
+        numbers, row_spaces = wanted[:, 0], wanted[:, 1]
+        known = spaces(conn)
+        loaded = np.zeros(len(numbers), dtype=np.bool_)
+        for block in iter_blocks(conn, self._last_vector_row, known):
+            count = len(block.matrix)
+            begin, end = np.searchsorted(numbers, [block.first, block.first + count])
+            if begin == end:
+                continue
+            if np.any(row_spaces[begin:end] != block.space):
+                raise CorruptionError(f"vector block {block.first} and its rows disagree")
+            stored = known[block.space]
+            key: VectorKey = (stored.collection, stored.field, stored.space)
             column = self._vectors.get(key)
             if column is None:
-                column = _VectorColumn(dimension)
+                column = _VectorColumn(stored.dimension)
                 self._vectors[key] = column
                 self._vector_key_codes[key] = len(self._vector_keys)
                 self._vector_keys.append(key)
-            matrix = np.frombuffer(b"".join(item[3] for item in items), dtype="<f4")
-            if len(matrix) != dimension * len(items):
-                raise CorruptionError(f"vector rows of {key[0]}/{key[1]} have the wrong size")
-            row_ids = np.asarray([item[0] for item in items], dtype=np.int64)
+            picked = wanted[begin:end]
             first = column.extend(
-                matrix.reshape(len(items), dimension).astype(np.float32, copy=False),
-                np.asarray([item[1] for item in items], dtype=np.int64),
-                np.asarray([item[2] for item in items], dtype=np.int64),
+                block.matrix[picked[:, 0] - block.first],
+                picked[:, 2].copy(),
+                picked[:, 3].copy(),
             )
+            row_ids = picked[:, 0]
             self._row_column.put(row_ids, self._vector_key_codes[key])
-            self._row_index.put(row_ids, np.arange(first, first + len(items), dtype=np.int64))
-        self._last_vector_row = int(rows[-1][0])
+            self._row_index.put(row_ids, np.arange(first, first + len(picked), dtype=np.int64))
+            loaded[begin:end] = True
+        if not loaded.all():
+            missing = int(numbers[np.argmin(loaded)])
+            raise CorruptionError(f"vector row {missing} has no stored values")
+        self._last_vector_row = int(numbers[-1])
 
     def _load_vector_deaths(self, conn: sqlite3.Connection) -> None:
         rows = conn.execute(
             "SELECT row, death FROM vector_rows WHERE death > ?",
-            (max(self.position, self.horizon),),
+            (max(self._vector_position, self.horizon),),
         ).fetchall()
         columns = self._row_column.view()
         indexes = self._row_index.view()

@@ -555,12 +555,14 @@ class _Plan:
         space = canonical_bytes(self.wanted.space.to_json())
         current = {
             EntityRef(c, i)
-            for c, i, revision, stored_space in conn.execute(
-                "SELECT collection, id, revision, space FROM vectors WHERE field = ?",
-                (VECTOR_FIELD,),
+            for c, i, revision in conn.execute(
+                "SELECT s.collection, s.id, s.revision FROM vector_rows AS v "
+                "JOIN vector_spaces AS p ON p.id = v.space "
+                "JOIN slots AS s ON s.slot = v.slot "
+                "WHERE v.death IS NULL AND s.death IS NULL AND p.field = ? AND p.space = ?",
+                (VECTOR_FIELD, space),
             )
-            if bytes(stored_space) == space
-            and stored_docs.get(EntityRef(c, i), (None,))[0] == revision
+            if stored_docs.get(EntityRef(c, i), (None,))[0] == revision
         }
         needed = sorted(set(rewritten) | (self.wanted.documents.keys() - current), key=_ref_order)
         outcomes: list[MutationOutcome] = []

@@ -23,14 +23,22 @@ Tables (bodies and records are canonical JSON bytes):
 - ``vector_rows`` (migration 3): every vector ever written, append-only, bound to the
   document slot (revision) it was written for, with birth and death positions like
   slots; the in-memory float32 matrices are loaded from it.
+- migration 4 (``lean_vectors``) stores each vector once: ``vector_spaces`` (spaces by
+  integer), ``vector_rows`` without values, ``vector_blocks`` holding the values of
+  consecutive rows, compressed and checksummed (``cairn.store.vectorstore``); the
+  ``vectors`` table, a second copy of the current ones, is gone.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from cairn.errors import CorruptionError, UnsupportedCapabilityError
+from cairn.store.vectorstore import write_vectors
 
 __all__ = [
     "LATEST_SCHEMA_VERSION",
@@ -43,11 +51,12 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Migration:
-    """One schema step: its version number, a short name and the DDL it runs."""
+    """One schema step: its version number, a short name and what it runs, in order
+    (DDL statements, or functions for data a statement cannot convert)."""
 
     version: int
     name: str
-    statements: tuple[str, ...]
+    statements: tuple[str | Callable[[sqlite3.Connection], None], ...]
 
 
 _INITIAL = (
@@ -210,10 +219,99 @@ _VECTOR_INDEX = (
         ORDER BY v.position, v.collection, v.id, v.field""",
 )
 
+
+def _carry_vector_rows(conn: sqlite3.Connection) -> None:
+    """Move schema 3's vector rows (values inline, space JSON per row) into schema 4's
+    spaces, rows and blocks, one space and birth at a time in row order."""
+    spaces: dict[tuple[str, str, bytes], int] = {}
+    for collection, field, space, dimension in conn.execute(
+        "SELECT collection, field, space, dimension FROM vector_rows_v3 "
+        "GROUP BY collection, field, space ORDER BY min(row)"
+    ).fetchall():
+        cursor = conn.execute(
+            "INSERT INTO vector_spaces (collection, field, space, dimension) VALUES (?, ?, ?, ?)",
+            (collection, field, space, dimension),
+        )
+        assert cursor.lastrowid is not None
+        spaces[(collection, field, bytes(space))] = int(cursor.lastrowid)
+    run: list[tuple[int, int, bytes]] = []
+    key: tuple[int, int] | None = None
+
+    def flush() -> None:
+        if key is None or not run:
+            return
+        space_id, birth = key
+        dimension = conn.execute(
+            "SELECT dimension FROM vector_spaces WHERE id = ?", (space_id,)
+        ).fetchone()[0]
+        matrix = np.frombuffer(b"".join(item[2] for item in run), dtype="<f4")
+        if len(matrix) != dimension * len(run):
+            raise CorruptionError("a schema 3 vector row has the wrong size")
+        write_vectors(
+            conn,
+            space_id,
+            [item[0] for item in run],
+            [item[1] for item in run],
+            birth,
+            matrix.reshape(len(run), dimension),
+        )
+        run.clear()
+
+    deaths: list[tuple[int, int]] = []
+    for row, collection, field, space, slot, birth, death, data in conn.execute(
+        "SELECT row, collection, field, space, slot, birth, death, data FROM vector_rows_v3 "
+        "ORDER BY row"
+    ).fetchall():
+        here = (spaces[(collection, field, bytes(space))], int(birth))
+        if here != key:
+            flush()
+            key = here
+        run.append((int(row), int(slot), bytes(data)))
+        if death is not None:
+            deaths.append((int(death), int(row)))
+    flush()
+    conn.executemany("UPDATE vector_rows SET death = ? WHERE row = ?", deaths)
+
+
+_LEAN_VECTORS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
+    "DROP INDEX vector_rows_by_slot",
+    "DROP INDEX vector_rows_by_death",
+    "ALTER TABLE vector_rows RENAME TO vector_rows_v3",
+    """CREATE TABLE vector_spaces (
+        id INTEGER PRIMARY KEY,
+        collection TEXT NOT NULL,
+        field TEXT NOT NULL,
+        space BLOB NOT NULL,
+        dimension INTEGER NOT NULL,
+        UNIQUE (collection, field, space)
+    )""",
+    """CREATE TABLE vector_rows (
+        row INTEGER PRIMARY KEY,
+        space INTEGER NOT NULL,
+        slot INTEGER NOT NULL,
+        birth INTEGER NOT NULL,
+        death INTEGER
+    )""",
+    """CREATE TABLE vector_blocks (
+        first_row INTEGER PRIMARY KEY,
+        space INTEGER NOT NULL,
+        rows INTEGER NOT NULL,
+        codec INTEGER NOT NULL,
+        checksum INTEGER NOT NULL,
+        data BLOB NOT NULL
+    )""",
+    _carry_vector_rows,
+    "DROP TABLE vector_rows_v3",
+    "DROP TABLE vectors",
+    "CREATE INDEX vector_rows_by_slot ON vector_rows (slot)",
+    "CREATE INDEX vector_rows_by_death ON vector_rows (death)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _INITIAL),
     Migration(2, "text_index", _TEXT_INDEX),
     Migration(3, "vector_index", _VECTOR_INDEX),
+    Migration(4, "lean_vectors", _LEAN_VECTORS),
 )
 """Every migration, in order; versions are 1, 2, ... without gaps."""
 
@@ -270,7 +368,10 @@ def migrate(conn: sqlite3.Connection, target: int = LATEST_SCHEMA_VERSION) -> tu
         for migration in MIGRATIONS:
             if before < migration.version <= target:
                 for statement in migration.statements:
-                    conn.execute(statement)
+                    if isinstance(statement, str):
+                        conn.execute(statement)
+                    else:
+                        statement(conn)
                 conn.execute(
                     "INSERT INTO schema_version (version, name) VALUES (?, ?)",
                     (migration.version, migration.name),

@@ -1,8 +1,8 @@
 """Column snapshots: the built in-memory arrays, persisted inside the database file.
 
-A cold open used to rebuild every column (slots, text postings, vector matrices) from
-the packed SQLite rows: hundreds of MB of rows, regrouped in numpy. A snapshot stores
-the arrays as they are once built at some position P, in the table
+A cold open used to rebuild every column (slots, text postings) from the packed SQLite
+rows, regrouped in numpy. A snapshot stores the arrays as they are once built at some
+position P, in the table
 ``column_snapshot`` of the same file, so the next cold open maps
 them with ``np.frombuffer`` and catches up from the ``changes`` log after P exactly as
 before.
@@ -14,15 +14,16 @@ The snapshot is derived data and never the truth:
   format) is ignored;
 - every array carries its dtype, shape and CRC-32; a missing part, a wrong size or a
   wrong checksum makes the whole snapshot ignored;
-- it is checked against the rows it claims to summarise: the last slot and the last
-  vector row at P must be the last ones born at or before P, and the last term must be
-  the stored term with that ID;
+- it is checked against the rows it claims to summarise: the last slot at P must be the
+  last one born at or before P, and the last term must be the stored term with that ID;
 - a reader that ignores it loads everything from the rows, as without a snapshot.
 
 It is written by ``Database.checkpoint_columns()`` (and after a bulk load) in one
 write transaction that replaces the previous snapshot; it never moves the position.
 The table is created by the first checkpoint rather than by a schema migration (see
 ``_TABLE``), so older builds still open the file.
+Vector matrices are not in it (format 2): schema 4 stores each vector once, in blocks
+the columns load directly (``cairn.store.vectorstore``), as fast as a snapshot copy.
 Arrays are split into parts of at most ``SNAPSHOT_PART_BYTES`` (SQLite's blob limit
 is 1 GB).
 """
@@ -47,7 +48,7 @@ __all__ = [
     "write_snapshot",
 ]
 
-SNAPSHOT_FORMAT = "cairn.columns/1"
+SNAPSHOT_FORMAT = "cairn.columns/2"
 """The layout of a snapshot; a reader ignores any other."""
 
 SNAPSHOT_PART_BYTES = 256 * 1024 * 1024
@@ -213,20 +214,13 @@ def _born_at_or_before(conn: sqlite3.Connection, sql: str, key: int, position: i
 def _matches_rows(
     conn: sqlite3.Connection, scalars: Mapping[str, Any], arrays: Mapping[str, Any]
 ) -> bool:
-    """Whether the snapshot's last slot, vector row and term are the file's at its P."""
+    """Whether the snapshot's last slot and term are the file's at its P."""
     at = int(scalars["position"])
     last_slot = int(scalars["last_slot"])
     slot_birth = "SELECT birth FROM slots WHERE slot = ?"
     if last_slot and not _born_at_or_before(conn, slot_birth, last_slot, at):
         return False
     after = conn.execute(slot_birth, (last_slot + 1,)).fetchone()
-    if after is not None and int(after[0]) <= at:
-        return False
-    last_row = int(scalars["last_vector_row"])
-    row_birth = "SELECT birth FROM vector_rows WHERE row = ?"
-    if last_row and not _born_at_or_before(conn, row_birth, last_row, at):
-        return False
-    after = conn.execute(row_birth, (last_row + 1,)).fetchone()
     if after is not None and int(after[0]) <= at:
         return False
     terms = int(scalars["counts"]["terms"])

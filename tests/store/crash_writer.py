@@ -276,13 +276,17 @@ def _vector_mismatches(db: Database, model: Model) -> list[str]:
 def _fact_mismatches(path: Path, model: Model) -> list[str]:
     rows = _rows(
         path,
-        "SELECT source_id, target_id, relation, revision, deleted, record FROM facts "
-        f"WHERE graph = '{GRAPH}'",
+        # The annotations are in the record's shape (schema 5), or in a record kept whole.
+        "SELECT f.source_id, f.target_id, f.relation, f.revision, f.deleted, "
+        "coalesce(f.record, s.data) FROM facts AS f LEFT JOIN fact_shapes AS s "
+        f"ON s.id = f.shape WHERE f.graph = '{GRAPH}'",
     )
     found: dict[tuple[str, str], tuple[int, int]] = {}
     for source, target, relation, revision, deleted, record in rows:
+        if deleted or record is None:
+            return [f"unexpected fact row {source}->{target} {relation} deleted={deleted}"]
         annotations = orjson.loads(bytes(record))["annotation_variants"]
-        if relation != "calls" or deleted or len(annotations) != 1:
+        if relation != "calls" or len(annotations) != 1:
             return [f"unexpected fact row {source}->{target} {relation} deleted={deleted}"]
         found[(str(source), str(target))] = (int(annotations[0]["gen"]), int(revision))
     if found == model.facts:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import sqlite3
 import time
 import uuid
@@ -81,6 +82,58 @@ def current_vectors(path: Path) -> list[tuple[str, str, str, int, bytes, int, by
                 "WHERE v.death IS NULL AND s.death IS NULL"
             )
         ]
+    return sorted(found)
+
+
+def _rebuilt(shape: bytes, **parts: object) -> bytes:
+    data = json.loads(shape)
+    data.update(parts)
+    return canonical_bytes(data)
+
+
+def occurrence_records(path: Path) -> list[tuple[str, str, bytes]]:
+    """``(id, fact_id, record)`` of every stored occurrence, rebuilt here from its shape
+    and parts (or stored whole), ordered by ID."""
+    with closing(sqlite3.connect(path)) as conn:
+        shapes = dict(conn.execute("SELECT id, data FROM occurrence_shapes"))
+        found = []
+        for occurrence_id, fact_id, shape, parts in conn.execute(
+            "SELECT id, fact_id, shape, parts FROM occurrences"
+        ):
+            if shape is None:
+                found.append((occurrence_id, fact_id, bytes(parts)))
+                continue
+            keys = ("site_kind", "source_file", "source_range", "target_file", "target_range")
+            varying = dict(zip(keys, json.loads(parts), strict=True))
+            record = _rebuilt(shapes[shape], id=occurrence_id, fact_id=fact_id, **varying)
+            found.append((occurrence_id, fact_id, record))
+    return sorted(found)
+
+
+def fact_records(path: Path) -> list[tuple[str, str, str, str, str, bytes]]:
+    """``(id, source_collection, source_id, target_collection, target_id, record)`` of
+    every live fact, its record rebuilt here from its shape, columns and occurrence IDs
+    (or stored whole), ordered by ID."""
+    occurrences: dict[str, list[str]] = {}
+    for occurrence_id, fact_id, _ in occurrence_records(path):
+        occurrences.setdefault(fact_id, []).append(occurrence_id)
+    with closing(sqlite3.connect(path)) as conn:
+        shapes = dict(conn.execute("SELECT id, data FROM fact_shapes"))
+        found = []
+        for fact_id, sc, si, tc, ti, relation, shape, record in conn.execute(
+            "SELECT id, source_collection, source_id, target_collection, target_id, "
+            "relation, shape, record FROM facts WHERE deleted = 0"
+        ):
+            if shape is not None:
+                record = _rebuilt(
+                    shapes[shape],
+                    id=fact_id,
+                    relation=relation,
+                    source=si,
+                    target=ti,
+                    occurrence_ids=sorted(occurrences.get(fact_id, [])),
+                )
+            found.append((fact_id, sc, si, tc, ti, bytes(record)))
     return sorted(found)
 
 

@@ -42,6 +42,7 @@ from cairn.store.apply import Applier
 from cairn.store.bulk import BulkApplier, BulkDocument, BulkFact, BulkVector
 from cairn.store.commands import CommitReceipt, MutationOutcome
 from cairn.store.load import _load
+from cairn.store.records import split_fact
 
 Step = Callable[[Database, bool], CommitReceipt]
 
@@ -340,8 +341,7 @@ def test_fact_batches_fail_like_rows(guarded: Database) -> None:
         BulkFact(
             fact,
             (EntityRef("docs", fact.source), EntityRef("docs", fact.target)),
-            _bytes(fact.to_json()),
-            (),
+            split_fact(fact.to_json(), fact.id, fact.relation, (fact.source, fact.target), ()),
         )
         for fact in graph.facts()
     ]
@@ -351,10 +351,7 @@ def test_fact_batches_fail_like_rows(guarded: Database) -> None:
         return applier.put_graph_facts("code", items)
 
     def rows(applier: Applier) -> list[MutationOutcome]:
-        return [
-            applier.put_graph_fact("code", i.fact, i.endpoints, i.record, i.occurrences)
-            for i in items
-        ]
+        return [applier.put_graph_fact("code", i.fact, i.endpoints, i.stored) for i in items]
 
     found = _outcome(guarded, READER, bulk)
     assert found == _outcome(guarded, READER, rows)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 import unicodedata
 import uuid
+import zlib
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +20,7 @@ from cairn.errors import (
     BudgetExceededError,
     CanonicalizationError,
     ConflictError,
+    CorruptionError,
     NotFoundError,
     ValidationError,
 )
@@ -37,6 +41,7 @@ from cairn.store import (
     VectorSpace,
     command_from_json,
 )
+from cairn.store.commands import OUTCOME_PACK_BYTES
 from cairn.store.limits import MAX_DOCUMENT_BYTES, MAX_MUTATIONS
 
 
@@ -222,6 +227,27 @@ def test_same_id_and_content_returns_the_stored_receipt(db: Database, db_path: P
     assert stored == canonical_bytes({"ok": True, "receipt": first.to_json()})
     assert db.position == 2
     assert doc_row(db_path, "a")[0] == 1
+
+
+def test_a_long_outcome_is_stored_compressed_and_replays_byte_identically(
+    db: Database, db_path: Path
+) -> None:
+    setup_docs(db)
+    request = cmd(*(put("docs", f"doc-{index:04d}") for index in range(200)))
+    first = db.command(request)
+    expected = canonical_bytes({"ok": True, "receipt": first.to_json()})
+    assert len(expected) > OUTCOME_PACK_BYTES
+    [(raw,)] = rows(
+        db_path, "SELECT outcome FROM commands WHERE position = ?", first.token.position
+    )
+    assert zlib.decompress(raw) == expected and len(raw) < len(expected) / 4
+    assert db.stored_outcome(request.command_id) == expected
+    assert db.command(request) == first
+    with closing(sqlite3.connect(db_path)) as conn:
+        conn.execute("UPDATE commands SET outcome = ? WHERE position = 2", (raw[:-9],))
+        conn.commit()
+    with pytest.raises(CorruptionError, match="does not decompress"):
+        db.command(request)
 
 
 def test_same_id_from_a_rebuilt_request_is_still_the_same_command(db: Database) -> None:

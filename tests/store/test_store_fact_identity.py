@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from store_helpers import cmd, put, rows, setup_docs
+from store_helpers import cmd, fact_records, put, setup_docs
 
 from cairn.errors import ValidationError
 from cairn.graph import EndpointIdentity, IdentityReason, SemanticGraph
@@ -23,8 +23,8 @@ def graph_db(db: Database) -> Database:
 
 
 def _stored_identity(db: Database) -> dict[str, object]:
-    (record,) = rows(db.path, "SELECT record FROM facts")
-    return json.loads(record[0])["endpoint_identity"]  # type: ignore[no-any-return]
+    [(*_, record)] = fact_records(db.path)
+    return json.loads(record)["endpoint_identity"]  # type: ignore[no-any-return]
 
 
 def test_given_identities_are_recorded_like_the_graph_records_them(graph_db: Database) -> None:

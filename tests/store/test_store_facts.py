@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from store_helpers import cmd, put, rows, setup_docs
+from store_helpers import cmd, fact_records, put, rows, setup_docs
 
 from cairn.errors import ConflictError, MissingEndpointError, NotFoundError, ValidationError
 from cairn.graph import OccurrenceInput, SemanticGraph, SourceRange
@@ -60,7 +60,8 @@ def test_fact_and_occurrence_ids_match_semantic_graph_admission(
         cmd(PutFact("code", A, B, "calls", CALL, occurrences=(site(3), site(9))))
     )
     assert receipt.mutations == (MutationOutcome("put_fact", "code", first.fact_id, 1),)
-    [(fact_id, relation, record)] = rows(db_path, "SELECT id, relation, record FROM facts")
+    [(fact_id, relation)] = rows(db_path, "SELECT id, relation FROM facts")
+    [(*_, record)] = fact_records(db_path)
     assert (fact_id, relation) == (first.fact_id, "calls")
     stored = json.loads(record)
     assert stored["discriminator"]["completeness"] == "partial"

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from store_helpers import cmd, current_vectors, rows
+from store_helpers import cmd, current_vectors, fact_records, occurrence_records, rows
 
 import cairn.store as store
 from cairn.canonical import canonical_bytes
@@ -107,12 +107,8 @@ def state(path: Path) -> dict[str, object]:
         "documents": rows(
             path, "SELECT collection, id, body FROM documents WHERE deleted = 0 ORDER BY 1, 2"
         ),
-        "facts": rows(
-            path,
-            "SELECT id, source_collection, source_id, target_collection, target_id, record "
-            "FROM facts WHERE deleted = 0 ORDER BY id",
-        ),
-        "occurrences": rows(path, "SELECT id, fact_id, record FROM occurrences ORDER BY id"),
+        "facts": fact_records(path),
+        "occurrences": occurrence_records(path),
         "vectors": [(c, i, data) for c, i, _, _, _, _, data in current_vectors(path)],
     }
 
@@ -163,9 +159,9 @@ def test_vectors_come_from_the_embedder(db: Database) -> None:
 def test_fact_ids_records_and_identities_equal_the_graph(db: Database) -> None:
     graph = build()
     load_semantic_graph(db, graph)
-    stored = {r[0]: r[1] for r in rows(db.path, "SELECT id, record FROM facts")}
+    stored = {r[0]: r[5] for r in fact_records(db.path)}
     assert stored == {fact.id: canonical_bytes(fact.to_json()) for fact in graph.facts()}
-    occurrences = rows(db.path, "SELECT id, fact_id, record FROM occurrences ORDER BY id")
+    occurrences = occurrence_records(db.path)
     assert occurrences == [
         (item.id, item.fact_id, canonical_bytes(item.to_json())) for item in graph.occurrences()
     ]

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 
 import pytest
-from store_helpers import SPACE, cmd, current_vectors, put, rows, setup_docs, vector_values
+from store_helpers import (
+    SPACE,
+    cmd,
+    current_vectors,
+    fact_records,
+    occurrence_records,
+    put,
+    rows,
+    setup_docs,
+    vector_values,
+)
+from test_store_load import build
 
 import cairn.store as store
+from cairn.canonical import canonical_bytes
 from cairn.errors import CorruptionError, UnsupportedCapabilityError
 from cairn.store import PutVector
+from cairn.store.load import load_semantic_graph
 from cairn.store.schema import LATEST_SCHEMA_VERSION, MIGRATIONS, migrate, schema_version
 
 CORE_TABLES = {
@@ -36,7 +50,7 @@ def tables(path: Path) -> set[str]:
 
 def test_migrations_are_numbered_one_to_latest_without_gaps() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
-    assert LATEST_SCHEMA_VERSION == 4
+    assert LATEST_SCHEMA_VERSION == 5
     assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
 
 
@@ -51,7 +65,9 @@ def test_fresh_file_has_every_table_and_the_latest_version(db_path: Path) -> Non
         (2, "text_index"),
         (3, "vector_index"),
         (4, "lean_vectors"),
+        (5, "lean_facts"),
     ]
+    assert {"fact_shapes", "occurrence_shapes"} <= tables(db_path)
 
 
 _V1_VECTORS = """CREATE TABLE vectors (
@@ -71,10 +87,89 @@ _V3_VECTOR_ROWS = (
 )
 
 
+_V4_FACTS = (
+    """CREATE TABLE facts (
+        graph TEXT NOT NULL, id TEXT NOT NULL, source_collection TEXT NOT NULL,
+        source_id TEXT NOT NULL, target_collection TEXT NOT NULL, target_id TEXT NOT NULL,
+        relation TEXT NOT NULL, record BLOB NOT NULL, revision INTEGER NOT NULL,
+        deleted INTEGER NOT NULL DEFAULT 0, position INTEGER NOT NULL,
+        PRIMARY KEY (graph, id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX facts_by_source ON facts (graph, source_collection, source_id)",
+    "CREATE INDEX facts_by_target ON facts (graph, target_collection, target_id)",
+    """CREATE TABLE occurrences (
+        graph TEXT NOT NULL, id TEXT NOT NULL, fact_id TEXT NOT NULL, record BLOB NOT NULL,
+        PRIMARY KEY (graph, id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX occurrences_by_fact ON occurrences (graph, fact_id)",
+)
+_DELETED_RECORD = b'{"a deleted fact":"schema 4 kept its last record"}'
+
+
+def _downgrade_facts(path: Path) -> None:
+    """Rewrite a file's facts and occurrences the way schema 4 stored them: the whole
+    canonical record in every row (a deleted fact too)."""
+    records = {item[0]: item[5] for item in fact_records(path)}
+    occurrences = occurrence_records(path)
+    with closing(sqlite3.connect(path)) as conn:
+        facts = conn.execute(
+            "SELECT graph, id, source_collection, source_id, target_collection, target_id, "
+            "relation, revision, deleted, position FROM facts"
+        ).fetchall()
+        graphs = dict(conn.execute("SELECT fact_id, graph FROM occurrences"))
+        for table in ("facts", "occurrences", "fact_shapes", "occurrence_shapes"):
+            conn.execute(f"DROP TABLE {table}")
+        for statement in _V4_FACTS:
+            conn.execute(statement)
+        conn.executemany(
+            "INSERT INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*row[:7], _DELETED_RECORD if row[8] else records[row[1]], *row[7:]) for row in facts],
+        )
+        conn.executemany(
+            "INSERT INTO occurrences VALUES (?, ?, ?, ?)",
+            [(graphs[fact_id], oid, fact_id, record) for oid, fact_id, record in occurrences],
+        )
+        conn.execute("DELETE FROM schema_version WHERE version > 4")
+        conn.commit()
+
+
+def test_version_four_records_become_shapes_and_parts_and_read_back_the_same(
+    db_path: Path,
+) -> None:
+    with store.open(db_path) as db:
+        load_semantic_graph(db, build(extra=True))
+        smaller = build()  # without the extra node: its facts are deleted
+        load_semantic_graph(db, smaller)
+    facts, occurrences = fact_records(db_path), occurrence_records(db_path)
+    assert rows(db_path, "SELECT count(*) FROM facts WHERE deleted = 1") != [(0,)]
+    _downgrade_facts(db_path)
+    # A record whose parts disagree with its columns (made by hand) must come back whole.
+    with closing(sqlite3.connect(db_path)) as conn:
+        fact_id, record = conn.execute(
+            "SELECT id, record FROM facts WHERE deleted = 0 ORDER BY id LIMIT 1"
+        ).fetchone()
+        odd = json.loads(record)
+        odd["source"] = "written by hand"
+        conn.execute("UPDATE facts SET record = ? WHERE id = ?", (canonical_bytes(odd), fact_id))
+        conn.commit()
+    facts = [(*f[:5], canonical_bytes(odd)) if f[0] == fact_id else f for f in facts]
+    with store.open(db_path) as db:
+        assert db.schema_version == 5
+        again = load_semantic_graph(db, smaller)
+    assert [(m.kind, m.id) for m in again.mutations] == [("put_fact", fact_id)]  # the odd one
+    assert occurrence_records(db_path) == occurrences
+    assert rows(db_path, "SELECT count(*) FROM facts WHERE record IS NOT NULL") == [(0,)]
+    migrated = {f[0]: f for f in fact_records(db_path)}
+    assert [migrated[f[0]] for f in facts if f[0] != fact_id] == [
+        f for f in facts if f[0] != fact_id
+    ]
+
+
 def _downgrade_vectors(path: Path, version: int) -> None:
     """Rewrite a file's vectors the way schema ``version`` (1..3) stored them: the
     current ones in ``vectors`` (values inline, space JSON per row) and, from version 3,
     every vector row with its values in ``vector_rows``."""
+    _downgrade_facts(path)
     current = current_vectors(path)
     with closing(sqlite3.connect(path)) as conn:
         values = {row: data for row, _, data in vector_values(conn)}
@@ -126,7 +221,7 @@ def test_version_three_vector_rows_move_into_blocks_and_keep_their_history(
     assert "vectors" in tables(db_path) and "vector_spaces" not in tables(db_path)
 
     with store.open(db_path) as db:
-        assert db.schema_version == 4
+        assert db.schema_version == 5
         after = db.vector_search("docs", "embedding", (1.0, 1.0), SPACE)
     assert [(hit.ref, hit.score) for hit in after] == [(hit.ref, hit.score) for hit in before]
     assert rows(db_path, "SELECT row, slot, birth, death FROM vector_rows ORDER BY row") == history
@@ -179,20 +274,21 @@ def test_migrate_reports_before_and_after_and_is_idempotent(db_path: Path) -> No
         assert "terms" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         assert migrate(conn, target=2) == (1, 2)
         assert migrate(conn, target=3) == (2, 3)
-        assert migrate(conn) == (3, 4)
-        assert migrate(conn) == (4, 4)
+        assert migrate(conn, target=4) == (3, 4)
+        assert migrate(conn) == (4, 5)
+        assert migrate(conn) == (5, 5)
 
 
 def test_newer_file_is_refused_and_left_untouched(db_path: Path) -> None:
     with store.open(db_path):
         pass
     with closing(sqlite3.connect(db_path)) as conn:
-        conn.execute("INSERT INTO schema_version (version, name) VALUES (5, 'from_the_future')")
+        conn.execute("INSERT INTO schema_version (version, name) VALUES (6, 'from_the_future')")
         conn.commit()
-    with pytest.raises(UnsupportedCapabilityError, match="schema version 5") as info:
+    with pytest.raises(UnsupportedCapabilityError, match="schema version 6") as info:
         store.open(db_path)
-    assert info.value.details == {"schema_version": 5, "supported": 4}
-    assert rows(db_path, "SELECT max(version) FROM schema_version") == [(5,)]
+    assert info.value.details == {"schema_version": 6, "supported": 5}
+    assert rows(db_path, "SELECT max(version) FROM schema_version") == [(6,)]
 
 
 def test_a_foreign_sqlite_file_is_not_taken_over(db_path: Path) -> None:

@@ -12,7 +12,7 @@ preconditions first, then writes its rows, one ``changes`` entry and one outcome
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +59,7 @@ from cairn.store.policy import (
     require,
     row_visible,
 )
+from cairn.store.records import Shapes, StoredFact, split_fact, split_occurrence
 from cairn.store.text import analyze, term_counts
 from cairn.store.validation import check_body
 from cairn.store.vectorstore import (
@@ -199,6 +200,8 @@ class Applier:
         self._term_ids: dict[str, int] = {}
         self._checked: set[tuple[str, Capability]] = set()
         self._readable: dict[str, bool] = {}
+        self._fact_shapes = Shapes(conn, "fact_shapes")
+        self._occurrence_shapes = Shapes(conn, "occurrence_shapes")
 
     # ------------------------------------------------------------ shared steps
     def _change(
@@ -517,17 +520,13 @@ class Applier:
             )
         revision = int(existing[2]) + 1 if existing is not None else 1
         occurrences = [
-            (item.id, canonical_bytes(item.to_json())) for item in graph.occurrences_of(fact_id)
+            split_occurrence(item.id, fact_id, item.to_json())
+            for item in graph.occurrences_of(fact_id)
         ]
-        self._write_fact(
-            mutation.graph,
-            fact_id,
-            fact.relation,
-            (first, second),
-            canonical_bytes(fact.to_json()),
-            occurrences,
-            revision,
+        stored = split_fact(
+            fact.to_json(), fact_id, fact.relation, (first.id, second.id), occurrences
         )
+        self._write_fact(mutation.graph, fact_id, fact.relation, (first, second), stored, revision)
         return MutationOutcome(mutation.kind, mutation.graph, fact_id, revision)
 
     def _write_fact(
@@ -536,15 +535,15 @@ class Applier:
         fact_id: str,
         relation: str,
         endpoints: tuple[EntityRef, EntityRef],
-        record: bytes,
-        occurrences: Sequence[tuple[str, bytes]],
+        stored: StoredFact,
         revision: int,
     ) -> None:
         first, second = endpoints
+        (shape,) = self._fact_shapes.ids([stored.shape])
         self.conn.execute(
             "INSERT OR REPLACE INTO facts (graph, id, source_collection, source_id, "
-            "target_collection, target_id, relation, record, revision, deleted, position) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+            "target_collection, target_id, relation, shape, record, revision, deleted, "
+            "position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
             (
                 graph,
                 fact_id,
@@ -553,7 +552,8 @@ class Applier:
                 second.collection,
                 second.id,
                 relation,
-                record,
+                shape,
+                stored.record,
                 revision,
                 self.position,
             ),
@@ -561,9 +561,13 @@ class Applier:
         self.conn.execute(
             "DELETE FROM occurrences WHERE graph = ? AND fact_id = ?", (graph, fact_id)
         )
+        shapes = self._occurrence_shapes.ids(item.shape for item in stored.occurrences)
         self.conn.executemany(
-            "INSERT INTO occurrences (graph, id, fact_id, record) VALUES (?, ?, ?, ?)",
-            [(graph, occurrence_id, fact_id, data) for occurrence_id, data in occurrences],
+            "INSERT INTO occurrences (graph, fact_id, id, shape, parts) VALUES (?, ?, ?, ?, ?)",
+            [
+                (graph, fact_id, item.id, number, item.parts)
+                for item, number in zip(stored.occurrences, shapes, strict=True)
+            ],
         )
         self._change("fact", graph, fact_id, revision)
 
@@ -572,13 +576,12 @@ class Applier:
         graph: str,
         fact: SemanticFact,
         endpoints: tuple[EntityRef, EntityRef],
-        record: bytes,
-        occurrences: Sequence[tuple[str, bytes]],
+        stored: StoredFact,
     ) -> MutationOutcome:
         """Write a fact record exactly as a ``SemanticGraph`` holds it (bulk loads).
 
-        ``record`` is the canonical ``fact.to_json()``, ``occurrences`` the canonical
-        records of its occurrences with their IDs.
+        ``stored`` is ``fact.to_json()`` with its occurrences' records, split for storage
+        (``cairn.store.records.split_fact``).
 
         The caller has verified the fact ID; endpoints must be live visible documents
         and a known fact must keep its endpoint collections, as for ``put_fact``.
@@ -606,7 +609,7 @@ class Applier:
                 details={"graph": graph, "fact_id": fact.id},
             )
         revision = int(existing[2]) + 1 if existing is not None else 1
-        self._write_fact(graph, fact.id, fact.relation, endpoints, record, occurrences, revision)
+        self._write_fact(graph, fact.id, fact.relation, endpoints, stored, revision)
         return MutationOutcome(PutFact.kind, graph, fact.id, revision)
 
     def delete_fact(self, mutation: DeleteFact) -> MutationOutcome:
@@ -622,7 +625,8 @@ class Applier:
             )
         revision = int(row[0]) + 1
         self.conn.execute(
-            "UPDATE facts SET revision = ?, deleted = 1, position = ? WHERE graph = ? AND id = ?",
+            "UPDATE facts SET revision = ?, deleted = 1, position = ?, shape = NULL, "
+            "record = NULL WHERE graph = ? AND id = ?",
             (revision, self.position, mutation.graph, mutation.fact_id),
         )
         self.conn.execute(

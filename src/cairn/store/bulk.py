@@ -35,6 +35,7 @@ from cairn.store.commands import EntityRef, MutationOutcome, PutDocument, PutFac
 from cairn.store.limits import MAX_DOCUMENT_BYTES, MAX_DOCUMENT_DEPTH, check_depth, check_size
 from cairn.store.pointer import get_at
 from cairn.store.policy import Capability, field_allowed, require, row_visible
+from cairn.store.records import StoredFact
 from cairn.store.text import analyze, term_counts
 from cairn.store.vectorstore import end_vector_rows, next_vector_row, space_id, write_vectors
 
@@ -70,8 +71,7 @@ class BulkFact:
 
     fact: SemanticFact
     endpoints: tuple[EntityRef, EntityRef]
-    record: bytes
-    occurrences: tuple[tuple[str, bytes], ...]
+    stored: StoredFact
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,7 +400,7 @@ class BulkApplier(Applier):
                 existing[fact_id] = (source, target, int(revision), bool(deleted))
         facts: list[tuple[Any, ...]] = []
         cleared: list[tuple[str, str]] = []
-        occurrences: list[tuple[str, str, str, bytes]] = []
+        occurrences: list[tuple[Any, ...]] = []
         changes: list[tuple[Any, ...]] = []
         outcomes: list[MutationOutcome] = []
         for item in items:
@@ -418,6 +418,10 @@ class BulkApplier(Applier):
                     details={"graph": graph, "fact_id": item.fact.id},
                 )
             revision = found[2] + 1 if found is not None else 1
+            stored = item.stored
+            # Shapes are numbered in the row path's order: the fact's, then its occurrences'.
+            (shape,) = self._fact_shapes.ids([stored.shape])
+            numbers = self._occurrence_shapes.ids(o.shape for o in stored.occurrences)
             facts.append(
                 (
                     graph,
@@ -427,27 +431,31 @@ class BulkApplier(Applier):
                     second.collection,
                     second.id,
                     item.fact.relation,
-                    item.record,
+                    shape,
+                    stored.record,
                     revision,
                     self.position,
                 )
             )
             if found is not None:
                 cleared.append((graph, item.fact.id))
-            occurrences.extend((graph, oid, item.fact.id, data) for oid, data in item.occurrences)
+            occurrences.extend(
+                (graph, item.fact.id, o.id, number, o.parts)
+                for o, number in zip(stored.occurrences, numbers, strict=True)
+            )
             changes.append(("fact", graph, item.fact.id, revision, None, None))
             outcomes.append(MutationOutcome(PutFact.kind, graph, item.fact.id, revision))
         conn = self.conn
         conn.executemany(
             "INSERT OR REPLACE INTO facts (graph, id, source_collection, source_id, "
-            "target_collection, target_id, relation, record, revision, deleted, position) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+            "target_collection, target_id, relation, shape, record, revision, deleted, "
+            "position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
             facts,
         )
         conn.executemany("DELETE FROM occurrences WHERE graph = ? AND fact_id = ?", cleared)
-        occurrences.sort(key=lambda row: row[1])  # key order: B-tree appends, same rows
+        occurrences.sort(key=lambda row: (row[1], row[2]))  # key order: B-tree appends
         conn.executemany(
-            "INSERT INTO occurrences (graph, id, fact_id, record) VALUES (?, ?, ?, ?)",
+            "INSERT INTO occurrences (graph, fact_id, id, shape, parts) VALUES (?, ?, ?, ?, ?)",
             occurrences,
         )
         self._changes(changes)

@@ -14,6 +14,7 @@ any other error of that command.
 from __future__ import annotations
 
 import uuid
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,7 +22,7 @@ from enum import StrEnum
 from typing import Any, ClassVar, TypeAlias
 
 from cairn.canonical import canonical_bytes, digest_bytes
-from cairn.errors import CairnError, ValidationError, error_classes
+from cairn.errors import CairnError, CorruptionError, ValidationError, error_classes
 from cairn.graph.model import (
     ConfidenceObservation,
     EndpointIdentity,
@@ -47,6 +48,7 @@ from cairn.store.policy import (
 
 __all__ = [
     "DURABILITY_PROCESS_DURABLE",
+    "OUTCOME_PACK_BYTES",
     "CommandRequest",
     "CommitReceipt",
     "CommitToken",
@@ -74,6 +76,8 @@ __all__ = [
     "encode_receipt",
     "occurrence_from_json",
     "occurrence_to_json",
+    "pack_outcome",
+    "unpack_outcome",
 ]
 
 DURABILITY_PROCESS_DURABLE = "process_durable"
@@ -847,6 +851,34 @@ def encode_error(error: CairnError) -> bytes:
 
 
 _ERRORS_BY_CODE: dict[str, type[CairnError]] = {cls.code: cls for cls in error_classes()}
+
+
+OUTCOME_PACK_BYTES = 4096
+"""Stored outcomes longer than this are zlib-compressed (a load's receipt names every
+mutation: 9 MB of JSON for Django, about 1 MB packed)."""
+_ZLIB_LEVEL = 6
+
+
+def pack_outcome(data: bytes) -> bytes:
+    """The stored form of outcome bytes: as is, or zlib-compressed when long.
+
+    Outcome JSON always begins with ``{`` and a zlib stream never does (its first byte
+    is 0x78 at every level used here), so the stored bytes say which they are.
+    """
+    if len(data) <= OUTCOME_PACK_BYTES:
+        return data
+    return zlib.compress(data, _ZLIB_LEVEL)
+
+
+def unpack_outcome(stored: bytes) -> bytes:
+    """The outcome bytes ``pack_outcome`` stored; ``CorruptionError`` if they do not unpack."""
+    data = bytes(stored)
+    if data.startswith(b"{"):
+        return data
+    try:
+        return zlib.decompress(data)
+    except zlib.error as exc:
+        raise CorruptionError(f"a stored command outcome does not decompress: {exc}") from exc
 
 
 def decode_outcome(data: Mapping[str, Any]) -> CommitReceipt | CairnError:

@@ -48,6 +48,8 @@ from cairn.store.commands import (
     decode_outcome,
     encode_error,
     encode_receipt,
+    pack_outcome,
+    unpack_outcome,
 )
 from cairn.store.limits import (
     DEFAULT_DATABASE_NAME,
@@ -558,7 +560,7 @@ class Database:
                 details={"command_id": str(request.command_id)},
             )
         try:
-            return decode_outcome(orjson.loads(outcome))
+            return decode_outcome(orjson.loads(unpack_outcome(outcome)))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise CorruptionError("a stored command outcome is unreadable") from exc
 
@@ -611,7 +613,7 @@ class Database:
                 str(request.command_id),
                 fingerprint,
                 int(ok),
-                outcome,
+                pack_outcome(outcome),
                 position,
             ),
         )
@@ -653,7 +655,7 @@ class Database:
                     ).fetchone()
                     conn.execute("ROLLBACK")
                     if stored is not None and stored[0] == fingerprint:
-                        replayed = decode_outcome(orjson.loads(stored[1]))
+                        replayed = decode_outcome(orjson.loads(unpack_outcome(stored[1])))
                         assert isinstance(replayed, CommitReceipt)
                         return replayed
                     token = CommitToken(self._incarnation, self._name, last)
@@ -669,7 +671,7 @@ class Database:
                         self._name,
                         str(command_id),
                         fingerprint,
-                        encode_receipt(receipt),
+                        pack_outcome(encode_receipt(receipt)),
                         last + 1,
                     ),
                 )
@@ -694,7 +696,7 @@ class Database:
                 "AND command_id = ?",
                 (self._principal_id(principal), self._name, str(command_id)),
             ).fetchone()
-        return None if row is None else bytes(row[0])
+        return None if row is None else unpack_outcome(row[0])
 
     # ----------------------------------------------------------------- search
     # The engine lives in cairn.search (it sits above the store); these methods are the

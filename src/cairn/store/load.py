@@ -70,6 +70,14 @@ from cairn.store.limits import (
     check_identifier,
 )
 from cairn.store.policy import Capability, Principal, require
+from cairn.store.records import (
+    StoredFact,
+    StoredOccurrence,
+    read_shapes,
+    shape_of,
+    split_fact,
+    split_occurrence,
+)
 from cairn.store.text import identifier_words
 
 if TYPE_CHECKING:
@@ -387,14 +395,41 @@ def _wanted(
     occurrences_of = graph.occurrences_of
     for fact in graph.facts():
         _verified(fact)
-        record = encode(fact.to_json())
-        occurrences = tuple((item.id, encode(item.to_json())) for item in occurrences_of(fact.id))
-        facts[fact.id] = BulkFact(fact, (refs[fact.source], refs[fact.target]), record, occurrences)
-        feed(record, *(data for _, data in occurrences))
+        endpoints = (refs[fact.source], refs[fact.target])
+        occurrences = [
+            split_occurrence(item.id, fact.id, item.to_json(), encode)
+            for item in occurrences_of(fact.id)
+        ]
+        stored = split_fact(
+            fact.to_json(),
+            fact.id,
+            fact.relation,
+            (endpoints[0].id, endpoints[1].id),
+            occurrences,
+            encode,
+        )
+        facts[fact.id] = BulkFact(fact, endpoints, stored)
+        feed(*_fact_chunks(fact.id, fact.relation, endpoints, stored))
     names = {ref.collection for ref in documents} | set(FAMILY_COLLECTIONS)
     vector = (VectorField(VECTOR_FIELD, space),)
     collections = tuple(ConfigureCollection(name, (TEXT_FIELD,), vector) for name in sorted(names))
     return _Wanted(graph_name, space, collections, documents, facts, digest.hexdigest())
+
+
+def _fact_chunks(
+    fact_id: str, relation: str, endpoints: tuple[EntityRef, EntityRef], stored: StoredFact
+) -> Iterator[bytes]:
+    """Every byte a stored fact is made of, for the wanted state's digest."""
+    yield fact_id.encode()
+    yield relation.encode()
+    for ref in endpoints:
+        yield ref.collection.encode()
+        yield ref.id.encode()
+    yield b"s" + stored.shape if stored.shape is not None else b"r" + (stored.record or b"")
+    for item in stored.occurrences:
+        yield item.id.encode()
+        yield b"s" + item.shape if item.shape is not None else b"r"
+        yield item.parts
 
 
 def _ref_order(ref: EntityRef) -> tuple[str, str]:
@@ -464,7 +499,7 @@ class _Plan:
         facts = [
             item
             for fact_id, item in sorted(wanted.facts.items())
-            if stored_facts.get(fact_id) != (item.endpoints, item.record, item.occurrences)
+            if stored_facts.get(fact_id) != (item.endpoints, item.stored)
         ]
         outcomes.extend(self._put_facts(applier, facts))
         return tuple(outcomes)
@@ -491,8 +526,7 @@ class _Plan:
             return applier.put_graph_facts(self.wanted.graph, puts)
         graph = self.wanted.graph
         return [
-            applier.put_graph_fact(graph, item.fact, item.endpoints, item.record, item.occurrences)
-            for item in puts
+            applier.put_graph_fact(graph, item.fact, item.endpoints, item.stored) for item in puts
         ]
 
     def _configure(
@@ -523,23 +557,36 @@ class _Plan:
 
     def _stored_facts(
         self, conn: sqlite3.Connection
-    ) -> dict[str, tuple[tuple[EntityRef, EntityRef], bytes, tuple[tuple[str, bytes], ...]]]:
+    ) -> dict[str, tuple[tuple[EntityRef, EntityRef], StoredFact]]:
+        """Every live fact of the graph as stored: endpoints and record parts."""
         graph = self.wanted.graph
-        occurrences: dict[str, list[tuple[str, bytes]]] = {}
-        for fact_id, occurrence_id, record in conn.execute(
-            "SELECT fact_id, id, record FROM occurrences WHERE graph = ? ORDER BY fact_id, id",
+        fact_shapes = read_shapes(conn, "fact_shapes")
+        occurrence_shapes = read_shapes(conn, "occurrence_shapes")
+        occurrences: dict[str, list[StoredOccurrence]] = {}
+        for fact_id, occurrence_id, shape, parts in conn.execute(
+            "SELECT fact_id, id, shape, parts FROM occurrences WHERE graph = ? "
+            "ORDER BY fact_id, id",
             (graph,),
         ):
-            occurrences.setdefault(fact_id, []).append((occurrence_id, bytes(record)))
+            occurrences.setdefault(fact_id, []).append(
+                StoredOccurrence(
+                    occurrence_id,
+                    shape_of(occurrence_shapes, shape, f"occurrence {occurrence_id}"),
+                    bytes(parts),
+                )
+            )
         return {
             fact_id: (
                 (EntityRef(sc, si), EntityRef(tc, ti)),
-                bytes(record),
-                tuple(occurrences.get(fact_id, ())),
+                StoredFact(
+                    shape_of(fact_shapes, shape, f"fact {fact_id}"),
+                    None if record is None else bytes(record),
+                    tuple(occurrences.get(fact_id, ())),
+                ),
             )
-            for fact_id, sc, si, tc, ti, record in conn.execute(
-                "SELECT id, source_collection, source_id, target_collection, target_id, record "
-                "FROM facts WHERE graph = ? AND deleted = 0",
+            for fact_id, sc, si, tc, ti, shape, record in conn.execute(
+                "SELECT id, source_collection, source_id, target_collection, target_id, "
+                "shape, record FROM facts WHERE graph = ? AND deleted = 0",
                 (graph,),
             )
         }

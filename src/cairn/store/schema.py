@@ -27,6 +27,9 @@ Tables (bodies and records are canonical JSON bytes):
   integer), ``vector_rows`` without values, ``vector_blocks`` holding the values of
   consecutive rows, compressed and checksummed (``cairn.store.vectorstore``); the
   ``vectors`` table, a second copy of the current ones, is gone.
+- migration 5 (``lean_facts``) stores fact and occurrence records as shared shapes
+  (``fact_shapes``, ``occurrence_shapes``) plus the parts that vary
+  (``cairn.store.records``); occurrences are keyed by ``(graph, fact_id, id)``.
 """
 
 from __future__ import annotations
@@ -34,10 +37,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import orjson
 
 from cairn.errors import CorruptionError, UnsupportedCapabilityError
+from cairn.store.records import Shapes, split_fact, split_occurrence
 from cairn.store.vectorstore import write_vectors
 
 __all__ = [
@@ -307,11 +313,108 @@ _LEAN_VECTORS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     "CREATE INDEX vector_rows_by_death ON vector_rows (death)",
 )
 
+
+def _carry_fact_records(conn: sqlite3.Connection) -> None:
+    """Move schema 4's fact and occurrence records (whole JSON per row) into schema 5's
+    shapes and parts (``cairn.store.records``), fact by fact in key order."""
+    fact_shapes = Shapes(conn, "fact_shapes")
+    occurrence_shapes = Shapes(conn, "occurrence_shapes")
+    occurrences: dict[tuple[str, str], list[tuple[str, bytes]]] = {}
+    for graph, occurrence_id, fact_id, record in conn.execute(
+        "SELECT graph, id, fact_id, record FROM occurrences_v4 ORDER BY graph, fact_id, id"
+    ):
+        occurrences.setdefault((graph, fact_id), []).append((occurrence_id, bytes(record)))
+    facts = conn.execute(
+        "SELECT graph, id, source_collection, source_id, target_collection, target_id, "
+        "relation, record, revision, deleted, position FROM facts_v4 ORDER BY graph, id"
+    ).fetchall()
+    for graph, fact_id, sc, si, tc, ti, relation, record, revision, deleted, position in facts:
+        if deleted:
+            # A deleted fact keeps no record (its occurrences went with it).
+            conn.execute(
+                "INSERT INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, 1, ?)",
+                (graph, fact_id, sc, si, tc, ti, relation, revision, position),
+            )
+            continue
+        parts = [
+            split_occurrence(oid, fact_id, _json_object(data))
+            for oid, data in occurrences.pop((graph, fact_id), [])
+        ]
+        stored = split_fact(_json_object(bytes(record)), fact_id, relation, (si, ti), parts)
+        (shape,) = fact_shapes.ids([stored.shape])
+        conn.execute(
+            "INSERT INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+            (graph, fact_id, sc, si, tc, ti, relation, shape, stored.record, revision, position),
+        )
+        numbers = occurrence_shapes.ids(item.shape for item in stored.occurrences)
+        conn.executemany(
+            "INSERT INTO occurrences VALUES (?, ?, ?, ?, ?)",
+            [
+                (graph, fact_id, item.id, number, item.parts)
+                for item, number in zip(stored.occurrences, numbers, strict=True)
+            ],
+        )
+    if occurrences:
+        raise CorruptionError("schema 4 occurrences name facts that are not live")
+
+
+def _json_object(data: bytes) -> dict[str, Any]:
+    found = orjson.loads(data)
+    if not isinstance(found, dict):
+        raise CorruptionError("a stored fact or occurrence record is not a JSON object")
+    return found
+
+
+_LEAN_FACTS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
+    "DROP INDEX facts_by_source",
+    "DROP INDEX facts_by_target",
+    "DROP INDEX occurrences_by_fact",
+    "ALTER TABLE facts RENAME TO facts_v4",
+    "ALTER TABLE occurrences RENAME TO occurrences_v4",
+    """CREATE TABLE fact_shapes (
+        id INTEGER PRIMARY KEY,
+        data BLOB NOT NULL UNIQUE
+    )""",
+    """CREATE TABLE occurrence_shapes (
+        id INTEGER PRIMARY KEY,
+        data BLOB NOT NULL UNIQUE
+    )""",
+    """CREATE TABLE facts (
+        graph TEXT NOT NULL,
+        id TEXT NOT NULL,
+        source_collection TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        target_collection TEXT NOT NULL,
+        target_id TEXT NOT NULL,
+        relation TEXT NOT NULL,
+        shape INTEGER,
+        record BLOB,
+        revision INTEGER NOT NULL,
+        deleted INTEGER NOT NULL DEFAULT 0,
+        position INTEGER NOT NULL,
+        PRIMARY KEY (graph, id)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE occurrences (
+        graph TEXT NOT NULL,
+        fact_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        shape INTEGER,
+        parts BLOB NOT NULL,
+        PRIMARY KEY (graph, fact_id, id)
+    ) WITHOUT ROWID""",
+    _carry_fact_records,
+    "DROP TABLE facts_v4",
+    "DROP TABLE occurrences_v4",
+    "CREATE INDEX facts_by_source ON facts (graph, source_collection, source_id)",
+    "CREATE INDEX facts_by_target ON facts (graph, target_collection, target_id)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _INITIAL),
     Migration(2, "text_index", _TEXT_INDEX),
     Migration(3, "vector_index", _VECTOR_INDEX),
     Migration(4, "lean_vectors", _LEAN_VECTORS),
+    Migration(5, "lean_facts", _LEAN_FACTS),
 )
 """Every migration, in order; versions are 1, 2, ... without gaps."""
 

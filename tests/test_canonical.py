@@ -205,3 +205,24 @@ def test_whole_floats_take_the_fast_path_with_reference_bytes(value: object) -> 
 
 def test_whole_float_weights_print_as_integers() -> None:
     assert canonical_bytes({"w": 1.0, "v": [0.5, -0.0, 3.0]}) == b'{"v":[0.5,0,3],"w":1}'
+
+
+def test_right_sized_bytes_hold_only_their_length() -> None:
+    """Kept records cost their length, not orjson's (up to 4 KiB) output buffer."""
+    import tracemalloc
+
+    import orjson
+
+    from cairn.canonical import right_sized
+
+    records = [{"id": f"n{i}", "range": [i, 1, i, 9]} for i in range(200)]
+    tracemalloc.start()
+    try:
+        kept = [canonical_bytes(record) for record in records]
+        held, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert kept == [orjson.dumps(record, option=orjson.OPT_SORT_KEYS) for record in records]
+    longest = max(len(item) for item in kept)
+    assert held < len(records) * (longest + 128)  # bytes header plus list slot, no slack
+    assert right_sized(b"abc") == b"abc"

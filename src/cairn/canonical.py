@@ -35,6 +35,7 @@ __all__ = [
     "fits_float",
     "format_number",
     "nfc",
+    "right_sized",
 ]
 
 MAX_DEPTH = 200
@@ -191,9 +192,20 @@ def canonical_bytes(value: Any) -> bytes:
         if not _fast_safe(value, 0):
             return canonical_bytes_reference(value)
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        return right_sized(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
     except orjson.JSONEncodeError:
         return canonical_bytes_reference(value)  # lone surrogates: the reference says why
+
+
+def right_sized(data: bytes) -> bytes:
+    """``data`` copied into an allocation of its own length, for bytes that are kept.
+
+    orjson (3.12 and later) returns its output buffer unshrunk: every result holds at
+    least 4 KiB whatever its length, so a load that keeps a hundred thousand small
+    records would hold hundreds of MiB of slack. One copy of the exact length costs
+    far less than that memory.
+    """
+    return bytes(memoryview(data))
 
 
 def _whole_floats_as_ints(value: Any, depth: int) -> Any:

@@ -40,6 +40,7 @@ from cairn.canonical import (
     MAX_DEPTH,
     MAX_SAFE_INTEGER,
     canonical_bytes,
+    right_sized,
 )
 from cairn.errors import BudgetExceededError, IdentityCollisionError, ValidationError
 from cairn.graph.identity import FACT_ID_PREFIX, fact_identity_payload, id_from_payload
@@ -307,7 +308,7 @@ def _record_bytes(value: Any) -> bytes:
         except orjson.JSONEncodeError:
             return canonical_bytes(value)
         if data.isascii():
-            return data
+            return right_sized(data)
     return canonical_bytes(value)
 
 

@@ -95,9 +95,16 @@ def test_activation_of_an_empty_folder(tmp_path: Path) -> None:
     folder = tmp_path / "out"
     assert folder_status(folder).state is FolderState.MISSING
     result = activate_folder(folder, SemanticGraph(), generated_at=FIXED_TIME)
-    assert not result.preserved_v1
-    assert (folder / "graph.json").read_bytes() == TOMBSTONE
-    assert not (folder / "graph.v1.json").exists()
+    assert not result.preserved_v1 and not result.tombstone_written
+    assert sorted(path.name for path in folder.iterdir()) == ["graph.cairn"]
+    assert folder_status(folder).state is FolderState.CURRENT_V2
+
+
+def test_a_left_tombstone_is_kept_as_is(tmp_path: Path) -> None:
+    (tmp_path / "graph.json").write_bytes(TOMBSTONE)
+    result = activate_folder(tmp_path, SemanticGraph(), generated_at=FIXED_TIME)
+    assert not result.tombstone_written
+    assert (tmp_path / "graph.json").read_bytes() == TOMBSTONE
     assert result.to_json()["folder"]["state"] == "current_v2"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import networkx as nx
@@ -48,13 +49,36 @@ def test_a_v1_graph_json_is_preserved_and_tombstoned(tmp_path: Path) -> None:
         read_artifact(out / "graph.json")
 
 
-def test_a_fresh_folder_gets_the_artifact_and_the_tombstone(tmp_path: Path) -> None:
+def test_a_fresh_folder_gets_the_artifact_and_no_tombstone(tmp_path: Path) -> None:
     root = repository(tmp_path)
     written = write_index(index_repository(root), generated_at="2026-01-01T00:00:00Z")
     folder = root / ".cairn"
     assert written.graph_path == folder / "graph.cairn"
-    assert (folder / "graph.json").read_bytes().startswith(TOMBSTONE_START)
-    assert not (folder / "graph.v1.json").exists()
+    assert sorted(path.name for path in folder.iterdir()) == [
+        ".gitignore",
+        "graph.cairn",
+        "manifest.json",
+    ]
+    assert (folder / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_git_ignores_the_index_folder_but_a_users_gitignore_is_kept(tmp_path: Path) -> None:
+    root = repository(tmp_path)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    write_index(index_repository(root), generated_at="2026-01-01T00:00:00Z")
+    listed = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert ".cairn" not in listed and listed.strip()  # the sources show, the index does not
+    (root / ".cairn" / ".gitignore").write_text("graph.cairn\n")
+    write_index(index_repository(root), generated_at="2026-01-01T00:00:00Z")
+    assert (root / ".cairn" / ".gitignore").read_text() == "graph.cairn\n"
+    other = tmp_path / "elsewhere"
+    write_index(index_repository(root), other, generated_at="2026-01-01T00:00:00Z")
+    assert not (other / ".gitignore").exists()
 
 
 def test_a_foreign_graph_json_stops_the_write_before_anything_is_written(

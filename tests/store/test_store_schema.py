@@ -165,6 +165,30 @@ def test_version_four_records_become_shapes_and_parts_and_read_back_the_same(
     ]
 
 
+def test_a_file_that_cannot_be_migrated_is_refused_untouched_with_what_to_do(
+    db_path: Path,
+) -> None:
+    with store.open(db_path) as db:
+        load_semantic_graph(db, build())
+    _downgrade_facts(db_path)
+    with closing(sqlite3.connect(db_path)) as conn:
+        conn.execute(
+            "UPDATE occurrences SET fact_id = 'sf_not_a_live_fact' "
+            "WHERE id = (SELECT min(id) FROM occurrences)"
+        )
+        conn.commit()
+    before = db_path.read_bytes()
+    with pytest.raises(CorruptionError) as caught:
+        store.open(db_path)
+    message = caught.value.message
+    assert "from schema 4 to 5" in message and "not live" in message
+    assert "cairn index" in message and "Nothing was changed" in message
+    assert caught.value.details["schema_version"] == 4
+    with closing(sqlite3.connect(db_path)) as conn:
+        assert schema_version(conn) == 4
+    assert db_path.read_bytes() == before
+
+
 def _downgrade_vectors(path: Path, version: int) -> None:
     """Rewrite a file's vectors the way schema ``version`` (1..3) stored them: the
     current ones in ``vectors`` (values inline, space JSON per row) and, from version 3,

@@ -208,7 +208,8 @@ def activate_folder(
 ) -> ActivationResult:
     """Write ``graph`` as ``folder/graph.cairn`` and move any v1 ``graph.json`` aside safely.
 
-    A ``graph.json`` that is neither a valid (bounded) v1 graph nor a tombstone is never
+    Only a folder that already has a ``graph.json`` gets the tombstone in its place. A
+    ``graph.json`` that is neither a valid (bounded) v1 graph nor a tombstone is never
     overwritten: activation refuses before writing anything. An existing
     ``graph.v1.json`` with other bytes is never overwritten either.
     """
@@ -235,7 +236,11 @@ def activate_folder(
         directed=directed,
         provenance=provenance,
     )
-    tombstone_written = legacy_kind is not FileKind.TOMBSTONE or _read(legacy_path) != TOMBSTONE
+    # A tombstone only replaces a graph.json that was there: a folder that never had one
+    # has no old reader to stop, and a new file would only be clutter.
+    tombstone_written = legacy_kind is not FileKind.ABSENT and (
+        legacy_kind is not FileKind.TOMBSTONE or _read(legacy_path) != TOMBSTONE
+    )
     if tombstone_written:
         atomic_write_bytes(legacy_path, TOMBSTONE)
     return ActivationResult(folder_status(root), size, preserved, tombstone_written)

@@ -25,6 +25,8 @@ from cairn.codegraph.emit import GraphEmitter
 from cairn.codegraph.limits import (
     ADAPTER_VERSION,
     DEFAULT_OUT_DIRNAME,
+    GITIGNORE_BYTES,
+    GITIGNORE_FILENAME,
     GRAPH_FILENAME,
     MANIFEST_FILENAME,
 )
@@ -300,6 +302,17 @@ def repository_revision(root: Path) -> str | None:
     return None
 
 
+def _ignore_derived(target: Path) -> None:
+    """Give a ``.cairn`` folder a ``.gitignore`` of ``*`` unless it has one already."""
+    if target.name != DEFAULT_OUT_DIRNAME:
+        return
+    try:
+        with (target / GITIGNORE_FILENAME).open("xb") as handle:
+            handle.write(GITIGNORE_BYTES)
+    except FileExistsError:
+        return  # the user's (or an earlier run's): left as it is
+
+
 def write_index(
     result: IndexResult,
     out_dir: Path | str | None = None,
@@ -312,8 +325,11 @@ def write_index(
     v1 ``graph.json`` already there (Graphify, networkx) is preserved as
     ``graph.v1.json`` and replaced by the tombstone, so old readers fail loudly instead
     of reading a stale graph; a ``graph.json`` that is not a v1 graph stops the write
-    with a typed error before anything is written. ``generated_at`` is injected for
-    reproducible output; when omitted the writer uses ``SOURCE_DATE_EPOCH`` or now.
+    with a typed error before anything is written; a folder without one gets none. A
+    folder named ``.cairn`` without a ``.gitignore`` gets one that ignores everything
+    in it (the index is derived; a user's own ``.gitignore`` is never touched).
+    ``generated_at`` is injected for reproducible output; when omitted the writer uses
+    ``SOURCE_DATE_EPOCH`` or now.
     """
     from cairn.artifact.atomic import atomic_write_bytes
     from cairn.artifact.folder import activate_folder
@@ -321,6 +337,7 @@ def write_index(
 
     target = Path(out_dir) if out_dir is not None else result.root / DEFAULT_OUT_DIRNAME
     target.mkdir(parents=True, exist_ok=True)
+    _ignore_derived(target)
     graph_path = target / GRAPH_FILENAME
     activated = activate_folder(
         target,

@@ -11,6 +11,8 @@ __all__ = [
     "BINARY_SNIFF_BYTES",
     "DEFAULT_EXCLUDED_DIRS",
     "DEFAULT_OUT_DIRNAME",
+    "GITIGNORE_BYTES",
+    "GITIGNORE_FILENAME",
     "GRAPH_FILENAME",
     "LANGUAGE_BY_NAME",
     "LANGUAGE_BY_SUFFIX",
@@ -43,6 +45,9 @@ MAX_RESOLUTION_DEPTH = 32
 """How many re-export / alias hops name resolution follows before giving up."""
 
 DEFAULT_OUT_DIRNAME = ".cairn"
+GITIGNORE_FILENAME = ".gitignore"
+GITIGNORE_BYTES = b"# Written by cairn index: this folder is derived, never commit it.\n*\n"
+"""What ``write_index`` puts in a new ``.cairn/.gitignore``, so git ignores the index."""
 GRAPH_FILENAME = "graph.cairn"
 MANIFEST_FILENAME = "manifest.json"
 MANIFEST_SCHEMA = "cairn.index-manifest/1"

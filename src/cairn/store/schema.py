@@ -458,6 +458,7 @@ def migrate(conn: sqlite3.Connection, target: int = LATEST_SCHEMA_VERSION) -> tu
     if not 0 <= target <= LATEST_SCHEMA_VERSION:
         raise ValueError(f"target schema version {target} is not between 0 and latest")
     conn.execute("BEGIN IMMEDIATE")
+    before: int | None = None
     try:
         before = schema_version(conn)
         if before > LATEST_SCHEMA_VERSION:
@@ -481,7 +482,22 @@ def migrate(conn: sqlite3.Connection, target: int = LATEST_SCHEMA_VERSION) -> tu
                 )
         after = max(before, target)
         conn.execute("COMMIT")
+    except CorruptionError as exc:
+        conn.execute("ROLLBACK")
+        if before is None or before == 0:
+            raise  # not a migration problem (a foreign file, say): the cause as found
+        raise _unmigratable(exc, before, target) from exc
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     return before, after
+
+
+def _unmigratable(exc: CorruptionError, before: int, target: int) -> CorruptionError:
+    """The error for a file whose data cannot be carried to ``target``: what, and what to do."""
+    return CorruptionError(
+        f"cannot migrate the database from schema {before} to {target}: {exc.message}. "
+        f"Nothing was changed. A code index is derived data: `cairn index PATH` rebuilds "
+        f"it after the file is moved away; otherwise restore a backup.",
+        details={**exc.details, "schema_version": before, "target": target},
+    )

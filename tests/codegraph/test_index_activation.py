@@ -92,3 +92,17 @@ def test_a_foreign_graph_json_stops_the_write_before_anything_is_written(
         write_index(index_repository(root), out, generated_at="2026-01-01T00:00:00Z")
     assert (out / "graph.json").read_bytes() == b"not a graph at all"
     assert sorted(p.name for p in out.iterdir()) == ["graph.json"]
+
+
+def test_indexing_reports_its_phases_and_every_file(tmp_path: Path) -> None:
+    from cairn.codegraph.build import INDEX_PHASES
+
+    root = repository(tmp_path)
+    (root / "more.py").write_text("from app import helper\n")
+    phases: list[str] = []
+    files: list[tuple[int, int]] = []
+    index_repository(
+        root, progress=lambda done, total: files.append((done, total)), phase=phases.append
+    )
+    assert phases == list(INDEX_PHASES)
+    assert files == [(1, 2), (2, 2)]

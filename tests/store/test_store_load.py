@@ -299,3 +299,51 @@ def test_a_load_survives_reopening(db_path: Path) -> None:
     with store.open(db_path) as db:
         assert load_semantic_graph(db, build()) == first
         assert [h.ref.id for h in db.text_search("symbols", "/text", "service")] == [SERVICE]
+
+
+def _many_functions(count: int) -> SemanticGraph:
+    graph = SemanticGraph()
+    stable = EndpointIdentity.stable()
+    graph.add_node(
+        USERS, "file", identity=stable, attributes={"kind": "file", "path": "app/users.py"}
+    )
+    for number in range(count):
+        node = f"function:app/users.py#f{number:04d}"
+        doc = f"Function {number} " + "does something worth describing. " * (number % 40)
+        graph.add_node(
+            node, "function", identity=stable, attributes={"name": f"f{number}", "doc": doc}
+        )
+        graph.add_fact(USERS, node, "contains", occurrence=_site(number + 1))
+    return graph
+
+
+def test_the_first_load_leaves_a_packed_file_and_later_loads_do_not_rewrite_it(
+    db_path: Path, tmp_path: Path
+) -> None:
+    with store.open(db_path) as db:
+        load_semantic_graph(db, _many_functions(600))
+        found = [h.ref.id for h in db.text_search("symbols", "/text", "f17")]
+    packed = tmp_path / "packed.db"
+    with closing(sqlite3.connect(db_path)) as conn:
+        assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
+        conn.execute(f"VACUUM INTO '{packed}'")
+    assert db_path.stat().st_size == packed.stat().st_size  # nothing left to pack
+    with store.open(db_path) as db:
+        assert [h.ref.id for h in db.text_search("symbols", "/text", "f17")] == found
+        assert found[0] == "function:app/users.py#f0017"
+        vacuums: list[int] = []
+        db.vacuum = lambda: vacuums.append(1)  # type: ignore[method-assign]
+        load_semantic_graph(db, _many_functions(601))
+        assert vacuums == []  # only a load into an empty file packs it
+
+
+def test_a_load_reports_its_steps_in_order(db_path: Path) -> None:
+    from cairn.store.load import LOAD_STEPS
+
+    with store.open(db_path) as db:
+        first: list[str] = []
+        load_semantic_graph(db, build(), progress=first.append)
+        again: list[str] = []
+        load_semantic_graph(db, build(), progress=again.append)
+    assert first == list(LOAD_STEPS)  # a first load does every step, packing included
+    assert again == ["encoding", "diffing", "documents", "vectors", "facts", "committing"]

@@ -46,8 +46,11 @@ from cairn.errors import ValidationError
 from cairn.graph import SemanticGraph, build_receipt, fully_stable_facts
 
 __all__ = [
+    "INDEX_PHASES",
     "MAX_WORKERS",
     "IndexResult",
+    "PhaseCallback",
+    "ProgressCallback",
     "WrittenIndex",
     "default_workers",
     "extract_file",
@@ -77,6 +80,10 @@ WORKER_PRELOAD = (
 """Modules the forkserver imports once, so each worker starts without importing them."""
 
 ProgressCallback = Callable[[int, int], None]
+"""Told ``(files done, files in all)`` as extraction goes."""
+PhaseCallback = Callable[[str], None]
+"""Told the name of each indexing phase as it starts (one of ``INDEX_PHASES``)."""
+INDEX_PHASES = ("scanning", "extracting", "resolving")
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,19 +189,33 @@ def index_repository(
     excludes: Sequence[str] = (),
     workers: int = 1,
     progress: ProgressCallback | None = None,
+    phase: PhaseCallback | None = None,
 ) -> IndexResult:
-    """Index the repository at ``root`` into a semantic graph plus manifest."""
+    """Index the repository at ``root`` into a semantic graph plus manifest.
+
+    ``progress`` follows the files extracted; ``phase`` is told each phase as it starts.
+    """
     if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
         raise ValidationError(f"workers must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
     started = time.perf_counter()
+    tell = phase or _quiet
     with gc_paused():  # ~10^5 acyclic records: the collector would only rescan them
+        tell("scanning")
         scan = scan_repository(root, excludes=excludes)
-        manifest, graph = _index(scan, workers, progress)
+        tell("extracting")
+        manifest, graph = _index(scan, workers, progress, tell)
     return IndexResult(scan.root, graph, manifest, time.perf_counter() - started)
 
 
+def _quiet(name: str) -> None:
+    """The phases of an index nobody watches."""
+
+
 def _index(
-    scan: ScanResult, workers: int, progress: ProgressCallback | None
+    scan: ScanResult,
+    workers: int,
+    progress: ProgressCallback | None,
+    phase: PhaseCallback = _quiet,
 ) -> tuple[Manifest, SemanticGraph]:
     """Extract, resolve and admit: the body of ``index_repository`` (collector paused)."""
     manifest = Manifest()
@@ -211,6 +232,7 @@ def _index(
         python.run()
         emitter.flush()  # admit the Python facts while the workers finish the other files
         pairs.extend(next(phases))
+    phase("resolving")
     pairs.sort(key=lambda pair: pair[0].path)
     extracts = [extract for _, extract in pairs]
     call_stats: dict[str, Counter[str]] = dict(python.call_stats)

@@ -10,14 +10,20 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from cairn.codegraph.build import (
-    ProgressCallback,
     default_workers,
     index_repository,
     index_summary,
@@ -26,29 +32,48 @@ from cairn.codegraph.build import (
 from cairn.graph.multigraph import SemanticGraph
 from cairn.store.locate import DATABASE_FILE
 
+if TYPE_CHECKING:
+    from cairn.store.load import LoadProgress
+
 __all__ = ["index_and_write", "print_summary"]
 
 
+class _Steps:
+    """What ``cairn index`` is doing, as one line: the phase, and the files while extracting."""
+
+    def __init__(self, bar: Progress | None) -> None:
+        self.bar = bar
+        self.task = bar.add_task("starting", total=None) if bar is not None else None
+
+    def phase(self, name: str) -> None:
+        if self.bar is not None and self.task is not None:
+            self.bar.update(self.task, description=name, completed=0, total=None)
+
+    def files(self, done: int, total: int) -> None:
+        if self.bar is not None and self.task is not None:
+            self.bar.update(self.task, completed=done, total=total)
+
+    def loading(self, step: str) -> None:
+        self.phase(f"loading: {step}")
+
+
 @contextmanager
-def _progress(console: Console, enabled: bool) -> Iterator[ProgressCallback | None]:
+def _progress(console: Console, enabled: bool) -> Iterator[_Steps]:
+    """A transient progress line on a terminal (every phase: scan to load); nothing else."""
     if not enabled:
-        yield None
+        yield _Steps(None)
         return
     bar = Progress(
-        TextColumn("[bold]indexing"),
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
         transient=True,
     )
-    task = bar.add_task("files", total=None)
-
-    def update(done: int, total: int) -> None:
-        bar.update(task, completed=done, total=total)
-
     with bar:
-        yield update
+        yield _Steps(bar)
 
 
 def index_and_write(
@@ -64,31 +89,37 @@ def index_and_write(
     """Index ``path``, write ``graph.cairn`` and the manifest, load the database, summarise.
 
     The database is ``cairn.db`` next to ``graph.cairn`` (``PATH/.cairn/cairn.db`` by
-    default); loading applies only what changed, as one atomic command.
+    default); loading applies only what changed, as one atomic command. On a terminal
+    (and without ``as_json``) one transient line shows each phase as it runs.
     """
     console = Console(stderr=as_json)
     count = workers if workers is not None else default_workers()
-    with _progress(console, console.is_terminal and not as_json) as progress:
-        result = index_repository(path, excludes=excludes, workers=count, progress=progress)
-    written = write_index(result, out, generated_at=generated_at)
-    summary = index_summary(result)
-    summary["workers"] = count
-    summary["graph_path"] = str(written.graph_path)
-    summary["manifest_path"] = str(written.manifest_path)
-    summary["graph_bytes"] = written.graph_bytes
-    if load:
-        summary["load"] = _load(written.graph_path.parent / DATABASE_FILE, result.graph)
+    with _progress(console, console.is_terminal and not as_json) as steps:
+        result = index_repository(
+            path, excludes=excludes, workers=count, progress=steps.files, phase=steps.phase
+        )
+        steps.phase("writing graph.cairn")
+        written = write_index(result, out, generated_at=generated_at)
+        summary = index_summary(result)
+        summary["workers"] = count
+        summary["graph_path"] = str(written.graph_path)
+        summary["manifest_path"] = str(written.manifest_path)
+        summary["graph_bytes"] = written.graph_bytes
+        if load:
+            database = written.graph_path.parent / DATABASE_FILE
+            summary["load"] = _load(database, result.graph, steps.loading)
     if not as_json:
         print_summary(console, summary)
     return summary
 
 
-def _load(db_path: Path, graph: SemanticGraph) -> dict[str, Any]:
+def _load(db_path: Path, graph: SemanticGraph, progress: LoadProgress) -> dict[str, Any]:
     from cairn.store import open as open_database
     from cairn.store.load import load_semantic_graph, load_summary
 
+    progress("opening")
     with open_database(db_path) as db:
-        receipt = load_semantic_graph(db, graph)
+        receipt = load_semantic_graph(db, graph, progress=progress)
     return {"db": str(db_path), **load_summary(receipt)}
 
 

@@ -92,9 +92,11 @@ __all__ = [
     "FAMILY_COLLECTIONS",
     "LOADER_VERSION",
     "LOAD_CACHE_KIB",
+    "LOAD_STEPS",
     "OTHER_COLLECTION",
     "TEXT_FIELD",
     "VECTOR_FIELD",
+    "LoadProgress",
     "collection_of",
     "load_semantic_graph",
     "load_summary",
@@ -442,6 +444,25 @@ def _by_ref(item: tuple[EntityRef, Any]) -> tuple[str, str]:
     return item[0].collection, item[0].id
 
 
+LoadProgress = Callable[[str], None]
+"""Told the name of each load step as it starts (one of ``LOAD_STEPS``)."""
+LOAD_STEPS = (
+    "encoding",
+    "diffing",
+    "documents",
+    "vectors",
+    "facts",
+    "committing",
+    "snapshot",
+    "packing",
+)
+"""The steps of a load in order; a step with nothing to do may be skipped."""
+
+
+def _quiet(step: str) -> None:
+    """The progress of a load nobody watches."""
+
+
 def _in_clause(values: Sequence[str]) -> str:
     return ", ".join("?" * len(values))
 
@@ -450,12 +471,19 @@ class _Plan:
     """Diffs the wanted state against the stored one and applies the differences."""
 
     def __init__(
-        self, wanted: _Wanted, embedder: Embedder, database: str, *, bulk: bool = True
+        self,
+        wanted: _Wanted,
+        embedder: Embedder,
+        database: str,
+        *,
+        bulk: bool = True,
+        progress: LoadProgress | None = None,
     ) -> None:
         self.wanted = wanted
         self.embedder = embedder
         self.database = database
         self.bulk = bulk  # False: every put through the row-at-a-time applier (tests' oracle)
+        self.progress = progress or _quiet
 
     def __call__(
         self, conn: sqlite3.Connection, principal: Principal, position: int
@@ -480,6 +508,7 @@ class _Plan:
         applier = BulkApplier(conn, self.database, principal, position)
         outcomes: list[MutationOutcome] = []
         names = self._configure(conn, applier, outcomes)
+        self.progress("diffing")
         stored_docs = self._stored_documents(conn, names)
         stored_facts = self._stored_facts(conn)
         for fact_id, stored_fact in sorted(stored_facts.items()):
@@ -495,14 +524,18 @@ class _Plan:
             if stored is None or stored[1] != document.data:
                 puts.append(BulkDocument(ref.collection, ref.id, document.body, document.data))
                 rewritten.append(ref)
+        self.progress("documents")
         outcomes.extend(self._put_documents(applier, puts))
+        self.progress("vectors")
         outcomes.extend(self._vectors(conn, applier, rewritten, stored_docs))
+        self.progress("facts")
         facts = [
             item
             for fact_id, item in sorted(wanted.facts.items())
             if stored_facts.get(fact_id) != (item.endpoints, item.stored)
         ]
         outcomes.extend(self._put_facts(applier, facts))
+        self.progress("committing")
         return tuple(outcomes)
 
     def _put_documents(
@@ -644,6 +677,7 @@ def load_semantic_graph(
     principal: PrincipalLike = None,
     now: datetime | None = None,
     checkpoint: bool = True,
+    progress: LoadProgress | None = None,
 ) -> CommitReceipt:
     """Make the store hold ``graph`` as documents, vectors and facts: one atomic diff.
 
@@ -652,7 +686,9 @@ def load_semantic_graph(
     an identical earlier load is returned, else an empty receipt at the current
     position). Needs admin on the family collections and the graph. With
     ``checkpoint`` (the default), a load that changed something then writes a column
-    snapshot (``Database.checkpoint_columns``) so the next cold open is fast.
+    snapshot (``Database.checkpoint_columns``) so the next cold open is fast. The first
+    load into an empty database then packs the file (``Database.vacuum``).
+    ``progress`` is told the name of each step as it starts (``LOAD_STEPS``).
     """
     if not isinstance(graph, SemanticGraph):
         raise ValidationError("load_semantic_graph() takes a SemanticGraph")
@@ -660,10 +696,16 @@ def load_semantic_graph(
         from cairn.embed import HashingEmbedder
 
         embedder = HashingEmbedder()
+    report = progress or _quiet
+    first = db.position == 0
     with _gc_paused():
-        receipt = _load(db, graph, graph_name, embedder, principal, now, bulk=True)
+        receipt = _load(db, graph, graph_name, embedder, principal, now, bulk=True, progress=report)
         if checkpoint and receipt.mutations and db.stored_snapshot_position != db.position:
+            report("snapshot")
             db.checkpoint_columns()  # the next cold open maps the columns, not the rows
+    if first and receipt.mutations:
+        report("packing")
+        db.vacuum()  # the file held nothing before: pack what the bulk insert left half full
     return receipt
 
 
@@ -676,12 +718,14 @@ def _load(
     now: datetime | None,
     *,
     bulk: bool,
+    progress: LoadProgress | None = None,
 ) -> CommitReceipt:
     """The load, with batched puts (``bulk``) or row by row (the tests' oracle)."""
     with _gc_paused():
+        (progress or _quiet)("encoding")
         wanted = _wanted(graph, graph_name, embedder.space)
         command_id = uuid.uuid5(_FINGERPRINT_NAMESPACE, wanted.fingerprint)
-        plan = _Plan(wanted, embedder, db.name, bulk=bulk)
+        plan = _Plan(wanted, embedder, db.name, bulk=bulk, progress=progress)
         return db.apply_internal(command_id, wanted.fingerprint, plan, principal, now=now)
 
 

@@ -30,16 +30,16 @@ from cairn.errors import (
 )
 
 if TYPE_CHECKING:
-    from cairn.store import Database, open
+    from cairn.database import Database, open
 
 
 def __getattr__(name: str) -> Any:
-    # ``open`` and ``Database`` load the store (and numpy) on first use, so that light
-    # entry points such as ``cairn mcp`` start fast.
+    # ``open`` and ``Database`` load the store, the engine (and numpy) on first use, so
+    # that light entry points such as ``cairn mcp`` start fast.
     if name in ("open", "Database"):
-        from cairn import store
+        from cairn import database
 
-        value = getattr(store, name)
+        value = getattr(database, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'cairn' has no attribute {name!r}")

@@ -164,7 +164,7 @@ def load_command(
 ) -> None:
     """Load a graph.cairn into a database as one atomic diff (documents, vectors, facts)."""
     from cairn.artifact.reader import read_artifact
-    from cairn.store import open as open_database
+    from cairn.database import open as open_database
     from cairn.store.load import load_semantic_graph, load_summary
     from cairn.store.locate import resolve_database
 
@@ -269,9 +269,9 @@ def search_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Hybrid search: text and embedding, plus graph retrieval (--seed), scope, expansion."""
+    from cairn.database import open as open_database
     from cairn.search.present import build_cli_request
     from cairn.search.wire import to_wire
-    from cairn.store import open as open_database
     from cairn.store.locate import resolve_database
 
     try:
@@ -329,9 +329,9 @@ def sql_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Run a SQL SEARCH statement: the same graph search, written as one statement."""
+    from cairn.database import open as open_database
     from cairn.search.contracts import QueryRequest, SqlGraphSearchRequest
     from cairn.search.wire import to_wire
-    from cairn.store import open as open_database
     from cairn.store.locate import resolve_database
 
     parameters = dict(_parse_param(item) for item in param or ())
@@ -351,7 +351,7 @@ def sql_command(
 @app.command("stats")
 def stats_command(db: DbOption = None, as_json: JsonFlag = False) -> None:
     """Counts of what the database holds: documents per collection, facts per graph."""
-    from cairn.store import open as open_database
+    from cairn.database import open as open_database
     from cairn.store.locate import resolve_database
     from cairn.store.stats import database_stats
 

@@ -65,7 +65,7 @@ def _seed_file(root: Path) -> str:
 def run_repository_demo(root: str | Path, *, workers: int | None = None) -> DemoRun:
     """Index ``root``, load its database, and run the three example searches."""
     from cairn.codegraph.build import default_workers, index_repository, index_summary, write_index
-    from cairn.store import open as open_database
+    from cairn.database import open as open_database
     from cairn.store.load import load_semantic_graph, load_summary
     from cairn.store.locate import database_path
 

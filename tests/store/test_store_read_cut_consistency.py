@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-import cairn.store as store
+import cairn
 from cairn.search.contracts import (
     Branch,
     GraphExpansion,
@@ -106,7 +106,7 @@ def commit(db: Database, g: int, previous_facts: Sequence[str]) -> list[str]:
 
 def setup(path: Path) -> list[str]:
     """Configure the collections and the graph and commit generation 0."""
-    with store.open(path) as db:
+    with cairn.open(path) as db:
         db.command(
             CommandRequest(
                 uuid.uuid5(uuid.NAMESPACE_OID, "cut:setup"),
@@ -123,7 +123,7 @@ def setup(path: Path) -> list[str]:
 
 def write_until_stdin_closes(path: Path, first: int, facts: list[str]) -> None:
     """The writer process: commit generations until the parent closes our stdin."""
-    with store.open(path) as db:
+    with cairn.open(path) as db:
         print("READY", flush=True)
         g = first
         while not select.select([sys.stdin], [], [], 0)[0]:
@@ -236,7 +236,7 @@ def test_the_checks_reject_a_mixed_reply(tmp_path: Path) -> None:
     """The checks can fail: hits of one generation with the walk of another are caught."""
     path = tmp_path / "cairn.db"
     facts = setup(path)
-    with store.open(path) as db:
+    with cairn.open(path) as db:
         before = db.graph_search(hybrid_request())
         commit(db, 1, facts)
         after = db.graph_search(hybrid_request())
@@ -262,7 +262,7 @@ def test_a_writer_thread_never_mixes_positions_in_one_reply(
         nonlocal facts
         try:
             with contextlib.ExitStack() as stack:
-                target = stack.enter_context(store.open(path)) if own_handle else db
+                target = stack.enter_context(cairn.open(path)) if own_handle else db
                 g = 1
                 while not done.is_set():
                     facts = commit(target, g, facts)
@@ -282,7 +282,7 @@ def test_a_writer_thread_never_mixes_positions_in_one_reply(
             errors.append(exc)
             done.set()
 
-    with store.open(path) as db:
+    with cairn.open(path) as db:
         threads = [threading.Thread(target=write)]
         threads += [threading.Thread(target=read, args=(index,)) for index in range(2)]
         for thread in threads:
@@ -303,7 +303,7 @@ def test_a_writer_process_never_mixes_positions_in_one_reply(tmp_path: Path) -> 
     facts = setup(path)
     argv = [sys.executable, str(Path(__file__).resolve()), str(path), "1", ",".join(facts)]
     with (
-        store.open(path) as db,
+        cairn.open(path) as db,
         subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as writer,
     ):
         assert writer.stdin is not None and writer.stdout is not None

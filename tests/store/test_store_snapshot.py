@@ -18,7 +18,7 @@ import orjson
 import pytest
 from store_helpers import SPACE, cmd, put, rows
 
-import cairn.store as store
+import cairn
 from cairn.errors import NotFoundError
 from cairn.search.contracts import SearchRequest
 from cairn.store import (
@@ -103,7 +103,7 @@ def rebuilt_answers(path: Path) -> list[object]:
         target.execute("DROP TABLE IF EXISTS column_snapshot")
         target.commit()
     try:
-        with store.open(copy) as db:
+        with cairn.open(copy) as db:
             assert db.columns_snapshot_position is None
             return answers(db)
     finally:
@@ -113,7 +113,7 @@ def rebuilt_answers(path: Path) -> list[object]:
 
 @pytest.fixture
 def filled(db_path: Path) -> Path:
-    with store.open(db_path) as db:
+    with cairn.open(db_path) as db:
         configure(db)
         history(db, seed=1, commands=40)
         db.command(
@@ -128,10 +128,10 @@ def filled(db_path: Path) -> Path:
 
 
 def test_a_snapshot_open_answers_like_a_rebuild(filled: Path) -> None:
-    with store.open(filled) as db:
+    with cairn.open(filled) as db:
         position = db.checkpoint_columns()
         assert position == db.position
-    with store.open(filled) as db:
+    with cairn.open(filled) as db:
         mapped = answers(db)
         assert db.columns_snapshot_position == position
     assert mapped == rebuilt_answers(filled)
@@ -139,7 +139,7 @@ def test_a_snapshot_open_answers_like_a_rebuild(filled: Path) -> None:
 
 
 def test_writes_and_deletes_after_the_snapshot_are_caught_up(filled: Path) -> None:
-    with store.open(filled) as db:
+    with cairn.open(filled) as db:
         snapped = db.checkpoint_columns()
         history(db, seed=3, commands=25)
         db.command(
@@ -148,7 +148,7 @@ def test_writes_and_deletes_after_the_snapshot_are_caught_up(filled: Path) -> No
             )
         )
         history(db, seed=4, commands=5)
-    with store.open(filled) as db:
+    with cairn.open(filled) as db:
         assert db.position > snapped
         assert answers(db) == rebuilt_answers(filled)
         assert db.columns_snapshot_position == snapped
@@ -157,13 +157,13 @@ def test_writes_and_deletes_after_the_snapshot_are_caught_up(filled: Path) -> No
 
 
 def test_the_snapshot_written_by_a_handle_with_columns_equals_a_fresh_one(filled: Path) -> None:
-    with store.open(filled) as db:
+    with cairn.open(filled) as db:
         answers(db)  # the handle's own columns are built and at the position
         db.checkpoint_columns()
     own = rows(filled, "SELECT name, part, data FROM column_snapshot ORDER BY name, part")
-    with store.open(filled) as db:
+    with cairn.open(filled) as db:
         db.command(cmd(ConfigureCollection("scratch", ("/text",))))
-    with store.open(filled) as db:  # columns empty: a fresh build at the new position
+    with cairn.open(filled) as db:  # columns empty: a fresh build at the new position
         db.checkpoint_columns()
     fresh = rows(filled, "SELECT name, part, data FROM column_snapshot ORDER BY name, part")
     strip = [(n, p, d) for n, p, d in own if n != "header"]
@@ -250,10 +250,10 @@ DAMAGE = {
 
 @pytest.mark.parametrize("name", sorted(DAMAGE))
 def test_a_damaged_or_stale_snapshot_is_ignored(filled: Path, name: str) -> None:
-    with store.open(filled) as db:
+    with cairn.open(filled) as db:
         db.checkpoint_columns()
     DAMAGE[name](filled)
-    with store.open(filled) as db:
+    with cairn.open(filled) as db:
         found = answers(db)
         assert db.columns_snapshot_position is None
     assert found == rebuilt_answers(filled)
@@ -261,7 +261,7 @@ def test_a_damaged_or_stale_snapshot_is_ignored(filled: Path, name: str) -> None
 
 def test_a_snapshot_from_another_file_is_ignored(filled: Path, tmp_path: Path) -> None:
     other = tmp_path / "other.db"
-    with store.open(other) as db:
+    with cairn.open(other) as db:
         configure(db)
         history(db, seed=1, commands=40)
         db.checkpoint_columns()
@@ -269,7 +269,7 @@ def test_a_snapshot_from_another_file_is_ignored(filled: Path, tmp_path: Path) -
         conn.execute("ATTACH DATABASE ? AS other", (str(other),))
         conn.execute("CREATE TABLE column_snapshot AS SELECT * FROM other.column_snapshot")
         conn.commit()
-    with store.open(filled) as db:
+    with cairn.open(filled) as db:
         found = answers(db)
         assert db.columns_snapshot_position is None
     assert found == rebuilt_answers(filled)
@@ -280,7 +280,7 @@ def test_a_checkpoint_does_not_move_the_position_or_touch_the_truth(filled: Path
     before = {name: rows(filled, f"SELECT * FROM {name}") for name in tables}
     snapshot = "SELECT count(*) FROM sqlite_master WHERE name = 'column_snapshot'"
     assert rows(filled, snapshot) == [(0,)]  # created by the first checkpoint, not at open
-    with store.open(filled) as db:
+    with cairn.open(filled) as db:
         position = db.position
         assert db.checkpoint_columns() == position
         assert db.position == position
@@ -309,7 +309,7 @@ def test_snapshot_arrays_take_the_smallest_exact_unsigned_type(
 
 
 def test_term_counts_are_stored_in_one_byte_and_answer_alike(filled: Path) -> None:
-    with store.open(filled) as db:
+    with cairn.open(filled) as db:
         db.checkpoint_columns()
     kinds = rows(
         filled, "SELECT data FROM column_snapshot WHERE name = 'header'"
@@ -317,7 +317,7 @@ def test_term_counts_are_stored_in_one_byte_and_answer_alike(filled: Path) -> No
     manifest = orjson.loads(kinds[0][0])["arrays"]
     counts = [entry["dtype"] for name, entry in manifest.items() if name.endswith(".counts")]
     assert counts and set(counts) == {"|u1"}
-    with store.open(filled) as db:
+    with cairn.open(filled) as db:
         found = answers(db)
         assert db.columns_snapshot_position is not None
     assert found == rebuilt_answers(filled)
@@ -335,10 +335,10 @@ def test_vectors_are_not_in_the_snapshot_and_load_from_their_blocks(filled: Path
     columns build numpy-owned matrices from the vector blocks."""
     from cairn.canonical import canonical_bytes
 
-    with store.open(filled) as db:
+    with cairn.open(filled) as db:
         db.checkpoint_columns()
     assert not [name for name in _header(filled)["arrays"] if "vector" in name]  # type: ignore[union-attr]
-    with store.open(filled) as db:
+    with cairn.open(filled) as db:
         found = answers(db)  # the first cut restores the snapshot
         assert db.columns_snapshot_position is not None
         with db.read_cut() as cut:

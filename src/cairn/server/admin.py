@@ -30,7 +30,8 @@ from cairn.store.policy import ApiKeyVerifier, Capability, FieldPolicy, Principa
 from cairn.store.reads import ReadCut
 
 if TYPE_CHECKING:
-    from cairn.store.database import Database, PrincipalLike
+    from cairn.database import Database
+    from cairn.store.database import PrincipalLike
 
 __all__ = [
     "PRINCIPAL_SETTINGS",

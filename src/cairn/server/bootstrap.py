@@ -13,11 +13,11 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from cairn.database import Database
 from cairn.errors import UnauthenticatedError, ValidationError
 from cairn.server.limits import ADMIN_KEY_ENV, ADMIN_PRINCIPAL_ID
 from cairn.store.apply import load_principal
 from cairn.store.commands import CommandRequest, ConfigurePrincipal
-from cairn.store.database import Database
 from cairn.store.policy import (
     ApiKeyVerifier,
     Capability,

@@ -30,6 +30,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.canonical import canonical_bytes
+from cairn.database import Database
 from cairn.errors import (
     BudgetExceededError,
     CairnError,
@@ -44,7 +45,6 @@ from cairn.server import admin
 from cairn.server.limits import MAX_BODY_BYTES, MAX_BODY_DEPTH, PROBLEM_MEDIA_TYPE
 from cairn.server.schemas import BODY_SUFFIX, component_schemas, json_body, json_reply
 from cairn.store.commands import CommitReceipt, command_from_json
-from cairn.store.database import Database
 from cairn.store.policy import ApiKeyVerifier, Principal, issue_api_key
 from cairn.store.stats import database_stats
 

@@ -25,8 +25,9 @@ from mcp.server.lowlevel.server import Server
 from cairn.errors import CairnError, UnauthenticatedError, ValidationError
 
 if TYPE_CHECKING:
+    from cairn.database import Database
     from cairn.server.mcp_tools import McpTool
-    from cairn.store.database import Database, PrincipalLike
+    from cairn.store.database import PrincipalLike
 
 __all__ = [
     "API_KEY_ENV",
@@ -79,7 +80,7 @@ class McpBackend:
         """The open database (opened on the first call, then reused)."""
         with self._lock:
             if self._db is None:
-                from cairn.store import open as open_database
+                from cairn.database import open as open_database
 
                 self._db = open_database(self._path)
             return self._db

@@ -27,7 +27,8 @@ from cairn.search.schema import json_schema
 from cairn.search.wire import from_wire, to_json, to_wire
 
 if TYPE_CHECKING:
-    from cairn.store.database import Database, PrincipalLike
+    from cairn.database import Database
+    from cairn.store.database import PrincipalLike
 
 __all__ = ["COMPACT_FIELDS", "MAX_COMPACT_TEXT", "TOOLS", "McpTool", "compact_documents"]
 

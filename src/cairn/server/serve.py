@@ -18,6 +18,8 @@ from typing import Any, TextIO
 import orjson
 import uvicorn
 
+from cairn.database import Database
+from cairn.database import open as open_database
 from cairn.errors import ConflictError, ValidationError
 from cairn.server.bootstrap import AdminBootstrap, ensure_admin
 from cairn.server.http import create_app
@@ -29,8 +31,6 @@ from cairn.server.limits import (
     LOOPBACK_HOSTS,
     SOCKET_BACKLOG,
 )
-from cairn.store.database import Database
-from cairn.store.database import open as open_database
 
 __all__ = ["bind_socket", "serve"]
 

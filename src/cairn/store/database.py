@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import Self, TypeVar
 
 import orjson
 
@@ -72,17 +72,9 @@ from cairn.store.snapshot import snapshot_position, write_snapshot
 from cairn.store.validation import validate_command
 from cairn.store.vectors import VectorHit, vector_branch
 
-if TYPE_CHECKING:
-    from cairn.search.budget import CancelToken
-    from cairn.search.contracts import (
-        GraphSearchRequest,
-        GraphSearchResult,
-        RankedDocument,
-        SearchRequest,
-        SqlGraphSearchRequest,
-    )
+__all__ = ["STORED_ERRORS", "Database", "InternalPlan", "PrincipalLike", "open", "open_as"]
 
-__all__ = ["STORED_ERRORS", "Database", "InternalPlan", "PrincipalLike", "open"]
+_Opened = TypeVar("_Opened", bound="Database")
 
 PrincipalLike = Principal | str | None
 """A principal, its ID, or None for the embedded owner."""
@@ -177,8 +169,16 @@ def open(path: str | os.PathLike[str], *, database: str | None = None) -> Databa
     """Open (creating and migrating as needed) the Cairn database in the file ``path``.
 
     ``database`` names the database when the file is created (default ``main``); when
-    given for an existing file it must match the stored name.
+    given for an existing file it must match the stored name. This is the store alone
+    (commands and reads); ``cairn.open`` adds search.
     """
+    return open_as(Database, path, database=database)
+
+
+def open_as(
+    kind: type[_Opened], path: str | os.PathLike[str], *, database: str | None = None
+) -> _Opened:
+    """``open``, handing the file to ``kind`` (a ``Database`` subclass a layer above adds to)."""
     file = Path(path)
     if str(path) in ("", ":memory:") or str(path).startswith("file:"):
         raise ValidationError("a Cairn database needs a file path (WAL needs a real file)")
@@ -199,7 +199,7 @@ def open(path: str | os.PathLike[str], *, database: str | None = None) -> Databa
     except BaseException:
         writer.close()
         raise
-    return Database(file, writer, meta["database"], uuid.UUID(meta["incarnation"]))
+    return kind(file, writer, meta["database"], uuid.UUID(meta["incarnation"]))
 
 
 class Database:
@@ -261,7 +261,7 @@ class Database:
             self._idle_readers.clear()
             self._writer.close()
 
-    def __enter__(self) -> Database:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -712,40 +712,3 @@ class Database:
                 (self._principal_id(principal), self._name, str(command_id)),
             ).fetchone()
         return None if row is None else unpack_outcome(row[0])
-
-    # ----------------------------------------------------------------- search
-    # The engine lives in cairn.search (it sits above the store); these methods are the
-    # database's front door to it, imported late so the layers stay one-way.
-    def search(
-        self,
-        request: SearchRequest,
-        principal: PrincipalLike = None,
-        cancel: CancelToken | None = None,
-    ) -> list[RankedDocument]:
-        """Plain hybrid search (text, vector or both) in one read cut."""
-        from cairn.search.engine import search
-
-        return search(self, request, principal, cancel)
-
-    def graph_search(
-        self,
-        request: GraphSearchRequest,
-        principal: PrincipalLike = None,
-        cancel: CancelToken | None = None,
-    ) -> GraphSearchResult:
-        """Hybrid graph search (scope, retriever, expansion) in one read cut."""
-        from cairn.search.engine import graph_search
-
-        return graph_search(self, request, principal, cancel)
-
-    def search_sql(
-        self,
-        request: SqlGraphSearchRequest,
-        principal: PrincipalLike = None,
-        cancel: CancelToken | None = None,
-    ) -> GraphSearchResult:
-        """A SQL ``SEARCH`` statement, lowered to one graph search and run as one."""
-        from cairn.search.engine import graph_search
-        from cairn.sql.parser import lower_sql
-
-        return graph_search(self, lower_sql(request, database=self._name), principal, cancel)

@@ -30,10 +30,13 @@ rounds of wall time; CPU time (user + system of the whole tree: this process is 
 subreaper, so grandchildren such as worker processes are reaped here and counted); peak
 RSS of the tree (the largest sum of ``/proc`` RSS over the tool's session, sampled every
 ``POLL_SECONDS``; pages shared by forked workers count in each process, so it is an upper
-bound); nodes, facts (Cairn) or edges (peers), occurrences (Cairn's evidence records;
-for the peers, edges that carry a source location); and the on-disk size of what the
-run left behind (apparent file sizes, MiB = 2**20 bytes): Cairn's ``cairn.db`` (with
-``-wal``/``-shm`` if present), ``graph.cairn`` and the ``.cairn/`` folder total;
+bound; the targets are judged on it); peak PSS of the tree (the largest sum of
+``smaps_rollup`` proportional set sizes, where a shared page counts once in all: what
+the tree really holds, shown beside it); nodes, facts (Cairn) or edges (peers),
+occurrences (Cairn's evidence records; for the peers, edges that carry a source
+location); and the on-disk size of what the run left behind (apparent file sizes,
+MiB = 2**20 bytes): Cairn's ``cairn.db`` (with ``-wal``/``-shm`` if present),
+``graph.cairn`` and the ``.cairn/`` folder total;
 CodeGraph's ``codegraph.db`` (with ``-wal``/``-shm``) and ``.codegraph/`` total;
 Graphify's ``graphify-out/`` total. Cairn's ``graph.cairn`` is checked to be
 byte-identical between every ``--workers N`` / ``PYTHONHASHSEED=4242`` round and one
@@ -129,6 +132,9 @@ class Run:
     stdout: str
     stderr: str
     sizes: dict[str, Any] = field(default_factory=dict)
+    peak_pss_mib: float = 0.0
+    """Peak of the summed proportional set sizes: a page shared by forked processes
+    counts once over all of them (the RSS sum counts it in each)."""
 
 
 @dataclass
@@ -171,6 +177,23 @@ def _become_subreaper() -> None:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):  # pragma: no cover - non-Linux
         pass
+
+
+def _pss_bytes(pid: str) -> int:
+    """The proportional set size of process ``pid`` (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return 0
+    return 0
+
+
+def _session_pss(pids: list[int]) -> int:
+    """Summed PSS bytes of ``pids``."""
+    return sum(_pss_bytes(str(pid)) for pid in pids)
 
 
 def _session_stats(session: int) -> tuple[int, list[int]]:
@@ -229,10 +252,11 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> Run:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, start_new_session=True)
-        peak = 0
+        peak = peak_pss = 0
         while proc.poll() is None:
-            rss, _ = _session_stats(proc.pid)
+            rss, pids = _session_stats(proc.pid)
             peak = max(peak, rss)
+            peak_pss = max(peak_pss, _session_pss(pids))
             if time.perf_counter() - started > RUN_TIMEOUT_SECONDS:
                 proc.kill()
             time.sleep(POLL_SECONDS)
@@ -244,7 +268,7 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> Run:
         stdout = out.read().decode("utf-8", "replace")
         stderr = err.read().decode("utf-8", "replace")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Run(wall, cpu, peak / MIB, proc.returncode, stdout, stderr)
+    return Run(wall, cpu, peak / MIB, proc.returncode, stdout, stderr, peak_pss_mib=peak_pss / MIB)
 
 
 def _file_sizes(folder: Path) -> dict[str, int]:
@@ -555,7 +579,8 @@ def print_table(label: str, results: dict[str, ToolResult]) -> None:
     print(f"\n## {label}")
     print(
         f"{'tool':<11}{'runs':>5}{'wall s':>8}{'(min-max)':>12}{'CPU s':>8}{'(min-max)':>12}"
-        f"{'RSS MiB':>9}{'(min-max)':>11}{'nodes':>9}{'facts/edges':>12}{'occurrences':>12}"
+        f"{'RSS MiB':>9}{'(min-max)':>11}{'PSS MiB':>9}{'nodes':>9}{'facts/edges':>12}"
+        f"{'occurrences':>12}"
     )
     for result in results.values():
         if not result.runs:
@@ -565,7 +590,8 @@ def print_table(label: str, results: dict[str, ToolResult]) -> None:
             f"{result.tool:<11}{len(result.runs):>5}{_fmt(result.median('wall')):>8}"
             f"{result.spread('wall'):>12}{_fmt(result.median('cpu')):>8}"
             f"{result.spread('cpu'):>12}{_fmt(result.median('peak_rss_mib'), '.0f'):>9}"
-            f"{result.spread('peak_rss_mib', '.0f'):>11}{result.nodes or 0:>9}"
+            f"{result.spread('peak_rss_mib', '.0f'):>11}"
+            f"{_fmt(result.median('peak_pss_mib'), '.0f'):>9}{result.nodes or 0:>9}"
             f"{result.facts or 0:>12}{result.occurrences or 0:>12}"
         )
         if result.error is not None:
@@ -847,7 +873,8 @@ def main() -> None:
                     **asdict(result),
                     "runs": [{**asdict(r), "stdout": "", "stderr": ""} for r in result.runs],
                     "medians": {
-                        metric: result.median(metric) for metric in ("wall", "cpu", "peak_rss_mib")
+                        metric: result.median(metric)
+                        for metric in ("wall", "cpu", "peak_rss_mib", "peak_pss_mib")
                     },
                 }
                 for name, result in results.items()

@@ -164,7 +164,7 @@ def load_command(
 ) -> None:
     """Load a graph.cairn into a database as one atomic diff (documents, vectors, facts)."""
     from cairn.artifact.reader import read_artifact
-    from cairn.database import open as open_database
+    from cairn.store import open as open_database
     from cairn.store.load import load_semantic_graph, load_summary
     from cairn.store.locate import resolve_database
 
@@ -351,7 +351,7 @@ def sql_command(
 @app.command("stats")
 def stats_command(db: DbOption = None, as_json: JsonFlag = False) -> None:
     """Counts of what the database holds: documents per collection, facts per graph."""
-    from cairn.database import open as open_database
+    from cairn.store import open as open_database
     from cairn.store.locate import resolve_database
     from cairn.store.stats import database_stats
 

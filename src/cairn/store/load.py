@@ -477,13 +477,13 @@ class _Plan:
         database: str,
         *,
         bulk: bool = True,
-        progress: LoadProgress | None = None,
+        progress: LoadProgress = _quiet,
     ) -> None:
         self.wanted = wanted
         self.embedder = embedder
         self.database = database
         self.bulk = bulk  # False: every put through the row-at-a-time applier (tests' oracle)
-        self.progress = progress or _quiet
+        self.progress = progress
 
     def __call__(
         self, conn: sqlite3.Connection, principal: Principal, position: int
@@ -718,11 +718,11 @@ def _load(
     now: datetime | None,
     *,
     bulk: bool,
-    progress: LoadProgress | None = None,
+    progress: LoadProgress = _quiet,
 ) -> CommitReceipt:
     """The load, with batched puts (``bulk``) or row by row (the tests' oracle)."""
     with _gc_paused():
-        (progress or _quiet)("encoding")
+        progress("encoding")
         wanted = _wanted(graph, graph_name, embedder.space)
         command_id = uuid.uuid5(_FINGERPRINT_NAMESPACE, wanted.fingerprint)
         plan = _Plan(wanted, embedder, db.name, bulk=bulk, progress=progress)

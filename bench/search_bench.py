@@ -32,7 +32,7 @@ import numpy as np
 import orjson
 
 import cairn
-import cairn.store
+import cairn.index
 from cairn.canonical import canonical_bytes
 from cairn.search.contracts import (
     EntityRef,
@@ -123,8 +123,8 @@ def django(count: int = 200, seed: int = 7) -> Dataset | None:
         where = {doc_id: i for i, doc_id in enumerate(ids)}
         embedder = HashingEmbedder()  # the loader's default: the space of the stored vectors
         vectors = np.zeros((len(ids), embedder.space.dimension), dtype=np.float32)
-        # The store's own reader: vectors are stored in compressed blocks (schema 4).
-        with cairn.store.open(DJANGO_DB) as db, db.read_cut() as cut:
+        # The columns read the stored vectors (compressed blocks, schema 4).
+        with cairn.index.open(DJANGO_DB) as db, db.read_cut() as cut:
             columns = cut.columns
             space = canonical_bytes(embedder.space.to_json())
             column = columns.vector_column("symbols", "embedding", space)

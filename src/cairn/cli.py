@@ -164,7 +164,7 @@ def load_command(
 ) -> None:
     """Load a graph.cairn into a database as one atomic diff (documents, vectors, facts)."""
     from cairn.artifact.reader import read_artifact
-    from cairn.store import open as open_database
+    from cairn.index import open as open_database
     from cairn.store.load import load_semantic_graph, load_summary
     from cairn.store.locate import resolve_database
 

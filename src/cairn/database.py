@@ -1,15 +1,17 @@
-"""The database front door: the store's ``Database`` with the search engine's doors on it.
+"""The database front door: the indexed ``Database`` with the search engine's doors on it.
 
-The store (``cairn.store``) keeps the durable truth and never imports the search engine
-(``cairn.search``) or the SQL front end (``cairn.sql``), which both read the store. This
-module sits above all three, so ``cairn.open`` hands out one object that writes, reads and
-searches, and the layers still point one way: surfaces -> this door -> engine -> store.
+The store (``cairn.store``) keeps the durable truth; the index (``cairn.index``) owns the
+in-memory columns the store feeds; neither imports the search engine (``cairn.search``)
+or the SQL front end (``cairn.sql``), which read them. This module sits above all of
+them, so ``cairn.open`` hands out one object that writes, reads and searches, and the
+layers still point one way: surfaces -> this door -> engine -> index -> store.
 """
 
 from __future__ import annotations
 
 import os
 
+from cairn.index.database import Database as IndexDatabase
 from cairn.search.budget import CancelToken
 from cairn.search.contracts import (
     GraphSearchRequest,
@@ -20,14 +22,13 @@ from cairn.search.contracts import (
 )
 from cairn.search.engine import graph_search, search
 from cairn.sql.parser import lower_sql
-from cairn.store.database import Database as StoreDatabase
 from cairn.store.database import PrincipalLike, open_as
 
 __all__ = ["Database", "open"]
 
 
-class Database(StoreDatabase):
-    """An open Cairn database: the store's commands and reads, plus search in one read cut."""
+class Database(IndexDatabase):
+    """An open Cairn database: commands, reads and columns, plus search in one read cut."""
 
     def search(
         self,

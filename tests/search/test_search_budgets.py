@@ -12,6 +12,7 @@ import pytest
 from search_helpers import GRAPH, TEXT, open_db, put_docs, put_edges, ref, run
 
 from cairn.errors import BudgetExceededError, RequestCancelledError, ValidationError
+from cairn.index.adjacency import GraphView
 from cairn.search.budget import CancelToken
 from cairn.search.contracts import (
     GraphExpansion,
@@ -22,7 +23,6 @@ from cairn.search.contracts import (
 )
 from cairn.search.limits import MAX_OUTPUT_BYTES
 from cairn.store import Database, PutDocument, PutFact
-from cairn.store.adjacency import GraphView
 
 ROOT = ref("seeds", "root")
 CHAIN = [f"n{i}" for i in range(1, 6)]  # root -> n1 -> n2 -> ... -> n5

@@ -19,10 +19,10 @@ import pytest
 from brute_force import Corpus, bm25, cosine, fuse, ranked
 from search_helpers import SPACE, open_db, put_docs
 
+import cairn.index.ranking as ranking
+import cairn.index.scanning as scanning
+import cairn.index.vectors as vectors
 import cairn.search.engine as engine
-import cairn.store.ranking as ranking
-import cairn.store.scanning as scanning
-import cairn.store.vectors as vectors
 from cairn.errors import CairnError
 from cairn.search.contracts import SearchRequest
 from cairn.store import Database

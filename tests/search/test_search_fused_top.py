@@ -9,9 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cairn.search.admission import number_length, vector_text_length
-from cairn.search.fusion import BranchRanking, RankedBranch, fused_top, weighted_rrf
-from cairn.store.ranking import (
+from cairn.index.ranking import (
     ApproxRanking,
     DenseRanking,
     OrderedRanking,
@@ -19,6 +17,8 @@ from cairn.store.ranking import (
     leading,
     mth_largest,
 )
+from cairn.search.admission import number_length, vector_text_length
+from cairn.search.fusion import BranchRanking, RankedBranch, fused_top, weighted_rrf
 
 IDS = [f"id{slot:04d}" for slot in range(400)]  # slot order is ID order
 

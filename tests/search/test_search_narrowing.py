@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 from search_helpers import SPACE, TEXT, VECTOR, grant, open_db, put_docs, run
 
-from cairn.store import Database, DeleteDocument, DocumentAccess, PutVector, scanning, vectors
-from cairn.store.reads import slot_mask, text_ranking
-from cairn.store.vectors import vector_ranking
+from cairn.index import scanning, vectors
+from cairn.index.masks import slot_mask
+from cairn.index.text import text_ranking
+from cairn.index.vectors import vector_ranking
+from cairn.store import Database, DeleteDocument, DocumentAccess, PutVector
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon"]
 

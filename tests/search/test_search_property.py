@@ -17,6 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from search_helpers import GRAPH, SPACE, TEXT, VECTOR, open_db, put_docs, put_edges, ref
 
+from cairn.index.adjacency import GraphView
+from cairn.index.columns import ColumnsView
 from cairn.search.contracts import (
     GraphExpansion,
     GraphRetriever,
@@ -25,8 +27,6 @@ from cairn.search.contracts import (
     GraphWalkSpec,
     SearchRequest,
 )
-from cairn.store.adjacency import GraphView
-from cairn.store.columns import ColumnsView
 
 WORDS = ["alpha", "beta", "gamma", "delta"]
 DIRECTIONS = [(1, 0), (0, 1), (-1, 0), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, -1), (2, 1), (1, 2)]

@@ -43,6 +43,7 @@ import orjson
 
 import cairn.store as store
 from cairn.errors import NotFoundError
+from cairn.index import open as open_indexed
 from cairn.store import (
     CommandRequest,
     ConfigureCollection,
@@ -421,7 +422,7 @@ class Harness:
         if verdict != "ok":
             return [f"integrity_check: {verdict}"]
         try:
-            db = store.open(self.path)
+            db = open_indexed(self.path)
         except Exception as exc:
             return [f"the file does not open after the kill: {exc!r}"]
         with db:
@@ -473,7 +474,7 @@ class Harness:
 def final_check(harness: Harness) -> list[str]:
     """Every receipt the client ever saw: stored byte for byte, and replayed byte for byte."""
     problems = []
-    with store.open(harness.path) as db:
+    with open_indexed(harness.path) as db:
         position = db.position
         for k, data in sorted(harness.known.items()):
             if db.stored_outcome(command_id(harness.seed, k)) != data:

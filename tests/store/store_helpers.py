@@ -5,10 +5,8 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
-import time
 import uuid
 import zlib
-from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,6 @@ from cairn.store import (
     VectorField,
     VectorSpace,
 )
-from cairn.store.columns import VectorColumnView
 
 _IDS = itertools.count(1)
 
@@ -150,25 +147,3 @@ def setup_docs(db: Database, collection: str = "docs", graph: str | None = None)
 def put(collection: str, doc_id: str, text: str = "", **extra: Any) -> PutDocument:
     """A put_document with body ``{"text": text}``."""
     return PutDocument(collection, doc_id, {"text": text}, **extra)
-
-
-def wait_for_column(
-    db: Database,
-    space: VectorSpace,
-    ready: Callable[[VectorColumnView], bool],
-    collection: str = "docs",
-    field: str = "embedding",
-    timeout: float = 30.0,
-) -> None:
-    """Poll fresh read cuts until ``ready`` holds for the vector column of ``space``
-    (work a background thread finishes); fail after ``timeout`` seconds."""
-    key = canonical_bytes(space.to_json())
-    deadline = time.monotonic() + timeout
-    while True:
-        with db.read_cut() as cut:
-            column = cut.columns.vector_column(collection, field, key)
-            assert column is not None
-            if ready(column):
-                return
-        assert time.monotonic() < deadline, "the column never became ready"
-        time.sleep(0.01)

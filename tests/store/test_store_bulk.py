@@ -25,6 +25,7 @@ import cairn.store as store
 from cairn.embed import HashingEmbedder
 from cairn.errors import CairnError, ValidationError
 from cairn.graph import EndpointIdentity, OccurrenceInput, SemanticGraph, SourceRange
+from cairn.index import open as open_indexed
 from cairn.store import (
     OWNER,
     Capability,
@@ -175,7 +176,7 @@ def test_the_bulk_load_answers_reads_like_the_row_load(tmp_path: Path) -> None:
     paths = twin_files(tmp_path)
     answers = []
     for path, bulk in zip(paths, (True, False), strict=True):
-        with store.open(path) as db:
+        with open_indexed(path) as db:
             _load(db, graph, "code", HashingEmbedder(32), None, None, bulk=bulk)
             query = HashingEmbedder(32).embed(["word3 getUserName"])[0]
             answers.append(

@@ -21,7 +21,7 @@ from crash_writer import (
     state_mismatches,
 )
 
-import cairn.store as store
+from cairn.index import open as open_indexed
 from cairn.store import CommandRequest
 
 KILLS = 10
@@ -48,7 +48,7 @@ def _advance(model: Model, to: int) -> Model:
 
 def test_the_model_check_sees_a_partly_applied_command(tmp_path: Path) -> None:
     """The checker can fail: half of command 3's mutations committed is caught."""
-    with store.open(tmp_path / "cairn.db") as db:
+    with open_indexed(tmp_path / "cairn.db") as db:
         for k in (1, 2):
             db.command(build_command(SEED, k))
         model = _advance(Model(SEED), 2)

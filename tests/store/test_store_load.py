@@ -14,7 +14,6 @@ import numpy.typing as npt
 import pytest
 from store_helpers import cmd, current_vectors, fact_records, occurrence_records, rows
 
-import cairn.store as store
 from cairn.canonical import canonical_bytes
 from cairn.embed import HashingEmbedder
 from cairn.errors import BudgetExceededError, PermissionDeniedError, ValidationError
@@ -26,8 +25,10 @@ from cairn.graph import (
     SourceRange,
     diff_graphs,
 )
+from cairn.index import Database as IndexedDatabase
+from cairn.index import open as open_indexed
+from cairn.index.graphs import out_edges
 from cairn.store import Capability, ConfigurePrincipal, Database, EntityRef, Grant, VectorSpace
-from cairn.store.graphs import out_edges
 from cairn.store.load import load_semantic_graph, node_text
 
 CALL = {"invocation": "call", "dispatch": "direct"}
@@ -37,6 +38,13 @@ GET = "function:app/users.py#getUserName"
 SERVICE = "class:app/users.py#UserService"
 REQUESTS = "external:python:requests"
 SECTION = "section:docs/guide.md#Install"
+
+
+@pytest.fixture
+def db(indexed: IndexedDatabase) -> IndexedDatabase:
+    """The database with its columns: loads are checked through the text and vector
+    branches, and write the column snapshot."""
+    return indexed
 
 
 def _site(line: int, path: str = "app/users.py") -> OccurrenceInput:
@@ -198,7 +206,7 @@ def test_an_edited_graph_applies_only_the_differences(db: Database, tmp_path: Pa
     ]
     assert change.changed_nodes == (GET,)
     assert not change.removed_facts
-    with store.open(tmp_path / "fresh.db") as fresh:
+    with open_indexed(tmp_path / "fresh.db") as fresh:
         load_semantic_graph(fresh, new)
     assert state(db.path) == state(tmp_path / "fresh.db")
 
@@ -214,13 +222,13 @@ def test_removed_nodes_and_facts_are_deleted_and_a_reload_restores(
         *(("delete_fact", fact_id) for fact_id in change.removed_facts),
         ("delete_document", "function:app/users.py#saveUser"),
     ]
-    with store.open(tmp_path / "small.db") as fresh:
+    with open_indexed(tmp_path / "small.db") as fresh:
         load_semantic_graph(fresh, smaller)
     assert state(db.path) == state(tmp_path / "small.db")
     again = load_semantic_graph(db, bigger)  # same content as the first load, new state
     assert again.token.position == 3
     assert again.mutations
-    with store.open(tmp_path / "big.db") as fresh:
+    with open_indexed(tmp_path / "big.db") as fresh:
         load_semantic_graph(fresh, bigger)
     assert state(db.path) == state(tmp_path / "big.db")
 
@@ -294,9 +302,9 @@ def test_bad_graphs_are_refused_before_any_write(
 
 
 def test_a_load_survives_reopening(db_path: Path) -> None:
-    with store.open(db_path) as db:
+    with open_indexed(db_path) as db:
         first = load_semantic_graph(db, build())
-    with store.open(db_path) as db:
+    with open_indexed(db_path) as db:
         assert load_semantic_graph(db, build()) == first
         assert [h.ref.id for h in db.text_search("symbols", "/text", "service")] == [SERVICE]
 
@@ -320,7 +328,7 @@ def _many_functions(count: int) -> SemanticGraph:
 def test_the_first_load_leaves_a_packed_file_and_later_loads_do_not_rewrite_it(
     db_path: Path, tmp_path: Path
 ) -> None:
-    with store.open(db_path) as db:
+    with open_indexed(db_path) as db:
         load_semantic_graph(db, _many_functions(600))
         found = [h.ref.id for h in db.text_search("symbols", "/text", "f17")]
     packed = tmp_path / "packed.db"
@@ -328,7 +336,7 @@ def test_the_first_load_leaves_a_packed_file_and_later_loads_do_not_rewrite_it(
         assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
         conn.execute(f"VACUUM INTO '{packed}'")
     assert db_path.stat().st_size == packed.stat().st_size  # nothing left to pack
-    with store.open(db_path) as db:
+    with open_indexed(db_path) as db:
         assert [h.ref.id for h in db.text_search("symbols", "/text", "f17")] == found
         assert found[0] == "function:app/users.py#f0017"
         vacuums: list[int] = []
@@ -340,10 +348,25 @@ def test_the_first_load_leaves_a_packed_file_and_later_loads_do_not_rewrite_it(
 def test_a_load_reports_its_steps_in_order(db_path: Path) -> None:
     from cairn.store.load import LOAD_STEPS
 
-    with store.open(db_path) as db:
+    with open_indexed(db_path) as db:
         first: list[str] = []
         load_semantic_graph(db, build(), progress=first.append)
         again: list[str] = []
         load_semantic_graph(db, build(), progress=again.append)
     assert first == list(LOAD_STEPS)  # a first load does every step, packing included
     assert again == ["encoding", "diffing", "documents", "vectors", "facts", "committing"]
+
+
+def test_a_load_through_the_store_alone_writes_no_column_snapshot(db_path: Path) -> None:
+    from cairn.store import open as open_store
+    from cairn.store.load import LOAD_STEPS
+
+    with open_store(db_path) as db:
+        steps: list[str] = []
+        load_semantic_graph(db, build(), progress=steps.append)
+    assert steps == [step for step in LOAD_STEPS if step != "snapshot"]  # derives nothing
+    with open_indexed(db_path) as db:
+        assert db.stored_snapshot_position is None
+        assert [h.ref.id for h in db.text_search("symbols", "/text", "service")] == [SERVICE]
+        load_semantic_graph(db, build())  # the same graph again, through a handle that derives
+        assert db.stored_snapshot_position == db.position  # the missing snapshot is written

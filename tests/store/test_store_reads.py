@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from store_helpers import cmd, put, setup_docs
 
-import cairn.store as store
 from cairn.errors import NotFoundError, PermissionDeniedError, ValidationError
+from cairn.index import Database as IndexedDatabase
+from cairn.index import open as open_indexed
+from cairn.index.text import text_branch
 from cairn.store import (
     Capability,
     ConfigurePolicy,
@@ -22,9 +24,16 @@ from cairn.store import (
     Grant,
     PutDocument,
 )
-from cairn.store.reads import read_document, text_branch
+from cairn.store.reads import read_document
 
 READER = Grant("main", "docs", frozenset({Capability.DOCUMENTS_READ}))
+
+
+@pytest.fixture
+def db(indexed: IndexedDatabase) -> IndexedDatabase:
+    """The database with its columns: document reads are checked beside the text branch
+    in the same cuts."""
+    return indexed
 
 
 def test_get_document_returns_the_live_revision(db: Database) -> None:
@@ -75,7 +84,7 @@ def test_a_cut_stays_at_its_position_while_writes_land(db: Database) -> None:
 
 
 def test_writes_from_another_handle_are_caught_up(db_path: Path) -> None:
-    with store.open(db_path) as first, store.open(db_path) as second:
+    with open_indexed(db_path) as first, open_indexed(db_path) as second:
         setup_docs(first)
         first.command(cmd(put("docs", "a", "shared term")))
         assert [h.ref.id for h in first.text_search("docs", "/text", "term")] == ["a"]
@@ -84,11 +93,11 @@ def test_writes_from_another_handle_are_caught_up(db_path: Path) -> None:
 
 
 def test_cold_open_loads_the_text_index_from_sqlite(db_path: Path) -> None:
-    with store.open(db_path) as db:
+    with open_indexed(db_path) as db:
         setup_docs(db)
         db.command(cmd(put("docs", "a", "persisted postings"), put("docs", "b", "other")))
         warm = db.text_search("docs", "/text", "postings")
-    with store.open(db_path) as db:
+    with open_indexed(db_path) as db:
         assert db.text_search("docs", "/text", "postings") == warm
         assert [h.ref.id for h in warm] == ["a"]
 

@@ -24,6 +24,7 @@ from test_store_load import build
 import cairn.store as store
 from cairn.canonical import canonical_bytes
 from cairn.errors import CorruptionError, UnsupportedCapabilityError
+from cairn.index import open as open_indexed
 from cairn.store import PutVector
 from cairn.store.load import load_semantic_graph
 from cairn.store.schema import LATEST_SCHEMA_VERSION, MIGRATIONS, migrate, schema_version
@@ -229,7 +230,7 @@ def _downgrade_vectors(path: Path, version: int) -> None:
 def test_version_three_vector_rows_move_into_blocks_and_keep_their_history(
     db_path: Path,
 ) -> None:
-    with store.open(db_path) as db:
+    with open_indexed(db_path) as db:
         setup_docs(db)
         db.command(cmd(put("docs", "a"), put("docs", "b"), put("docs", "c")))
         db.command(cmd(PutVector("docs", "a", "embedding", (1.0, 0.0))))
@@ -244,7 +245,7 @@ def test_version_three_vector_rows_move_into_blocks_and_keep_their_history(
     _downgrade_vectors(db_path, 3)
     assert "vectors" in tables(db_path) and "vector_spaces" not in tables(db_path)
 
-    with store.open(db_path) as db:
+    with open_indexed(db_path) as db:
         assert db.schema_version == 5
         after = db.vector_search("docs", "embedding", (1.0, 1.0), SPACE)
     assert [(hit.ref, hit.score) for hit in after] == [(hit.ref, hit.score) for hit in before]
@@ -278,14 +279,14 @@ def test_older_file_is_migrated_and_keeps_its_data(db_path: Path) -> None:
 
 
 def test_version_two_vectors_are_carried_into_vector_rows(db_path: Path) -> None:
-    with store.open(db_path) as db:
+    with open_indexed(db_path) as db:
         setup_docs(db)
         db.command(cmd(put("docs", "a"), put("docs", "b")))
         db.command(cmd(PutVector("docs", "a", "embedding", (1.0, 0.0))))
         db.command(cmd(PutVector("docs", "b", "embedding", (0.0, 1.0))))
         db.command(cmd(put("docs", "b", "new revision")))  # b's vector is stale now
     _downgrade_vectors(db_path, 2)
-    with store.open(db_path) as db:
+    with open_indexed(db_path) as db:
         hits = db.vector_search("docs", "embedding", (1.0, 1.0), SPACE)
         assert [hit.ref.id for hit in hits] == ["a"]
     assert rows(db_path, "SELECT slot, birth, death FROM vector_rows") == [(1, 3, None)]

@@ -14,6 +14,7 @@ from store_helpers import SPACE, cmd, current_vectors, put, rows, setup_docs, ve
 import cairn.store as store
 from cairn.embed import HashingEmbedder
 from cairn.errors import CorruptionError
+from cairn.index import open as open_indexed
 from cairn.store import PutVector
 from cairn.store.schema import migrate
 from cairn.store.vectorstore import (
@@ -91,7 +92,7 @@ def test_a_database_keeps_one_copy_of_each_vector(db_path: Path) -> None:
 
 
 def test_a_damaged_vector_block_is_reported_not_searched(db_path: Path) -> None:
-    with store.open(db_path) as db:
+    with open_indexed(db_path) as db:
         setup_docs(db)
         db.command(cmd(put("docs", "a")))
         db.command(cmd(PutVector("docs", "a", "embedding", (0.6, 0.8))))
@@ -101,17 +102,17 @@ def test_a_damaged_vector_block_is_reported_not_searched(db_path: Path) -> None:
         damaged[0] ^= 0x01
         conn.execute("UPDATE vector_blocks SET data = ?", (bytes(damaged),))
         conn.commit()
-    with store.open(db_path) as db, pytest.raises(CorruptionError, match="vector block 1"):
+    with open_indexed(db_path) as db, pytest.raises(CorruptionError, match="vector block 1"):
         db.vector_search("docs", "embedding", (1.0, 1.0), SPACE)
 
 
 def test_a_vector_row_without_values_is_reported(db_path: Path) -> None:
-    with store.open(db_path) as db:
+    with open_indexed(db_path) as db:
         setup_docs(db)
         db.command(cmd(put("docs", "a")))
         db.command(cmd(PutVector("docs", "a", "embedding", (0.6, 0.8))))
     with closing(sqlite3.connect(db_path)) as conn:
         conn.execute("DELETE FROM vector_blocks")
         conn.commit()
-    with store.open(db_path) as db, pytest.raises(CorruptionError, match="no stored values"):
+    with open_indexed(db_path) as db, pytest.raises(CorruptionError, match="no stored values"):
         db.vector_search("docs", "embedding", (1.0, 1.0), SPACE)

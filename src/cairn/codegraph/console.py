@@ -114,7 +114,7 @@ def index_and_write(
 
 
 def _load(db_path: Path, graph: SemanticGraph, progress: LoadProgress) -> dict[str, Any]:
-    from cairn.store import open as open_database
+    from cairn.index import open as open_database
     from cairn.store.load import load_semantic_graph, load_summary
 
     progress("opening")

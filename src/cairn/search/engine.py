@@ -17,6 +17,12 @@ from typing import TYPE_CHECKING
 from cairn.canonical import canonical_bytes
 from cairn.errors import NotFoundError, PermissionDeniedError
 from cairn.graph.model import thaw
+from cairn.index.cut import IndexCut
+from cairn.index.graphs import graph_exists
+from cairn.index.masks import live_slots, slot_mask
+from cairn.index.ranking import OrderedRanking
+from cairn.index.text import text_ranking
+from cairn.index.vectors import vector_ranking
 from cairn.search.admission import admit_graph_search, admit_search
 from cairn.search.budget import CancelToken, ReadBudget
 from cairn.search.contracts import (
@@ -35,23 +41,12 @@ from cairn.search.contracts import (
 )
 from cairn.search.fusion import FusedHit, RankedBranch, fused_top, max_score
 from cairn.search.walk import Reachability, VertexVisibility, WalkLimits, walk
-from cairn.store.graphs import graph_exists
 from cairn.store.policy import Capability, field_allowed, require
-from cairn.store.ranking import OrderedRanking
-from cairn.store.reads import (
-    ReadCut,
-    collection_config,
-    field_policies,
-    live_slots,
-    read_document,
-    read_documents_sized,
-    slot_mask,
-    text_ranking,
-)
-from cairn.store.vectors import vector_ranking
+from cairn.store.reads import collection_config, field_policies, read_document, read_documents_sized
 
 if TYPE_CHECKING:
-    from cairn.store.database import Database, PrincipalLike
+    from cairn.index.database import Database
+    from cairn.store.database import PrincipalLike
 
 __all__ = ["LABEL_FIELD", "graph_search", "search"]
 
@@ -63,7 +58,7 @@ LABEL_FIELD = "/label"
 class _Context:
     """What one request carries through its cut."""
 
-    cut: ReadCut
+    cut: IndexCut
     budget: ReadBudget
     visibility: VertexVisibility
 
@@ -112,7 +107,7 @@ def graph_search(
         return GraphSearchResult(tuple(hits), expansion)
 
 
-def _context(cut: ReadCut, request: SearchRequest, cancel: CancelToken | None) -> _Context:
+def _context(cut: IndexCut, request: SearchRequest, cancel: CancelToken | None) -> _Context:
     if request.database != cut.database:
         raise NotFoundError(
             f"no database {request.database!r} here (this is {cut.database!r})",
@@ -237,7 +232,7 @@ def _branches(
 
 
 def _graph_branch(
-    cut: ReadCut,
+    cut: IndexCut,
     request: SearchRequest,
     reach: Reachability,
     weight: float,

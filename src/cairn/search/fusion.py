@@ -21,8 +21,8 @@ from typing import Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from cairn.index.ranking import RankBounds, Ranking, distinct
 from cairn.search.limits import EXACT_WEIGHT_CACHE_SIZE, FUSION_PREFIX, FUSION_PREFIX_GROWTH
-from cairn.store.ranking import RankBounds, Ranking, distinct
 
 __all__ = [
     "FUSION_PROFILE",

@@ -33,6 +33,8 @@ from cairn.errors import (
     ValidationError,
 )
 from cairn.graph.model import thaw
+from cairn.index.cut import IndexCut
+from cairn.index.graphs import Edge, graph_exists, in_edges, out_edges
 from cairn.search.budget import CancelToken, ReadBudget
 from cairn.search.contracts import DocumentResult, EntityRef
 from cairn.search.engine import LABEL_FIELD
@@ -51,13 +53,13 @@ from cairn.search.limits import (
 )
 from cairn.search.walk import VertexVisibility
 from cairn.search.wire import TYPE_KEY, from_wire, to_json
-from cairn.store.graphs import Edge, graph_exists, in_edges, out_edges
 from cairn.store.limits import check_identifier
 from cairn.store.policy import Capability, field_allowed, require
-from cairn.store.reads import ReadCut, field_policies, read_document
+from cairn.store.reads import field_policies, read_document
 
 if TYPE_CHECKING:
-    from cairn.store.database import Database, PrincipalLike
+    from cairn.index.database import Database
+    from cairn.store.database import PrincipalLike
 
 __all__ = [
     "DEFAULT_TRAVERSE_DEPTH",
@@ -406,7 +408,7 @@ def traverse(
         return _result(cut, request, budget, reach, label_readable)
 
 
-def _authorise(cut: ReadCut, request: TraverseRequest) -> bool:
+def _authorise(cut: IndexCut, request: TraverseRequest) -> bool:
     """graph_read; the label use grant when relations is given; whether labels are readable."""
     graph = request.graph
     if not graph_exists(cut, graph):
@@ -424,7 +426,7 @@ def _authorise(cut: ReadCut, request: TraverseRequest) -> bool:
 
 
 def _edges(
-    cut: ReadCut, graph: str, vertex: EntityRef, direction: Direction
+    cut: IndexCut, graph: str, vertex: EntityRef, direction: Direction
 ) -> list[tuple[EntityRef, TraverseEdge]]:
     """Edges leaving ``vertex`` the way ``direction`` says, by (neighbour, relation, fact)."""
     found: list[tuple[EntityRef, TraverseEdge]] = []
@@ -441,7 +443,7 @@ def _edge(edge: Edge, source: EntityRef, target: EntityRef) -> tuple[EntityRef, 
 
 
 def _walk(
-    cut: ReadCut, request: TraverseRequest, budget: ReadBudget, visibility: VertexVisibility
+    cut: IndexCut, request: TraverseRequest, budget: ReadBudget, visibility: VertexVisibility
 ) -> _Reach:
     layer = sorted(set(request.seeds))
     if len(layer) > request.max_vertices:
@@ -490,7 +492,7 @@ def _vertex_budget(request: TraverseRequest) -> BudgetExceededError:
 
 
 def _result(
-    cut: ReadCut,
+    cut: IndexCut,
     request: TraverseRequest,
     budget: ReadBudget,
     reach: _Reach,
@@ -525,7 +527,7 @@ def _edge_key(edge: TraverseEdge) -> tuple[EntityRef, EntityRef, str, str]:
     return edge.source, edge.target, edge.relation or "", edge.fact_id
 
 
-def _project(cut: ReadCut, budget: ReadBudget, ref: EntityRef) -> DocumentResult:
+def _project(cut: IndexCut, budget: ReadBudget, ref: EntityRef) -> DocumentResult:
     document = read_document(cut, ref.collection, ref.id)
     size = len(canonical_bytes(thaw(document.body)))
     budget.read(size)

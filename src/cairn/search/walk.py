@@ -22,13 +22,13 @@ import numpy as np
 import numpy.typing as npt
 
 from cairn.errors import BudgetExceededError, CorruptionError, NotFoundError
+from cairn.index.adjacency import GraphView
+from cairn.index.cut import IndexCut
+from cairn.index.graphs import out_edges
 from cairn.search.budget import ReadBudget
-from cairn.store.adjacency import GraphView
 from cairn.store.apply import load_document
 from cairn.store.commands import EntityRef
-from cairn.store.graphs import out_edges
 from cairn.store.policy import Capability
-from cairn.store.reads import ReadCut
 
 __all__ = ["Reachability", "VertexVisibility", "WalkLimits", "walk"]
 
@@ -74,7 +74,7 @@ class VertexVisibility:
     only to tell a deleted document from a row that does not exist at all.
     """
 
-    def __init__(self, cut: ReadCut, budget: ReadBudget) -> None:
+    def __init__(self, cut: IndexCut, budget: ReadBudget) -> None:
         self._cut = cut
         self._budget = budget
         self._known: dict[EntityRef, bool] = {}
@@ -162,7 +162,7 @@ def _check_seeds(seeds: Sequence[EntityRef], visibility: VertexVisibility) -> li
 
 
 def walk(
-    cut: ReadCut,
+    cut: IndexCut,
     limits: WalkLimits,
     seeds: Iterable[EntityRef],
     budget: ReadBudget,
@@ -193,7 +193,7 @@ def _charge_edges(limits: WalkLimits, budget: ReadBudget, examined: int, count: 
 
 
 def _walk_columns(
-    cut: ReadCut,
+    cut: IndexCut,
     adjacency: GraphView,
     limits: WalkLimits,
     seeds: list[EntityRef],
@@ -254,7 +254,7 @@ def _relation_codes(
 
 
 def _walk_edges(
-    cut: ReadCut,
+    cut: IndexCut,
     limits: WalkLimits,
     layer: list[EntityRef],
     budget: ReadBudget,

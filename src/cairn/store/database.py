@@ -18,7 +18,7 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,13 +38,12 @@ from cairn.errors import (
     ValidationError,
 )
 from cairn.store.apply import apply_command, load_principal, set_position
-from cairn.store.columns import Columns
+from cairn.store.cache import Memo
 from cairn.store.commands import (
     CommandRequest,
     CommitReceipt,
     CommitToken,
     MutationOutcome,
-    VectorSpace,
     decode_outcome,
     encode_error,
     encode_receipt,
@@ -56,6 +55,7 @@ from cairn.store.limits import (
     READER_MMAP_BYTES,
     READER_POOL_SIZE,
     SQLITE_BUSY_TIMEOUT_MS,
+    TRUTH_MEMO_SIZE,
     check_identifier,
 )
 from cairn.store.policy import (
@@ -66,11 +66,9 @@ from cairn.store.policy import (
     parse_api_key,
     verify_secret,
 )
-from cairn.store.reads import DocumentResult, ReadCut, TextHit, read_document, text_branch
+from cairn.store.reads import DocumentResult, ReadCut, read_document
 from cairn.store.schema import migrate, schema_version
-from cairn.store.snapshot import snapshot_position, write_snapshot
 from cairn.store.validation import validate_command
-from cairn.store.vectors import VectorHit, vector_branch
 
 __all__ = ["STORED_ERRORS", "Database", "InternalPlan", "PrincipalLike", "open", "open_as"]
 
@@ -216,8 +214,7 @@ class Database:
         self._pool_lock = threading.Lock()
         self._idle_readers: list[sqlite3.Connection] = []
         self._closed = False
-        self._columns = Columns()
-        self._generation = 0
+        self._memo = Memo(TRUTH_MEMO_SIZE)
         self._cut_lock = threading.Lock()
         self._read_cut_acquisitions = 0
 
@@ -350,89 +347,49 @@ class Database:
             return self._read_cut_acquisitions
 
     @contextmanager
+    def _pinned(self) -> Iterator[tuple[sqlite3.Connection, int]]:
+        """A reader in one SQLite read transaction and the position it pinned."""
+        with self._reader() as conn:
+            conn.execute("BEGIN")
+            yield conn, int(_meta(conn)["position"])  # the first read pins the snapshot
+
+    @contextmanager
     def read_cut(
         self, principal: PrincipalLike = None, *, now: datetime | None = None
     ) -> Iterator[ReadCut]:
-        """Pin one read: a SQLite read transaction at position P and the columns at P.
+        """Pin one read: a SQLite read transaction at position P, the principal inside it.
 
-        The principal is resolved afresh inside the same transaction, and the in-memory
-        columns catch up to P from the snapshot (covering writers in other processes).
+        The principal is resolved afresh inside the same transaction. A layer above
+        (``cairn.index``) extends the cut with whatever it derives at P.
         """
         moment = now or datetime.now(UTC)
-        columns = self._columns  # taken before the snapshot: a later swap never affects us
-        with self._reader() as conn:
-            conn.execute("BEGIN")
-            position = int(_meta(conn)["position"])  # the first read pins the snapshot
+        with self._pinned() as (conn, position):
             actor = self._resolve(conn, principal, moment)
-            columns.catch_up(conn, position)
-            view = columns.view(position)
             with self._cut_lock:
                 self._read_cut_acquisitions += 1
-            yield ReadCut(conn, self._name, position, view, actor)
+            yield ReadCut(conn, self._name, position, actor, self._memo)
 
-    @property
-    def columns_generation(self) -> int:
-        """How many times the in-memory columns were rebuilt by ``compact`` (0 at open)."""
-        return self._generation
+    def _write_derived(self, write: Callable[[sqlite3.Connection], None], action: str) -> None:
+        """Run ``write(conn)`` in one write transaction that leaves the position alone.
 
-    def compact(self) -> int:
-        """Rebuild the in-memory columns as a fresh generation and swap it in.
-
-        The new generation is loaded at the current position P without anything that
-        died at or before P (old slots, their postings, replaced or stale vectors), so
-        it is smaller; cuts already open keep the generation they started on and finish
-        there, new cuts use the new one. Returns P. SQLite rows are not touched.
+        For derived data a layer above keeps in the file beside the truth (the column
+        snapshot): no command, no receipt, no change a reader must see.
         """
-        with self._reader() as conn:
-            conn.execute("BEGIN")
-            position = int(_meta(conn)["position"])
-            fresh = Columns(horizon=position)
-            fresh.catch_up(conn, position)
-        with self._cut_lock:
-            self._columns = fresh
-            self._generation += 1
-        return position
-
-    def checkpoint_columns(self) -> int:
-        """Persist the built column arrays at the current position P; return P.
-
-        The arrays (slots, text postings, vector matrices) are built at P in one read
-        transaction (the handle's own columns when they are exactly at P, else a fresh
-        build from the rows) and written into the file's ``column_snapshot`` table in
-        one write transaction, replacing the previous snapshot. A later cold open maps
-        them and catches up from the ``changes`` log after P. Derived data only: the
-        position does not move and no read ever depends on it being there or valid.
-        """
-        with self._reader() as conn:
-            conn.execute("BEGIN")
-            position = int(_meta(conn)["position"])
-            current = self._columns
-            usable = current.position == position
-            if usable:
-                try:
-                    scalars, arrays = current.export()
-                except ValueError:  # a compacted generation, or graphs loaded
-                    usable = False
-            if not usable:
-                fresh = Columns()
-                fresh.catch_up(conn, position)
-                scalars, arrays = fresh.export()
         with self._write_lock:
             self._check_open()
             conn = self._writer
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                write_snapshot(conn, scalars, arrays)
+                write(conn)
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
-                raise _translate(exc, "checkpoint columns") from exc
+                raise _translate(exc, action) from exc
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-        return position
 
     def vacuum(self) -> None:
         """Rewrite the file without free space (SQLite ``VACUUM``); no data or position changes.
@@ -449,17 +406,6 @@ class Database:
             except sqlite3.Error as exc:
                 raise _translate(exc, "vacuum") from exc
 
-    @property
-    def stored_snapshot_position(self) -> int | None:
-        """The position of the file's valid-looking column snapshot, or None."""
-        with self._reader() as conn:
-            return snapshot_position(conn)
-
-    @property
-    def columns_snapshot_position(self) -> int | None:
-        """The snapshot position the current columns were restored from, or None."""
-        return self._columns.snapshot_position
-
     def get_document(
         self,
         collection: str,
@@ -471,39 +417,6 @@ class Database:
         """One live document as ``principal`` may see it (hidden or deleted: NotFound)."""
         with self.read_cut(principal, now=now) as cut:
             return read_document(cut, collection, doc_id)
-
-    def text_search(
-        self,
-        collection: str,
-        field: str,
-        text: str,
-        principal: PrincipalLike = None,
-        *,
-        limit: int = 10,
-        allowed_ids: Collection[str] | None = None,
-        now: datetime | None = None,
-    ) -> tuple[TextHit, ...]:
-        """The BM25 text branch alone, in one read cut (plain ``search`` builds on it)."""
-        with self.read_cut(principal, now=now) as cut:
-            return text_branch(cut, collection, field, text, limit=limit, allowed_ids=allowed_ids)
-
-    def vector_search(
-        self,
-        collection: str,
-        field: str,
-        vector: Sequence[float],
-        space: VectorSpace,
-        principal: PrincipalLike = None,
-        *,
-        limit: int = 10,
-        allowed_ids: Collection[str] | None = None,
-        now: datetime | None = None,
-    ) -> tuple[VectorHit, ...]:
-        """The exact vector branch alone, in one read cut."""
-        with self.read_cut(principal, now=now) as cut:
-            return vector_branch(
-                cut, collection, field, vector, space, limit=limit, allowed_ids=allowed_ids
-            )
 
     # --------------------------------------------------------------- commands
     def command(

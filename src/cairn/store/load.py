@@ -60,6 +60,7 @@ from cairn.store.commands import (
     VectorField,
     VectorSpace,
 )
+from cairn.store.derived import DerivedState
 from cairn.store.limits import (
     EMBED_BATCH_SIZE,
     MAX_IDENTIFIER_BYTES,
@@ -686,8 +687,9 @@ def load_semantic_graph(
     an identical earlier load is returned, else an empty receipt at the current
     position). Needs admin on the family collections and the graph. With
     ``checkpoint`` (the default), a load that changed something then writes a column
-    snapshot (``Database.checkpoint_columns``) so the next cold open is fast. The first
-    load into an empty database then packs the file (``Database.vacuum``).
+    snapshot (``DerivedState.checkpoint_derived``: ``cairn.open``'s handle keeps the
+    columns, ``cairn.store.open``'s derives nothing) so the next cold open is fast. The
+    first load into an empty database then packs the file (``Database.vacuum``).
     ``progress`` is told the name of each step as it starts (``LOAD_STEPS``).
     """
     if not isinstance(graph, SemanticGraph):
@@ -700,9 +702,14 @@ def load_semantic_graph(
     first = db.position == 0
     with _gc_paused():
         receipt = _load(db, graph, graph_name, embedder, principal, now, bulk=True, progress=report)
-        if checkpoint and receipt.mutations and db.stored_snapshot_position != db.position:
+        if (
+            checkpoint
+            and receipt.mutations
+            and isinstance(db, DerivedState)
+            and db.derived_behind()
+        ):
             report("snapshot")
-            db.checkpoint_columns()  # the next cold open maps the columns, not the rows
+            db.checkpoint_derived()  # the next cold open maps the columns, not the rows
     if first and receipt.mutations:
         report("packing")
         db.vacuum()  # the file held nothing before: pack what the bulk insert left half full

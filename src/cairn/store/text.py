@@ -1,14 +1,10 @@
-"""The text analyzer and exact, vectorised BM25 (design §3).
+"""The text analyzer: the tokens the store writes as postings and queries look up (§3).
 
 One analyzer serves indexing and queries: NFKC, then word tokens; each token is kept
 whole (lowercased) and, when it is an identifier, also split into its parts
 (``getUserName`` -> ``getusername get user name``; ``snake_case`` -> ``snake_case
-snake case``; ``HTTPServer2`` -> ``httpserver2 http server 2``).
-
-BM25 is exact: ``k1 = 1.2``, ``b = 0.75``, ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``,
-with ``N``, ``df`` and the average length taken over the collection's live documents at
-the read position. Scoring runs on numpy posting arrays; callers apply visibility and
-allowed-ID masks to the candidates before ranking, never to the statistics.
+snake case``; ``HTTPServer2`` -> ``httpserver2 http server 2``). BM25 scoring over the
+postings is the index's (``cairn.index.bm25``).
 """
 
 from __future__ import annotations
@@ -17,32 +13,10 @@ import functools
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
 
 from cairn.store.limits import WORD_CACHE_SIZE
 
-__all__ = [
-    "BM25_B",
-    "BM25_K1",
-    "CorpusStats",
-    "analyze",
-    "bm25_dense",
-    "bm25_norms",
-    "bm25_scores",
-    "bm25_sum",
-    "bm25_weights",
-    "identifier_words",
-    "term_counts",
-]
-
-BM25_K1 = 1.2
-"""Term-frequency saturation of BM25."""
-
-BM25_B = 0.75
-"""Length normalisation of BM25."""
+__all__ = ["analyze", "identifier_words", "term_counts"]
 
 _WORD = re.compile(r"\w+")
 
@@ -104,104 +78,3 @@ def term_counts(tokens: Sequence[str]) -> tuple[list[str], list[int]]:
     for token in tokens:
         counts[token] = counts.get(token, 0) + 1
     return list(counts), list(counts.values())
-
-
-@dataclass(frozen=True, slots=True)
-class CorpusStats:
-    """BM25 corpus statistics: live document count and average length at the cut."""
-
-    documents: int
-    average_length: float
-
-
-def bm25_norms(lengths: npt.NDArray[np.float64], stats: CorpusStats) -> npt.NDArray[np.float64]:
-    """Per slot, BM25's length normalisation ``k1 * (1 - b + b * length / avgdl)``."""
-    average = stats.average_length if stats.average_length > 0 else 1.0
-    norms: npt.NDArray[np.float64] = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / average)
-    return norms
-
-
-def bm25_scores(
-    postings: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
-    lengths: npt.NDArray[np.float64],
-    stats: CorpusStats,
-    size: int | None = None,
-    *,
-    dfs: Sequence[int] | None = None,
-    norms: npt.NDArray[np.float64] | None = None,
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-    """Sum BM25 over query terms; return ``(slots, scores)`` with slots ascending.
-
-    ``postings`` holds, per distinct query term, the slots to score (each at most once)
-    and the term's frequency there. ``df`` is the term's live document frequency:
-    ``dfs[i]`` when given (the caller scores only some of the live postings), else the
-    array's length. ``lengths[slot]`` is the analysed length of the field in that slot;
-    ``norms`` may carry ``bm25_norms(lengths, stats)`` computed once. Scores accumulate
-    per term, in query-term order, into a dense array of ``size`` slots (default: just
-    past the largest slot); every contribution is positive, so a slot scored is a slot
-    with a positive total.
-    """
-    if size is None:
-        size = max((int(slots.max()) + 1 for slots, _ in postings if len(slots)), default=0)
-    totals = bm25_dense(postings, lengths, stats, size, dfs=dfs, norms=norms)
-    found = np.flatnonzero(totals > 0)  # a bool mask: ~8x faster than on floats
-    return found.astype(np.int64), totals[found]
-
-
-def bm25_dense(
-    postings: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
-    lengths: npt.NDArray[np.float64],
-    stats: CorpusStats,
-    size: int,
-    *,
-    dfs: Sequence[int] | None = None,
-    norms: npt.NDArray[np.float64] | None = None,
-) -> npt.NDArray[np.float64]:
-    """``bm25_scores`` as a dense array of ``size`` totals by slot (0: not scored)."""
-    if not postings or stats.documents == 0:
-        return np.zeros(size, dtype=np.float64)
-    if norms is None:
-        norms = bm25_norms(lengths, stats)
-    frequencies = [len(slots) for slots, _ in postings] if dfs is None else list(dfs)
-    weighted = [
-        (slots, bm25_weights(slots, tf, df, stats, norms))
-        for (slots, tf), df in zip(postings, frequencies, strict=True)
-    ]
-    return bm25_sum(weighted, size)
-
-
-def bm25_weights(
-    slots: npt.NDArray[np.int64],
-    tf: npt.NDArray[np.float64],
-    df: int,
-    stats: CorpusStats,
-    norms: npt.NDArray[np.float64],
-) -> npt.NDArray[np.float64]:
-    """One term's BM25 contribution at each of its postings (``slots``, frequencies
-    ``tf``, live document frequency ``df``): ``idf * tf * (k1 + 1) / (tf + norm)``."""
-    idf = np.log1p((stats.documents - df + 0.5) / (df + 0.5))
-    weights: npt.NDArray[np.float64] = idf * tf * (BM25_K1 + 1.0) / (tf + norms[slots])
-    return weights
-
-
-def bm25_sum(
-    weighted: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]], size: int
-) -> npt.NDArray[np.float64]:
-    """Per slot below ``size``, the sum of its terms' weights, added in term order.
-
-    Each term holds a slot at most once. ``bincount`` adds its input in order, so over
-    the terms' postings concatenated in term order every total is the same float as a
-    term-by-term sum, in one pass.
-    """
-    present = [pair for pair in weighted if len(pair[0])]
-    if not present:
-        return np.zeros(size, dtype=np.float64)
-    if len(present) == 1:
-        single = np.zeros(size, dtype=np.float64)
-        single[present[0][0]] = present[0][1]
-        return single
-    slots = np.concatenate([pair[0] for pair in present])
-    weights = np.concatenate([pair[1] for pair in present])
-    totals = np.bincount(slots, weights=weights, minlength=size).astype(np.float64, copy=False)
-    assert len(totals) == size, "a posting's slot lies past the scored slots"
-    return totals

@@ -10,17 +10,17 @@ import numpy as np
 import pytest
 from store_helpers import cmd, put, rows
 
-import cairn.store as store
+import cairn.index as index
+from cairn.index import Database
+from cairn.index.vectors import vector_branch
 from cairn.store import (
     ConfigureCollection,
-    Database,
     DeleteDocument,
     Metric,
     PutVector,
     VectorField,
     VectorSpace,
 )
-from cairn.store.vectors import vector_branch
 
 DIMENSION = 6
 
@@ -121,7 +121,7 @@ def test_an_old_cut_keeps_its_vectors(db: Database) -> None:
 def test_vectors_written_by_another_handle_are_seen(db_path: Path) -> None:
     space = _space(Metric.COSINE)
     unit = (1.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    with store.open(db_path) as first, store.open(db_path) as second:
+    with index.open(db_path) as first, index.open(db_path) as second:
         first.command(cmd(ConfigureCollection("docs", (), (VectorField("embedding", space),))))
         first.command(cmd(put("docs", "a"), PutVector("docs", "a", "embedding", unit)))
         assert [h.ref.id for h in first.vector_search("docs", "embedding", unit, space)] == ["a"]
@@ -144,7 +144,7 @@ with store.open({str(db_path)!r}) as db:
         PutVector("docs", "z", "embedding", {unit!r}),
     )))
 """
-    with store.open(db_path) as db:
+    with index.open(db_path) as db:
         db.command(cmd(ConfigureCollection("docs", (), (VectorField("embedding", space),))))
         assert db.vector_search("docs", "embedding", unit, space) == ()
         subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
@@ -154,7 +154,7 @@ with store.open({str(db_path)!r}) as db:
 
 def test_cold_open_loads_the_matrix(db_path: Path) -> None:
     space = _space(Metric.DOT)
-    with store.open(db_path) as db:
+    with index.open(db_path) as db:
         db.command(cmd(ConfigureCollection("docs", (), (VectorField("embedding", space),))))
         db.command(cmd(*(put("docs", f"d{i}") for i in range(100))))
         db.command(
@@ -165,7 +165,7 @@ def test_cold_open_loads_the_matrix(db_path: Path) -> None:
                 )
             )
         )
-    with store.open(db_path) as db:
+    with index.open(db_path) as db:
         hits = db.vector_search("docs", "embedding", (1.0,) * DIMENSION, space, limit=3)
         assert [(h.ref.id, h.score) for h in hits] == [
             ("d99", 594.0),

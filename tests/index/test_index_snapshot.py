@@ -20,14 +20,9 @@ from store_helpers import SPACE, cmd, put, rows
 
 import cairn
 from cairn.errors import NotFoundError
+from cairn.index import Database
 from cairn.search.contracts import SearchRequest
-from cairn.store import (
-    ConfigureCollection,
-    Database,
-    DeleteDocument,
-    PutVector,
-    VectorField,
-)
+from cairn.store import ConfigureCollection, DeleteDocument, PutVector, VectorField
 
 WORDS = [f"w{i}" for i in range(40)] + ["getUserName", "parse_args", "alpha", "beta"]
 
@@ -301,7 +296,7 @@ def test_a_checkpoint_does_not_move_the_position_or_touch_the_truth(filled: Path
 def test_snapshot_arrays_take_the_smallest_exact_unsigned_type(
     values: list[float], kind: type
 ) -> None:
-    from cairn.store.columns import _compact
+    from cairn.index.columns import _compact
 
     found = _compact(np.asarray(values, dtype=np.float64))
     assert found.dtype == kind

@@ -16,10 +16,10 @@ from vector_helpers import (
     vector_db,
 )
 
-import cairn.store.scanning as scanning
-import cairn.store.vectors as vectors
-from cairn.store import Database
-from cairn.store.halves import (
+import cairn.index.scanning as scanning
+import cairn.index.vectors as vectors
+from cairn.index import Database
+from cairn.index.halves import (
     _probe,
     encode_units,
     half_bound,
@@ -27,8 +27,8 @@ from cairn.store.halves import (
     half_query,
     half_scan,
 )
-from cairn.store.scanning import split_rows
-from cairn.store.vectors import vector_ranking
+from cairn.index.scanning import split_rows
+from cairn.index.vectors import vector_ranking
 
 
 def test_numkong_passes_the_accumulation_probe() -> None:

@@ -8,14 +8,23 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from store_helpers import cmd, put, wait_for_column
-from vector_helpers import DIMENSION, SPACE, count_calls, doc_ids, exact_cosines, vector_db
+from store_helpers import cmd, put
+from vector_helpers import (
+    DIMENSION,
+    SPACE,
+    count_calls,
+    doc_ids,
+    exact_cosines,
+    vector_db,
+    wait_for_column,
+)
 
-import cairn.store.columns as columns
-import cairn.store.vectors as vectors
-from cairn.store import Database, PutVector
-from cairn.store.columns import VectorColumnView
-from cairn.store.vectors import vector_ranking
+import cairn.index.columns as columns
+import cairn.index.vectors as vectors
+from cairn.index import Database
+from cairn.index.columns import VectorColumnView
+from cairn.index.vectors import vector_ranking
+from cairn.store import PutVector
 
 
 @dataclass(frozen=True)

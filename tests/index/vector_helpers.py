@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
 from store_helpers import cmd, put
 
-from cairn.store import ConfigureCollection, Database, Metric, PutVector, VectorField, VectorSpace
+from cairn.canonical import canonical_bytes
+from cairn.index import Database
+from cairn.index.columns import VectorColumnView
+from cairn.store import ConfigureCollection, Metric, PutVector, VectorField, VectorSpace
 
 DIMENSION = 8
 SPACE = VectorSpace("toy8", DIMENSION, Metric.COSINE, "toy-model", "1")
@@ -80,3 +85,25 @@ def count_calls(monkeypatch: Any, module: object, name: str) -> list[int]:
 
     monkeypatch.setattr(module, name, counted)
     return calls
+
+
+def wait_for_column(
+    db: Database,
+    space: VectorSpace,
+    ready: Callable[[VectorColumnView], bool],
+    collection: str = "docs",
+    field: str = "embedding",
+    timeout: float = 30.0,
+) -> None:
+    """Poll fresh read cuts until ``ready`` holds for the vector column of ``space``
+    (work a background thread finishes); fail after ``timeout`` seconds."""
+    key = canonical_bytes(space.to_json())
+    deadline = time.monotonic() + timeout
+    while True:
+        with db.read_cut() as cut:
+            column = cut.columns.vector_column(collection, field, key)
+            assert column is not None
+            if ready(column):
+                return
+        assert time.monotonic() < deadline, "the column never became ready"
+        time.sleep(0.01)

@@ -10,8 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from store_helpers import cmd, put, setup_docs
 
-from cairn.store import Database, DeleteDocument, PutDocument
-from cairn.store.text import CorpusStats, analyze, bm25_scores, bm25_sum
+from cairn.index import Database
+from cairn.index.bm25 import CorpusStats, bm25_scores, bm25_sum
+from cairn.store import DeleteDocument, PutDocument
+from cairn.store.text import analyze
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 Walks (``cairn.search.walk``) read edges only through these functions, so the storage
 behind them can change without touching traversal semantics. Edges come from the
-in-memory CSR adjacency of the cut's columns (``cairn.store.adjacency``); when those
+in-memory CSR adjacency of the cut's columns (``cairn.index.adjacency``); when those
 arrays cannot answer for the cut's position exactly (a range that only the SQLite
 history knows), the cut's own SQLite snapshot answers instead. Every edge is one live
 fact record at the cut's position; results are ordered by (neighbour, relation, fact ID)
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cairn.index.cut import IndexCut
 from cairn.store.commands import EntityRef
 from cairn.store.reads import ReadCut
 
@@ -36,11 +37,11 @@ def graph_exists(cut: ReadCut, graph: str) -> bool:
         return row is not None
 
     # Graphs are configured only by commits, and every commit moves the position.
-    found: bool = cut.columns.memo(("graph-exists", graph, cut.position), exists)
+    found: bool = cut.memo.get(("graph-exists", graph, cut.position), exists)
     return found
 
 
-def _edges(cut: ReadCut, graph: str, vertex: EntityRef, *, outgoing: bool) -> tuple[Edge, ...]:
+def _edges(cut: IndexCut, graph: str, vertex: EntityRef, *, outgoing: bool) -> tuple[Edge, ...]:
     view = cut.columns
     adjacency = view.graph(cut.conn, graph)
     if not adjacency.exact:
@@ -62,7 +63,7 @@ def _edges(cut: ReadCut, graph: str, vertex: EntityRef, *, outgoing: bool) -> tu
     )
 
 
-def _sql_edges(cut: ReadCut, graph: str, vertex: EntityRef, *, outgoing: bool) -> tuple[Edge, ...]:
+def _sql_edges(cut: IndexCut, graph: str, vertex: EntityRef, *, outgoing: bool) -> tuple[Edge, ...]:
     """The same edges read from the cut's SQLite snapshot (always exact)."""
     near, far = ("source", "target") if outgoing else ("target", "source")
     rows = cut.conn.execute(
@@ -73,11 +74,11 @@ def _sql_edges(cut: ReadCut, graph: str, vertex: EntityRef, *, outgoing: bool) -
     return tuple(sorted(Edge(EntityRef(c, i), relation, fid) for c, i, relation, fid in rows))
 
 
-def out_edges(cut: ReadCut, graph: str, source: EntityRef) -> tuple[Edge, ...]:
+def out_edges(cut: IndexCut, graph: str, source: EntityRef) -> tuple[Edge, ...]:
     """Every live fact whose source is ``source``, as edges to its targets."""
     return _edges(cut, graph, source, outgoing=True)
 
 
-def in_edges(cut: ReadCut, graph: str, target: EntityRef) -> tuple[Edge, ...]:
+def in_edges(cut: IndexCut, graph: str, target: EntityRef) -> tuple[Edge, ...]:
     """Every live fact whose target is ``target``, as edges to its sources."""
     return _edges(cut, graph, target, outgoing=False)

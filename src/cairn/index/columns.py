@@ -11,7 +11,7 @@ document slot they are bound to and their own birth and death positions (a row d
 when the same slot and field get a new vector); a vector is seen at ``P`` iff its row
 and its slot are both alive at ``P``, so vectors of older revisions are never seen.
 
-Graph edges (``cairn.store.adjacency``) are one append-only row table per graph with
+Graph edges (``cairn.index.adjacency``) are one append-only row table per graph with
 CSR indexes by source and by target node, where a node is a document key
 ``(collection, id)``; a graph is loaded on its first use inside a cut and caught up from
 the ``changes`` log inside later cuts, like everything else.
@@ -28,7 +28,6 @@ import dataclasses
 import itertools
 import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
@@ -37,17 +36,18 @@ import numpy as np
 import numpy.typing as npt
 
 from cairn.errors import CorruptionError
-from cairn.store.adjacency import GraphColumn, GraphView
-from cairn.store.halves import encode_units
-from cairn.store.limits import (
+from cairn.index.adjacency import GraphColumn, GraphView
+from cairn.index.halves import encode_units
+from cairn.index.limits import (
     COLUMN_MEMO_SIZE,
     IMPACT_MEMO_BYTES,
     LIVE_NODE_CACHE_SIZE,
     QUANTIZE_SYNC_VALUES,
 )
-from cairn.store.memo import ArrayMemo, Arrays
-from cairn.store.quantized import encode_rows
-from cairn.store.snapshot import read_snapshot
+from cairn.index.memo import ArrayMemo, Arrays
+from cairn.index.quantized import encode_rows
+from cairn.index.snapshot import read_snapshot
+from cairn.store.cache import Memo
 from cairn.store.vectorstore import iter_blocks, spaces
 
 __all__ = [
@@ -212,8 +212,8 @@ class _VectorColumn:
 
     Beside the float32 rows it can keep two smaller copies of their unit vectors, each
     derived on first use (``_Derived``): int8 codes with each row's scale and
-    quantisation residual (``cairn.store.quantized``) for vector-only scans, and float16
-    units with each row's rounding residual (``cairn.store.halves``) for scans fused
+    quantisation residual (``cairn.index.quantized``) for vector-only scans, and float16
+    units with each row's rounding residual (``cairn.index.halves``) for scans fused
     with other branches.
     """
 
@@ -292,7 +292,7 @@ class _VectorColumn:
 
 class Quantized(NamedTuple):
     """Rows' unit vectors as int8 ``codes`` (one row each) with per-row ``scales`` and
-    ``residuals`` (``cairn.store.quantized``)."""
+    ``residuals`` (``cairn.index.quantized``)."""
 
     codes: npt.NDArray[np.int8]
     scales: npt.NDArray[np.float64]
@@ -301,7 +301,7 @@ class Quantized(NamedTuple):
 
 class Halves(NamedTuple):
     """Rows' unit vectors in float16 (``units``, one row each) with per-row rounding
-    ``residuals`` (``cairn.store.halves``)."""
+    ``residuals`` (``cairn.index.halves``)."""
 
     units: npt.NDArray[np.float16]
     residuals: npt.NDArray[np.float64]
@@ -604,8 +604,7 @@ class Columns:
         self._slot_node = _Growable(np.int64, -1)  # slot -> node of its document key
         self._graphs: dict[str, GraphColumn] = {}
         self._live_cache: dict[int, npt.NDArray[np.int64]] = {}
-        self._memo: OrderedDict[Hashable, object] = OrderedDict()
-        self._memo_lock = threading.Lock()
+        self._memo = Memo(COLUMN_MEMO_SIZE)
         self.arrays = ArrayMemo(IMPACT_MEMO_BYTES)
         self._snapshot_position: int | None = None  # -1: tried, none usable
         # Slot 0 is never used: it belongs to no collection and is never alive.
@@ -653,16 +652,7 @@ class Columns:
 
     def memo(self, key: Hashable, compute: Callable[[], _T]) -> _T:
         """``compute()`` memoised under ``key`` (least recently used first out)."""
-        with self._memo_lock:
-            if key in self._memo:
-                self._memo.move_to_end(key)
-                return self._memo[key]  # type: ignore[return-value]
-        value = compute()
-        with self._memo_lock:
-            self._memo[key] = value
-            while len(self._memo) > COLUMN_MEMO_SIZE:
-                self._memo.popitem(last=False)
-        return value
+        return self._memo.get(key, compute)
 
     def live_slots(self, position: int) -> npt.NDArray[np.int64]:
         """Per node, the slot alive at ``position`` (0 when none); cached per position."""
@@ -685,7 +675,7 @@ class Columns:
         """Load every slot, death and posting the snapshot of ``conn`` holds beyond memory.
 
         Empty full-history columns first try the file's column snapshot
-        (``cairn.store.snapshot``): arrays built at some position P <= ``position``,
+        (``cairn.index.snapshot``): arrays built at some position P <= ``position``,
         mapped with numpy; the rows after P are then caught up as usual. A missing,
         stale or invalid snapshot is ignored and everything is loaded from the rows.
         """
@@ -834,7 +824,7 @@ class Columns:
 
     def _adopt(self, other: Columns) -> None:
         """Take ``other``'s state (call under the lock; locks and memos stay ours)."""
-        keep = {"_lock", "_memo", "_memo_lock", "arrays"}
+        keep = {"_lock", "_memo", "arrays"}
         for name, value in vars(other).items():
             if name not in keep:
                 setattr(self, name, value)

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from store_helpers import cmd, put, setup_docs
 
-import cairn.store as store
-from cairn.store import Database, DeleteDocument, DeleteFact, EntityRef, PutFact
-from cairn.store.graphs import Edge, _sql_edges, in_edges, out_edges
+import cairn.index as index
+from cairn.index import Database
+from cairn.index.graphs import Edge, _sql_edges, in_edges, out_edges
+from cairn.store import DeleteDocument, DeleteFact, EntityRef, PutFact
 from cairn.store.reads import ReadCut
 
 GRAPH = "code"
@@ -161,9 +162,9 @@ def test_compaction_keeps_the_edges(graph_db: Database) -> None:
 def test_random_histories_match_sqlite_at_every_cut(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("cairn.store.adjacency.ADJACENCY_REBUILD_MIN_TAIL", 4)  # CSR + tails
+    monkeypatch.setattr("cairn.index.adjacency.ADJACENCY_REBUILD_MIN_TAIL", 4)  # CSR + tails
     rng = random.Random(11)
-    with store.open(db_path) as db:
+    with index.open(db_path) as db:
         setup_docs(db, graph=GRAPH)
         db.command(cmd(*(put("docs", name, name) for name in NAMES)))
         live: list[str] = []

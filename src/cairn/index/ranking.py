@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cairn.arrays import distinct
-from cairn.store.limits import (
+from cairn.index.limits import (
     FEW_RANK_PASSES,
     IDENTITY_CACHE_SIZE,
     RANK_HEAD,

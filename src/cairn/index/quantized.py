@@ -28,12 +28,9 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from cairn.store.kernels import checked_dot
-from cairn.store.limits import (
-    MAX_VECTOR_DIMENSION,
-    QUANTIZED_BOUND_MARGIN,
-    QUANTIZED_ENCODE_CHUNK,
-)
+from cairn.index.kernels import checked_dot
+from cairn.index.limits import QUANTIZED_BOUND_MARGIN, QUANTIZED_ENCODE_CHUNK
+from cairn.store.limits import MAX_VECTOR_DIMENSION
 
 __all__ = [
     "encode_query",

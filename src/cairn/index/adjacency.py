@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from cairn.store.limits import ADJACENCY_REBUILD_FRACTION, ADJACENCY_REBUILD_MIN_TAIL
+from cairn.index.limits import ADJACENCY_REBUILD_FRACTION, ADJACENCY_REBUILD_MIN_TAIL
 
 __all__ = ["ALIVE", "GraphColumn", "GraphView"]
 

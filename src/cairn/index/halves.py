@@ -2,7 +2,7 @@
 
 Fusion reads exact ranks deep in the vector ranking (the text leaders' places), and
 each resolves a band of near-equal scores: the narrower a scan's error bound, the fewer
-rows are scored again. The int8 copy (``cairn.store.quantized``) reads a quarter of the
+rows are scored again. The int8 copy (``cairn.index.quantized``) reads a quarter of the
 bytes but its bound (~0.02 at 256 dimensions) leaves thousands of rows in such a band;
 the float32 rows are tight but read twice the bytes of this copy. Here each row is kept
 as its unit vector rounded to float16, with the L2 norm of what the rounding lost (the
@@ -31,8 +31,8 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from cairn.store.kernels import checked_dot
-from cairn.store.limits import HALF_BOUND_MARGIN, HALF_ENCODE_CHUNK
+from cairn.index.kernels import checked_dot
+from cairn.index.limits import HALF_BOUND_MARGIN, HALF_ENCODE_CHUNK
 
 __all__ = [
     "encode_units",

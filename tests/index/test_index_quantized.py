@@ -19,10 +19,10 @@ from vector_helpers import (
     vector_db,
 )
 
-import cairn.store.scanning as scanning
-import cairn.store.vectors as vectors
-from cairn.store import ConfigureCollection, Database, Metric, PutVector, VectorField, VectorSpace
-from cairn.store.quantized import (
+import cairn.index.scanning as scanning
+import cairn.index.vectors as vectors
+from cairn.index import Database
+from cairn.index.quantized import (
     _probe,
     encode_query,
     encode_rows,
@@ -30,8 +30,9 @@ from cairn.store.quantized import (
     quantized_bound,
     quantized_scan,
 )
-from cairn.store.scanning import split_rows
-from cairn.store.vectors import cosine, vector_ranking
+from cairn.index.scanning import split_rows
+from cairn.index.vectors import cosine, vector_ranking
+from cairn.store import ConfigureCollection, Metric, PutVector, VectorField, VectorSpace
 
 
 def test_numkong_passes_the_exactness_probe() -> None:

@@ -6,9 +6,10 @@ import pytest
 from store_helpers import SPACE, cmd, put, setup_docs
 
 from cairn.errors import CorruptionError
-from cairn.store import Database, DeleteDocument, PutVector
-from cairn.store.reads import text_branch
-from cairn.store.vectors import vector_branch
+from cairn.index import Database
+from cairn.index.text import text_branch
+from cairn.index.vectors import vector_branch
+from cairn.store import DeleteDocument, PutVector
 
 
 def _postings(db: Database) -> int:

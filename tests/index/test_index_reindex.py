@@ -7,17 +7,11 @@ from pathlib import Path
 import pytest
 from store_helpers import SPACE, cmd, rows
 
-import cairn.store as store
+import cairn.index as index
 from cairn.errors import ValidationError
-from cairn.store import (
-    ConfigureCollection,
-    Database,
-    DeleteDocument,
-    PutDocument,
-    PutVector,
-    VectorField,
-)
-from cairn.store.reads import text_branch
+from cairn.index import Database
+from cairn.index.text import text_branch
+from cairn.store import ConfigureCollection, DeleteDocument, PutDocument, PutVector, VectorField
 
 BODIES = {
     "a": {"text": "alpha beta", "title": "load user"},
@@ -49,7 +43,7 @@ def test_adding_a_field_indexes_existing_documents(db: Database, tmp_path: Path)
         with pytest.raises(ValidationError, match="no text field"):
             text_branch(old, "docs", "/title", "user", limit=9)
     # Oracle: a database configured with both fields from the start.
-    with store.open(tmp_path / "fresh.db") as fresh:
+    with index.open(tmp_path / "fresh.db") as fresh:
         _fill(fresh, ("/text", "/title"))
         assert _hits(db, "/title", "user") == _hits(fresh, "/title", "user")
         assert _hits(db, "/text", "beta") == _hits(fresh, "/text", "beta") == before
@@ -78,9 +72,9 @@ def test_same_fields_do_not_reindex(db: Database) -> None:
 
 
 def test_a_reopened_file_sees_the_reindexed_fields(db_path: Path) -> None:
-    with store.open(db_path) as db:
+    with index.open(db_path) as db:
         _fill(db, ("/text",))
         db.command(cmd(ConfigureCollection("docs", ("/text", "/title"), (VECTOR,))))
         expected = _hits(db, "/title", "user")
-    with store.open(db_path) as db:
+    with index.open(db_path) as db:
         assert _hits(db, "/title", "user") == expected

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cairn.store.memo import ArrayMemo
+from cairn.index.memo import ArrayMemo
 
 
 def arrays(size: int) -> tuple[np.ndarray, ...]:

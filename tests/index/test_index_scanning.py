@@ -8,9 +8,9 @@ import threading
 import numpy as np
 import pytest
 
-import cairn.store.scanning as scanning
-from cairn.store.scanning import split_rows
-from cairn.store.vectors import scaled_scan, scan
+import cairn.index.scanning as scanning
+from cairn.index.scanning import split_rows
+from cairn.index.vectors import scaled_scan, scan
 
 
 @pytest.fixture(autouse=True)
@@ -182,7 +182,7 @@ def test_a_gathered_scan_multiplies_the_picked_rows_across_threads(
 ) -> None:
     """Each range of the picked rows is gathered and multiplied by the thread that
     takes it; the result is the product of the picked rows, in their order."""
-    import cairn.store.vectors as vectors
+    import cairn.index.vectors as vectors
 
     monkeypatch.setattr(vectors, "PARALLEL_GATHER_MIN_ROWS", 1)
     threads: set[str] = set()

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from cairn.store.limits import MAX_SCAN_THREADS, PARALLEL_SCAN_MIN_ROWS, SCAN_RANGE_WEIGHTS
+from cairn.index.limits import MAX_SCAN_THREADS, PARALLEL_SCAN_MIN_ROWS, SCAN_RANGE_WEIGHTS
 
 __all__ = ["Meanwhile", "Once", "scan_threads", "split_rows"]
 

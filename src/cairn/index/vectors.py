@@ -6,7 +6,7 @@ vectors (written for an older revision) are ignored. Row policy and allowed IDs 
 candidates before ranking; ties break by document ID.
 
 The scan runs over the in-memory float32 matrix of ``(collection, field, space)``
-(``cairn.store.columns``) viewed at the cut: a row counts iff it and the slot (document
+(``cairn.index.columns``) viewed at the cut: a row counts iff it and the slot (document
 revision) it is bound to are alive at the cut's position, the row is visible to the
 principal and allowed. Scores are float64 (cosine: a float32 scan with a proven error
 bound picks the rows whose float64 score matters); the best ``limit`` are chosen with
@@ -24,38 +24,32 @@ import numpy.typing as npt
 
 from cairn.canonical import canonical_bytes
 from cairn.errors import NotFoundError, PermissionDeniedError, ValidationError
-from cairn.store.apply import vector_pointer
-from cairn.store.columns import Halves, Quantized, VectorColumnView
-from cairn.store.commands import EntityRef, Metric, VectorSpace
-from cairn.store.halves import half_bound, half_kernel_ready, half_query, half_scan
-from cairn.store.limits import (
+from cairn.index.columns import Halves, Quantized, VectorColumnView
+from cairn.index.cut import IndexCut
+from cairn.index.halves import half_bound, half_kernel_ready, half_query, half_scan
+from cairn.index.limits import (
     COSINE_ERROR_FACTOR,
     HALF_SCAN_MIN_ROWS,
-    MAX_VECTOR_VALUE,
     PARALLEL_GATHER_MIN_ROWS,
     QUANTIZED_SCAN_MIN_ROWS,
     SCAN_MAX_MAGNITUDE,
     SCAN_MIN_MAGNITUDE,
     SIMILARITY_CHUNK,
-    SQLITE_PARAMETER_BATCH,
-    check_identifier,
 )
-from cairn.store.policy import Capability, field_allowed, require
-from cairn.store.quantized import (
+from cairn.index.masks import visible_everything, visible_mask
+from cairn.index.quantized import (
     encode_query,
     int8_kernel_ready,
     quantized_bound,
     quantized_scan,
 )
-from cairn.store.ranking import ApproxRanking, Refine, SlotRanking
-from cairn.store.reads import (
-    ReadCut,
-    collection_config,
-    field_policies,
-    visible_everything,
-    visible_mask,
-)
-from cairn.store.scanning import Meanwhile, Once, split_rows
+from cairn.index.ranking import ApproxRanking, Refine, SlotRanking
+from cairn.index.scanning import Meanwhile, Once, split_rows
+from cairn.store.apply import vector_pointer
+from cairn.store.commands import EntityRef, Metric, VectorSpace
+from cairn.store.limits import MAX_VECTOR_VALUE, SQLITE_PARAMETER_BATCH, check_identifier
+from cairn.store.policy import Capability, field_allowed, require
+from cairn.store.reads import collection_config, field_policies
 
 _Value = TypeVar("_Value", bound=np.generic)
 _Copy = TypeVar("_Copy", Halves, Quantized)
@@ -105,7 +99,7 @@ def cosine(
 
 
 def _check_vector_field(
-    cut: ReadCut, collection: str, field: str, vector: Sequence[float], space: VectorSpace
+    cut: IndexCut, collection: str, field: str, vector: Sequence[float], space: VectorSpace
 ) -> npt.NDArray[np.float64]:
     """The vector branch's admission; returns the query as float64."""
     check_identifier(collection, "collection")
@@ -139,7 +133,7 @@ def _check_vector_field(
 
 
 def _live_rows(
-    cut: ReadCut, collection: str, key: bytes, column: VectorColumnView
+    cut: IndexCut, collection: str, key: bytes, column: VectorColumnView
 ) -> npt.NDArray[np.bool_]:
     """Rows alive at the cut whose slot is a live document of the collection (memoised)."""
     view = cut.columns
@@ -160,7 +154,7 @@ def _live_rows(
 
 
 def _live_row_indexes(
-    cut: ReadCut, collection: str, key: bytes, column: VectorColumnView
+    cut: IndexCut, collection: str, key: bytes, column: VectorColumnView
 ) -> npt.NDArray[np.intp]:
     """The indexes of ``_live_rows`` (memoised alike: every unmasked search reads them)."""
 
@@ -176,7 +170,7 @@ def _live_row_indexes(
 
 
 def _live_row_of_slot(
-    cut: ReadCut, collection: str, key: bytes, column: VectorColumnView
+    cut: IndexCut, collection: str, key: bytes, column: VectorColumnView
 ) -> npt.NDArray[np.intp] | None:
     """Per slot, its row alive at the cut (-1: none), memoised like ``_live_rows``.
 
@@ -203,7 +197,7 @@ def _live_row_of_slot(
 
 
 def vector_ranking(
-    cut: ReadCut,
+    cut: IndexCut,
     collection: str,
     field: str,
     vector: Sequence[float],
@@ -246,7 +240,7 @@ def vector_ranking(
 
 
 def _vector_ranking(
-    cut: ReadCut,
+    cut: IndexCut,
     collection: str,
     field: str,
     vector: Sequence[float],
@@ -317,7 +311,7 @@ def _vector_ranking(
 
 
 def _compact_cosines(
-    cut: ReadCut,
+    cut: IndexCut,
     collection: str,
     key: bytes,
     column: VectorColumnView,
@@ -414,7 +408,7 @@ def scaled_scan(
 
 
 def _inverse_norms(
-    cut: ReadCut, collection: str, key: bytes, column: VectorColumnView
+    cut: IndexCut, collection: str, key: bytes, column: VectorColumnView
 ) -> npt.NDArray[np.float64]:
     """``1 / |row|`` per row (0 for a zero row), memoised: rows never change once stored."""
 
@@ -567,7 +561,7 @@ def _half_cosines(
 
 
 def _scanned_ranking(
-    cut: ReadCut,
+    cut: IndexCut,
     column: VectorColumnView,
     rows: npt.NDArray[np.intp],
     query: npt.NDArray[np.float64],
@@ -645,7 +639,7 @@ def _float32_dots(
 
 
 def _metric_ranking(
-    cut: ReadCut,
+    cut: IndexCut,
     column: VectorColumnView,
     rows: npt.NDArray[np.intp],
     query: npt.NDArray[np.float64],
@@ -674,7 +668,7 @@ def _metric_ranking(
 
 
 def _norm_range(
-    cut: ReadCut, collection: str, key: bytes, column: VectorColumnView
+    cut: IndexCut, collection: str, key: bytes, column: VectorColumnView
 ) -> tuple[float, float]:
     """The smallest nonzero and the largest L2 norm of the column's rows (memoised: rows
     never change; ``(0, 0)`` without nonzero rows)."""
@@ -693,7 +687,7 @@ def _norm_range(
 
 
 def _max_residual(
-    cut: ReadCut, collection: str, key: bytes, copy: str, residuals: npt.NDArray[np.float64]
+    cut: IndexCut, collection: str, key: bytes, copy: str, residuals: npt.NDArray[np.float64]
 ) -> float:
     """The largest residual of the column's rows in a compact ``copy`` (memoised)."""
 
@@ -706,7 +700,7 @@ def _max_residual(
     return found
 
 
-def _slots_ascending(cut: ReadCut, collection: str, key: bytes, column: VectorColumnView) -> bool:
+def _slots_ascending(cut: IndexCut, collection: str, key: bytes, column: VectorColumnView) -> bool:
     """Whether the column's row slots strictly ascend (memoised: rows are append-only).
 
     Then the slots of any ascending selection of rows ascend too, and a ranking finds
@@ -722,7 +716,7 @@ def _slots_ascending(cut: ReadCut, collection: str, key: bytes, column: VectorCo
 
 
 def vector_branch(
-    cut: ReadCut,
+    cut: IndexCut,
     collection: str,
     field: str,
     vector: Sequence[float],
@@ -746,7 +740,7 @@ def vector_branch(
 
 
 def _allowed_slots(
-    cut: ReadCut, collection: str, allowed_ids: Collection[str]
+    cut: IndexCut, collection: str, allowed_ids: Collection[str]
 ) -> npt.NDArray[np.int64]:
     """The live slots (at the cut) of the allowed document IDs, looked up in SQLite."""
     wanted = sorted({doc_id for doc_id in allowed_ids if isinstance(doc_id, str)})

@@ -8,11 +8,11 @@ import pytest
 from store_helpers import SPACE, cmd, put, setup_docs
 
 from cairn.errors import PermissionDeniedError, ValidationError
+from cairn.index import Database
 from cairn.store import (
     Capability,
     ConfigureCollection,
     ConfigurePrincipal,
-    Database,
     DocumentAccess,
     Grant,
     Metric,

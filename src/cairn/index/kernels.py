@@ -1,6 +1,6 @@
 """NumKong's dot product of each row with one query: the kernel of the compact scans.
 
-``cairn.store.quantized`` (int8 codes) and ``cairn.store.halves`` (float16 units) each
+``cairn.index.quantized`` (int8 codes) and ``cairn.index.halves`` (float16 units) each
 check it once with their own probe (exact integer sums; float32 accumulation) before
 their scans use it, and fall back to the float32 scan when it is missing or fails.
 """

@@ -713,6 +713,7 @@ def load_semantic_graph(
     principal: PrincipalLike = None,
     now: datetime | None = None,
     checkpoint: bool = True,
+    pack: bool = True,
     progress: LoadProgress | None = None,
 ) -> CommitReceipt:
     """Make the store hold ``graph`` as documents, vectors and facts: one atomic diff.
@@ -722,8 +723,10 @@ def load_semantic_graph(
     an identical earlier load is returned, else an empty receipt at the current
     position). Needs admin on the family collections and the graph. With
     ``checkpoint`` (the default), a load that changed something then writes a column
-    snapshot (``Database.checkpoint_columns``) so the next cold open is fast. The first
-    load into an empty database then packs the file (``Database.vacuum``).
+    snapshot (``Database.checkpoint_columns``) so the next cold open is faster. With
+    ``pack`` (the default), the first load into an empty database then packs the file
+    (``Database.vacuum``). ``cairn index`` turns both off: measured on a code index, they
+    cost more at index time than they save (see docs/benchmarks.md).
     ``progress`` is told the name of each step as it starts (``LOAD_STEPS``).
     """
     if not isinstance(graph, SemanticGraph):
@@ -739,7 +742,7 @@ def load_semantic_graph(
         if checkpoint and receipt.mutations and db.stored_snapshot_position != db.position:
             report("snapshot")
             db.checkpoint_columns()  # the next cold open maps the columns, not the rows
-    if first and receipt.mutations:
+    if pack and first and receipt.mutations:
         report("packing")
         db.vacuum()  # the file held nothing before: pack what the bulk insert left half full
     return receipt

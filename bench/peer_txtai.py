@@ -9,6 +9,11 @@ object: build time and ``[p50, p95]`` milliseconds of keyword-only (weights 0), 
 With ``--serve`` it builds once, prints the build line, then measures one round (every
 mode, ``--repeat`` passes) per line read from stdin and prints it as one JSON line, so
 that the caller can interleave its own rounds with txtai's on a host whose speed drifts.
+
+With ``--build-only --save DIR`` it builds the index the way a document store would hold
+the corpus (``content: True``: the texts in txtai's SQLite content database, beside the
+BM25 keyword index and the numpy vectors), saves it to ``DIR`` with ``embeddings.save``
+and prints build and save seconds, the process's peak RSS and the saved files' bytes.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -35,12 +41,51 @@ def percentiles(samples: list[float]) -> list[float]:
     return [statistics.median(ordered), ordered[round(0.95 * (len(ordered) - 1))]]
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident set so far (Linux ``ru_maxrss`` is in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def saved_files(folder: Path) -> dict[str, int]:
+    """Bytes of every file under ``folder``, by relative path."""
+    return {
+        str(path.relative_to(folder)): path.stat().st_size
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def build_only(embeddings: Embeddings, texts: list[str], folder: Path) -> dict[str, object]:
+    """Index with content stored, save to ``folder``; seconds, peak RSS, bytes saved."""
+    started = time.perf_counter()
+    embeddings.index((i, text, None) for i, text in enumerate(texts))
+    built = time.perf_counter()
+    embeddings.save(str(folder))
+    saved = time.perf_counter()
+    files = saved_files(folder)
+    return {
+        "peer": "txtai",
+        "version": version("txtai"),
+        "documents": embeddings.count(),
+        "build_s": built - started,
+        "save_s": saved - built,
+        "peak_rss_mib": peak_rss_mib(),
+        "files": files,
+        "bytes": sum(files.values()),
+        "config": {k: v for k, v in embeddings.config.items() if k != "transform"},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--serve", action="store_true", help="one round per stdin line")
+    parser.add_argument("--build-only", action="store_true", help="build, save, no searches")
+    parser.add_argument("--save", type=Path, help="with --build-only: the folder to save to")
     args = parser.parse_args()
+    if args.build_only and args.save is None:
+        parser.error("--build-only needs --save DIR")
     texts = (args.corpus / "texts.txt").read_text(encoding="utf-8").split("\n")
     vectors = np.load(args.corpus / "vectors.npy")
     queries = json.loads((args.corpus / "queries.json").read_text())
@@ -59,9 +104,12 @@ def main() -> None:
             "transform": transform,
             "backend": "numpy",
             "keyword": True,
-            "content": False,
+            "content": args.build_only,
         }
     )
+    if args.build_only:
+        json.dump(build_only(embeddings, texts, args.save), sys.stdout, default=str)
+        return
     embeddings.index((i, text, None) for i, text in enumerate(texts))
     build = time.perf_counter() - started
     out: dict[str, object] = {"peer": "txtai", "version": version("txtai"), "build_s": build}

@@ -1,7 +1,7 @@
 """Store benchmark (issue 5): bulk load, cold open, text/vector/hybrid latency beside floors.
 
     .venv/bin/python bench/store_bench.py [--django-artifact PATH] [--skip-django]
-        [--skip-peers] [--repeat 3] [--rounds 3]
+        [--skip-peers] [--repeat 3] [--rounds 3] [--scale [DOCS]] [--scale-only]
 
 1. **Bulk load of the Django graph**: a ``graph.cairn`` of Django (``bench/index_bench.py``
    writes one; default: ``$CAIRN_BENCH_CACHE/django.graph.cairn``) read and loaded into a
@@ -23,6 +23,18 @@
    right after each of Cairn's, so each round's hybrid ratio compares the same minutes
    of a host whose memory speed drifts; the report gives the ratio of the best rounds
    and the median of the per-round ratios.
+6. **Documents at scale** (``--scale [DOCS]``, default ``SCALE_DOCS``; ``--scale-only``
+   runs just this): the ``DOCS``-document corpus (generated once into the cache) is
+   loaded into a fresh file ``$CAIRN_BENCH_CACHE/scale-DOCS/cairn.db`` in a child
+   process through the same bulk path as ``cairn_database`` (``load_semantic_graph``
+   with the corpus' own vectors; it writes the column snapshot and, being the first
+   load, VACUUMs), then txtai indexes the same texts and vectors in its own child
+   (``peer_txtai.py --build-only``: content stored, BM25 keyword index, numpy vectors)
+   and saves to ``scale-DOCS/txtai/``. Each child's RSS is sampled from ``/proc``
+   while it runs; its peak is the child's own ``ru_maxrss``. Reported: load seconds,
+   peak RSS, bytes on disk and per document, their ratios against the targets
+   (``SCALE_TARGETS``), the RSS of Cairn's child per load step, and where Cairn's
+   bytes go (SQLite ``dbstat`` per table and index).
 """
 
 from __future__ import annotations
@@ -30,11 +42,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +68,10 @@ from corpus import (
     SPACE_ID,
     TEXT_FIELD,
     VECTOR_FIELD,
+    LookupEmbedder,
     cairn_database,
     corpus,
+    semantic_graph,
 )
 from floors import Bm25Floor, ScanFloor, percentiles, timed
 
@@ -275,6 +294,340 @@ def peers(folder: Path, repeat: int, names: list[str]) -> dict[str, Any]:
     return found
 
 
+# ----------------------------------------------------------------------------- scale
+SCALE_DOCS = 300_000
+"""Documents of the scale run (issue 17: documents at scale)."""
+SCALE_TARGETS = {"bytes_ratio": 1.5, "load_peak_rss_mib": 2048.0}
+"""Cairn/txtai bytes per document; Cairn load peak RSS in MiB (2 GiB = 2048 MiB)."""
+RSS_SAMPLE_S = 0.25
+"""Seconds between two reads of a child's ``/proc/<pid>/status``."""
+TIMELINE_STEP_S = 5.0
+"""Seconds between two points of the RSS timeline kept in the report."""
+MIB = 2**20
+
+
+def _status_mib(status: Path, key: str) -> float | None:
+    """One ``kB`` line of a ``/proc/<pid>/status`` file in MiB (None when gone)."""
+    try:
+        lines = status.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    return None
+
+
+def _peak_rss_mib() -> float:
+    """This process's peak resident set so far (Linux ``ru_maxrss`` is in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _files_bytes(path: Path) -> dict[str, int]:
+    """Bytes of a database file and of its ``-wal``/``-shm`` companions if present."""
+    found = {}
+    for suffix in ("", "-wal", "-shm"):
+        item = Path(str(path) + suffix)
+        if item.exists():
+            found[item.name] = item.stat().st_size
+    return found
+
+
+def scale_load(docs: int, path: Path) -> dict[str, Any]:
+    """In this (fresh) process: load the ``docs`` corpus into a new file, as
+    ``cairn_database`` does; seconds, the wall time each step began, file bytes."""
+    from cairn.store.load import load_semantic_graph
+
+    steps: list[tuple[str, float, float | None]] = []
+
+    def mark(step: str) -> None:
+        steps.append((step, time.time(), _status_mib(Path("/proc/self/status"), "VmRSS")))
+
+    mark("reading corpus")
+    built = corpus(docs=docs)
+    mark("building graph")
+    graph = semantic_graph(built)
+    mark("building embedder")
+    embedder = LookupEmbedder(built.texts(), built.vectors)
+    with cairn.open(path) as db:
+        started = time.perf_counter()
+        load_semantic_graph(db, graph, embedder=embedder, progress=mark)
+        load_s = time.perf_counter() - started
+        mark("closing")
+        before_close = _files_bytes(path)
+    mark("closed")
+    return {
+        "documents": len(built.ids),
+        "facts": len(built.edges),
+        "load_s": load_s,
+        "steps": steps,
+        "peak_rss_mib": _peak_rss_mib(),
+        "files_open": before_close,
+        "files": _files_bytes(path),
+    }
+
+
+class RssSampler:
+    """Reads a child's ``VmRSS`` and ``VmHWM`` every ``RSS_SAMPLE_S`` in a thread."""
+
+    def __init__(self, pid: int) -> None:
+        self._status = Path(f"/proc/{pid}/status")
+        self._done = threading.Event()
+        self.samples: list[tuple[float, float]] = []  # (wall time, RSS MiB)
+        self.hwm = 0.0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(RSS_SAMPLE_S):
+            rss = _status_mib(self._status, "VmRSS")
+            hwm = _status_mib(self._status, "VmHWM")
+            if rss is None or hwm is None:
+                return
+            self.samples.append((time.time(), rss))
+            self.hwm = max(self.hwm, hwm)
+
+    def stop(self) -> None:
+        """Stop sampling (after the child has exited)."""
+        self._done.set()
+        self._thread.join()
+
+
+def sampled_run(command: list[str]) -> tuple[dict[str, Any], RssSampler, float]:
+    """Run a child printing one JSON object; that object, its RSS samples, wall seconds."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler = RssSampler(child.pid)
+    out, err = child.communicate()
+    sampler.stop()
+    wall = time.perf_counter() - started
+    if child.returncode != 0:
+        raise RuntimeError(f"{command[1]} exited {child.returncode}: {err.strip()[-2000:]}")
+    return json.loads(out), sampler, wall
+
+
+def timeline(samples: list[tuple[float, float]], origin: float) -> list[tuple[float, float]]:
+    """(seconds since ``origin``, max RSS MiB) per ``TIMELINE_STEP_S`` window."""
+    windows: dict[int, float] = {}
+    for at, rss in samples:
+        window = int((at - origin) // TIMELINE_STEP_S)
+        windows[window] = max(windows.get(window, 0.0), rss)
+    return [(w * TIMELINE_STEP_S, rss) for w, rss in sorted(windows.items())]
+
+
+def step_peaks(
+    steps: list[list[Any]], samples: list[tuple[float, float]], origin: float
+) -> list[dict[str, Any]]:
+    """Per load step: start (s after ``origin``), duration, RSS at start, max RSS sampled."""
+    found = []
+    for (name, start, rss), following in zip(steps, [*steps[1:], None], strict=True):
+        end = following[1] if following is not None else float("inf")
+        inside = [value for at, value in samples if start <= at < end]
+        found.append(
+            {
+                "step": name,
+                "start_s": start - origin,
+                "duration_s": (end - start) if following is not None else 0.0,
+                "rss_at_start_mib": rss,
+                "max_sampled_mib": max(inside, default=None),
+            }
+        )
+    return found
+
+
+def table_bytes(path: Path, documents: int) -> list[dict[str, Any]]:
+    """Per table and index of the file (SQLite ``dbstat``): pages, payload, bytes/doc."""
+    query = (
+        "SELECT name, COUNT(*), SUM(pgsize), SUM(payload), SUM(unused), "
+        "SUM(CASE WHEN pagetype = 'leaf' THEN ncell ELSE 0 END), "
+        "SUM(pagetype = 'overflow') FROM dbstat GROUP BY name ORDER BY SUM(pgsize) DESC"
+    )
+    with closing(sqlite3.connect(path)) as conn:
+        rows = conn.execute(query).fetchall()
+    return [
+        {
+            "name": name,
+            "pages": pages,
+            "bytes": size,
+            "payload": payload,
+            "unused": unused,
+            "leaf_cells": cells,
+            "overflow_pages": overflow,
+            "bytes_per_doc": size / documents,
+        }
+        for name, pages, size, payload, unused, cells, overflow in rows
+    ]
+
+
+def snapshot_parts(path: Path) -> list[tuple[str, int]]:
+    """Bytes of each array in the file's column snapshot, largest first."""
+    query = (
+        "SELECT name, SUM(length(data)) FROM column_snapshot GROUP BY name "
+        "ORDER BY SUM(length(data)) DESC"
+    )
+    with closing(sqlite3.connect(path)) as conn:
+        try:
+            return [(str(name), int(size)) for name, size in conn.execute(query)]
+        except sqlite3.OperationalError:  # no snapshot table
+            return []
+
+
+def cairn_scale(docs: int, folder: Path) -> dict[str, Any]:
+    """Cairn's load of the scale corpus in a child process, with where the bytes go."""
+    path = folder / "cairn.db"
+    command = [sys.executable, __file__, "--scale-load", str(docs), str(path)]
+    found, sampler, wall = sampled_run(command)
+    found["wall_s"] = wall
+    found["peak_rss_mib"] = max(found["peak_rss_mib"], sampler.hwm)
+    found["sampled_hwm_mib"] = sampler.hwm
+    steps = found.pop("steps")
+    first = sampler.samples[0][0] if sampler.samples else steps[0][1]
+    origin = min(first, steps[0][1])  # about when the child started
+    found["step_rss"] = step_peaks(steps, sampler.samples, origin)
+    found["timeline"] = timeline(sampler.samples, origin)
+    found["bytes"] = sum(found["files"].values())
+    found["bytes_open"] = sum(found["files_open"].values())
+    found["tables"] = table_bytes(path, docs)
+    found["snapshot_parts"] = snapshot_parts(path)
+    return found
+
+
+def txtai_scale(corpus_folder: Path, folder: Path) -> dict[str, Any]:
+    """txtai's build and save of the scale corpus in its own child, or why it failed."""
+    python, why = peer_venv("txtai", PEERS["txtai"][0])
+    if python is None:
+        return {"error": why}
+    saved = folder / "txtai"
+    script = str(Path(__file__).parent / PEERS["txtai"][1])
+    command = [str(python), script, "--corpus", str(corpus_folder), "--build-only"]
+    try:
+        found, sampler, wall = sampled_run([*command, "--save", str(saved)])
+    except (OSError, RuntimeError, ValueError) as exc:
+        return {"error": str(exc)}
+    found["wall_s"] = wall
+    found["peak_rss_mib"] = max(found["peak_rss_mib"], sampler.hwm)
+    found["sampled_hwm_mib"] = sampler.hwm
+    found["timeline"] = timeline(sampler.samples, sampler.samples[0][0] if sampler.samples else 0)
+    found["bytes"] = sum(p.stat().st_size for p in saved.rglob("*") if p.is_file())
+    return found
+
+
+def scale_verdicts(cairn_side: dict[str, Any], txtai: dict[str, Any], docs: int) -> dict[str, Any]:
+    """Bytes per document of both, their ratio, and PASS/FAIL per target."""
+    verdicts: dict[str, Any] = {"cairn_bytes_per_doc": cairn_side["bytes"] / docs}
+    rss = cairn_side["peak_rss_mib"]
+    verdicts["load_peak_rss_pass"] = rss <= SCALE_TARGETS["load_peak_rss_mib"]
+    if "bytes" in txtai:
+        verdicts["txtai_bytes_per_doc"] = txtai["bytes"] / docs
+        ratio = cairn_side["bytes"] / txtai["bytes"]
+        verdicts["bytes_ratio"] = ratio
+        verdicts["bytes_ratio_pass"] = ratio <= SCALE_TARGETS["bytes_ratio"]
+        verdicts["peak_rss_ratio"] = rss / txtai["peak_rss_mib"]
+    return verdicts
+
+
+def scale(docs: int) -> dict[str, Any]:
+    """The scale run: corpus (cached), Cairn's load, then txtai's build, each in a child."""
+    started = time.perf_counter()
+    corpus_folder = corpus(docs=docs).folder  # generated once; the arrays are let go
+    generation_s = time.perf_counter() - started
+    folder = CACHE / f"scale-{docs}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    report: dict[str, Any] = {"documents": docs, "corpus_s": generation_s}
+    report["load_average_before"] = os.getloadavg()
+    report["cairn"] = cairn_scale(docs, folder)
+    report["load_average_between"] = os.getloadavg()
+    report["txtai"] = txtai_scale(corpus_folder, folder)
+    report["load_average_after"] = os.getloadavg()
+    report["targets"] = SCALE_TARGETS
+    report["verdicts"] = scale_verdicts(report["cairn"], report["txtai"], docs)
+    return report
+
+
+def _verdict(passed: bool | None) -> str:
+    return "n/a" if passed is None else ("PASS" if passed else "FAIL")
+
+
+def print_scale(report: dict[str, Any]) -> None:
+    """The scale run as Markdown tables."""
+    docs = report["documents"]
+    mine, peer, verdicts = report["cairn"], report["txtai"], report["verdicts"]
+    print(
+        f"\n## {docs:,} documents ({mine['facts']:,} facts); load average before / between "
+        f"/ after: {report['load_average_before']} / {report['load_average_between']} "
+        f"/ {report['load_average_after']}"
+    )
+    if "error" in peer:
+        print(f"txtai: not measured: {peer['error']}")
+        peer = {}
+    target_rss = SCALE_TARGETS["load_peak_rss_mib"]
+    rows = [
+        ("load / build s", mine["load_s"], peer.get("build_s"), "", None),
+        ("child wall s", mine["wall_s"], peer.get("wall_s"), "", None),
+        (
+            "peak RSS MiB",
+            mine["peak_rss_mib"],
+            peer.get("peak_rss_mib"),
+            f"Cairn <= {target_rss:.0f} MiB (2 GiB)",
+            verdicts["load_peak_rss_pass"],
+        ),
+        ("bytes on disk MiB", mine["bytes"] / MIB, peer.get("bytes", 0) / MIB or None, "", None),
+        (
+            "bytes per document",
+            verdicts["cairn_bytes_per_doc"],
+            verdicts.get("txtai_bytes_per_doc"),
+            f"ratio <= {SCALE_TARGETS['bytes_ratio']}x",
+            verdicts.get("bytes_ratio_pass"),
+        ),
+    ]
+    print("\n| | Cairn | txtai | Cairn/txtai | target | verdict |")
+    print("|---|---|---|---|---|---|")
+    for name, ours, theirs, target, passed in rows:
+        ratio = f"{ours / theirs:.2f}x" if theirs else "-"
+        shown = f"{theirs:,.1f}" if theirs is not None else "-"
+        print(f"| {name} | {ours:,.1f} | {shown} | {ratio} | {target} | {_verdict(passed)} |")
+    print_cairn_scale(mine, docs)
+    if peer:
+        print(f"\ntxtai {peer['version']} saved files (bytes): {peer['files']}")
+        print(f"txtai RSS timeline (s, MiB): {_points(peer['timeline'])}")
+
+
+def _points(points: list[list[float]]) -> str:
+    return ", ".join(f"{at:.0f}:{rss:.0f}" for at, rss in points)
+
+
+def print_cairn_scale(mine: dict[str, Any], docs: int) -> None:
+    """Cairn's files, RSS per load step and bytes per table."""
+    print(f"\nCairn files after the load, open: {mine['files_open']}; closed: {mine['files']}")
+    print("\n| Cairn step | start s | duration s | RSS at start MiB | max sampled MiB |")
+    print("|---|---|---|---|---|")
+    for step in mine["step_rss"]:
+        peak = step["max_sampled_mib"]
+        print(
+            f"| {step['step']} | {step['start_s']:.1f} | {step['duration_s']:.1f} "
+            f"| {step['rss_at_start_mib'] or 0:,.0f} | {'-' if peak is None else f'{peak:,.0f}'} |"
+        )
+    print(f"Cairn RSS timeline (s, MiB): {_points(mine['timeline'])}")
+    print(
+        "\n| table or index (dbstat) | MiB | bytes/doc | share | unused | leaf cells "
+        "| overflow pages |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    total = sum(row["bytes"] for row in mine["tables"])
+    for row in mine["tables"]:
+        if row["bytes"] < total / 1000:
+            continue
+        print(
+            f"| {row['name']} | {row['bytes'] / MIB:,.1f} | {row['bytes_per_doc']:,.0f} "
+            f"| {row['bytes'] / total:.1%} | {row['unused'] / row['bytes']:.1%} "
+            f"| {row['leaf_cells']:,} | {row['overflow_pages']:,} |"
+        )
+    print(f"| (all) | {total / MIB:,.1f} | {total / docs:,.0f} | 100% | | | |")
+    parts = ", ".join(f"{name} {size / MIB:.1f}" for name, size in mine["snapshot_parts"][:8])
+    print(f"column snapshot arrays (MiB): {parts}")
+
+
 # ------------------------------------------------------------------------------ main
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -288,9 +641,20 @@ def main() -> None:
     parser.add_argument("--cold-open", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--django-only", action="store_true", help="only the Django load")
     parser.add_argument("--json", type=Path, help="also write every number here")
+    parser.add_argument(
+        "--scale", type=int, nargs="?", const=SCALE_DOCS, help="also the scale run (DOCS)"
+    )
+    parser.add_argument("--scale-only", action="store_true", help="only the scale run")
+    parser.add_argument("--scale-load", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cold_open:
         print(json.dumps(cold_open(args.cold_open)))
+        return
+    if args.scale_load:
+        print(json.dumps(scale_load(int(args.scale_load[0]), Path(args.scale_load[1]))))
+        return
+    if args.scale_only:
+        scale_only(args.scale or SCALE_DOCS, args.json)
         return
     if args.django_only:
         print(json.dumps(django_load(args.django_artifact)))
@@ -332,6 +696,8 @@ def main() -> None:
         }
     elif paired is not None:
         report["peers"]["txtai"] = paired
+    if args.scale:
+        report["scale"] = scale(args.scale)
     report["load_average_after"] = os.getloadavg()
     print_report(report)
     if args.json:
@@ -403,6 +769,16 @@ def print_report(report: dict[str, Any]) -> None:
             + ", ".join(f"{r:.2f}x" for r in ratios)
             + f" (median {statistics.median(ratios):.2f}x)"
         )
+    if "scale" in report:
+        print_scale(report["scale"])
+
+
+def scale_only(docs: int, target: Path | None) -> None:
+    """Just the scale run: print it, and write it to ``target`` if given."""
+    report = scale(docs)
+    print_scale(report)
+    if target:
+        target.write_text(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

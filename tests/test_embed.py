@@ -21,6 +21,7 @@ from cairn.embed import (
     MINILM_EMBEDDER,
     PACKAGED_MODEL_DIRECTORY,
     PACKAGED_MODELS,
+    AnalysedEmbedder,
     Embedder,
     HashingEmbedder,
     SentenceTransformerEmbedder,
@@ -29,7 +30,7 @@ from cairn.embed import (
 )
 from cairn.errors import UnsupportedCapabilityError, ValidationError
 from cairn.store import Metric
-from cairn.store.text import analyze
+from cairn.store.text import analyze, term_counts
 
 
 def _oracle_features(token: str) -> list[str]:
@@ -63,6 +64,54 @@ def test_hashing_matches_the_oracle_and_is_normalised() -> None:
     assert np.linalg.norm(matrix[0]) == pytest.approx(1.0, abs=1e-6)
     assert not matrix[2].any()
     assert not matrix[3].any()
+
+
+_PINNED_TEXTS = [
+    "getUserName returns the user name",
+    "load_user",
+    "",
+    "   ",
+    "HTTPResponseRedirect(url)",
+    "naïve café \uff26\uff35\uff2c\uff2c width",  # full-width letters: NFKC folds them
+    "x" * 300 + " y_z",
+    "class QuerySet: def filter(self, *args, **kwargs)",
+]
+
+
+def test_hashing_output_is_pinned_to_its_version() -> None:
+    """The bytes of version 2 (computed by the per-token implementation it shipped with):
+    a change here must bump ``HASHING_VERSION``, or stored vectors would silently mix."""
+    assert HASHING_VERSION == "2"
+    digests = {
+        dimension: hashlib.sha256(HashingEmbedder(dimension).embed(_PINNED_TEXTS).tobytes())
+        for dimension in (512, 64)
+    }
+    assert digests[512].hexdigest() == (
+        "fcf368f1f53154d90eb21869722b086a3ba9cf4e7c961d2cb4a7859900c91649"
+    )
+    assert digests[64].hexdigest() == (
+        "21e7e918c959d1c331955de1385576a91ca5f11a31fd2ddf34d3ade3b2c7621d"
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="abcXYZ_ 09é.", max_size=40), max_size=6))
+def test_embedding_term_counts_gives_the_rows_of_the_texts(texts: list[str]) -> None:
+    """``embed_analysed`` of each text's term counts = ``embed`` of the text, bit for bit,
+    and each row is the independent oracle's, whatever the batch."""
+    embedder = HashingEmbedder(32)
+    from_counts = embedder.embed_analysed([term_counts(analyze(text)) for text in texts])
+    assert from_counts.tobytes() == HashingEmbedder(32).embed(texts).tobytes()
+    assert from_counts.shape == (len(texts), 32)
+    for row, text in zip(from_counts, texts, strict=True):
+        np.testing.assert_allclose(row, _oracle(text, 32), atol=1e-7)
+        assert row.tobytes() == HashingEmbedder(32).embed([text])[0].tobytes()
+
+
+def test_analysed_texts_need_one_count_per_term() -> None:
+    with pytest.raises(ValidationError):
+        HashingEmbedder().embed_analysed([(["a", "b"], [1])])
+    assert isinstance(HashingEmbedder(), AnalysedEmbedder)
 
 
 def test_hashing_space_records_model_and_version() -> None:

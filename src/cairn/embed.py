@@ -38,7 +38,7 @@ import numpy.typing as npt
 from cairn.errors import UnsupportedCapabilityError, ValidationError
 from cairn.store.commands import Metric, VectorSpace
 from cairn.store.limits import MAX_VECTOR_DIMENSION, MIN_VECTOR_DIMENSION
-from cairn.store.text import analyze
+from cairn.store.text import analyze, term_counts
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -51,6 +51,8 @@ __all__ = [
     "PACKAGED_MODELS",
     "PACKAGED_MODEL_DIRECTORY",
     "SENTENCE_TRANSFORMERS_PREFIX",
+    "Analysed",
+    "AnalysedEmbedder",
     "Embedder",
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
@@ -95,6 +97,10 @@ PACKAGED_MODELS: Mapping[str, str] = MappingProxyType({MINILM_EMBEDDER: "gt_all_
 PACKAGED_MODEL_DIRECTORY = "model"
 """The folder, inside such a package, that holds the sentence-transformers model."""
 
+Analysed = tuple[Sequence[str], Sequence[int]]
+"""A text's distinct analyzer tokens, in order of first appearance, and their counts:
+``cairn.store.text.term_counts(analyze(text))``."""
+
 _HASH_BYTES = 8
 _TOKEN_CACHE_SIZE = 200_000
 
@@ -110,6 +116,15 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One row per text, shape ``(len(texts), space.dimension)``, dtype float32."""
+        ...
+
+
+@runtime_checkable
+class AnalysedEmbedder(Embedder, Protocol):
+    """An embedder that can also embed texts from their analyzer term counts."""
+
+    def embed_analysed(self, analysed: Sequence[Analysed]) -> npt.NDArray[np.float32]:
+        """Exactly ``embed(texts)`` for the texts whose term counts ``analysed`` holds."""
         ...
 
 
@@ -168,29 +183,49 @@ class HashingEmbedder:
 
         Each row holds, per coordinate, the number of +1 features minus the number of
         -1 features hashed to it, as float64 (exact: small integers), L2-normalised and
-        rounded to float32. The tallies of a whole batch are counted with one
-        ``bincount``: the same integers, hence the same bits, as adding the signs one
-        feature at a time.
+        rounded to float32: ``embed_analysed`` of each text's analyzer term counts.
         """
         if isinstance(texts, str):
             raise ValidationError("embed() takes a sequence of texts, not one string")
-        dimension = self._space.dimension
-        codes: list[int] = []
-        lengths: list[int] = []
-        token_codes = self._token_codes
+        analysed: list[Analysed] = []
         for text in texts:
             if not isinstance(text, str):
                 raise ValidationError(f"texts must be strings, got {type(text).__name__}")
-            start = len(codes)
-            for token in analyze(text):
-                codes.extend(token_codes(token))
-            lengths.append(len(codes) - start)
-        count = len(lengths)
+            analysed.append(term_counts(analyze(text)))
+        return self.embed_analysed(analysed)
+
+    def embed_analysed(self, analysed: Sequence[Analysed]) -> npt.NDArray[np.float32]:
+        """The rows ``embed`` gives for texts whose ``term_counts(analyze(text))`` these are.
+
+        A row is linear in its token counts, so a caller that analysed the texts already
+        (a bulk load indexing them for BM25) skips the second analysis. The tallies of a
+        whole batch are counted with one weighted ``bincount``: float64 sums of small
+        integers are exact, hence the same bits as adding the signs one feature at a time.
+        """
+        dimension = self._space.dimension
+        codes: list[int] = []
+        sizes: list[int] = []  # codes per (row, term)
+        weights: list[int] = []  # the term's count in its row
+        terms_per_row: list[int] = []
+        token_codes = self._token_codes
+        for terms, counts in analysed:
+            if len(terms) != len(counts):
+                raise ValidationError("each analysed text needs one count per term")
+            for term in terms:
+                found = token_codes(term)
+                codes.extend(found)
+                sizes.append(len(found))
+            weights.extend(counts)
+            terms_per_row.append(len(terms))
+        count = len(terms_per_row)
         width = 2 * dimension
-        rows = np.repeat(np.arange(count, dtype=np.int64) * width, lengths)
-        flat = rows + np.asarray(codes, dtype=np.int64)
-        tallies = np.bincount(flat, minlength=count * width).reshape(count, 2, dimension)
-        matrix = (tallies[:, 0, :] - tallies[:, 1, :]).astype(np.float64)
+        spans = np.asarray(sizes, dtype=np.int64)
+        entry_rows = np.repeat(np.arange(count, dtype=np.int64) * width, terms_per_row)
+        flat = np.repeat(entry_rows, spans) + np.asarray(codes, dtype=np.int64)
+        tally_weights = np.repeat(np.asarray(weights, dtype=np.float64), spans)
+        tallies = np.bincount(flat, weights=tally_weights, minlength=count * width)
+        signed = tallies.astype(np.float64, copy=False).reshape(count, 2, dimension)
+        matrix = signed[:, 0, :] - signed[:, 1, :]
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         np.divide(matrix, norms, out=matrix, where=norms > 0)
         return matrix.astype(np.float32)

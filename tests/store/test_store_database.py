@@ -22,6 +22,30 @@ def test_file_is_in_wal_mode_and_the_writer_syncs_fully(db: Database, db_path: P
     assert db._writer.execute("PRAGMA synchronous").fetchone() == (2,)
 
 
+def test_a_new_file_keeps_document_bodies_of_two_kib_in_their_page(tmp_path: Path) -> None:
+    """8 KiB pages: a ~1.8 KB body no longer spills into an overflow page of its own."""
+    path = tmp_path / "a.db"
+    with store.open(path) as db:
+        setup_docs(db)
+        db.command(cmd(*(put("docs", f"d{i}", "word " * 360) for i in range(20))))
+    assert rows(path, "PRAGMA page_size") == [(8192,)]
+    assert len(rows(path, "SELECT body FROM documents WHERE id = 'd0'")[0][0]) > 1_700
+    overflow = "SELECT count(*) FROM dbstat WHERE name = 'documents' AND pagetype = 'overflow'"
+    assert rows(path, overflow) == [(0,)]
+
+
+def test_an_existing_file_keeps_its_page_size(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA page_size = 4096")
+        conn.execute("VACUUM")  # an empty file that has its page size, as older files do
+    with store.open(path) as db:
+        setup_docs(db)
+        db.command(cmd(put("docs", "a", "some words")))
+        assert db.get_document("docs", "a").body["text"] == "some words"
+    assert rows(path, "PRAGMA page_size") == [(4096,)]
+
+
 def test_incarnation_is_minted_once_and_survives_reopen(tmp_path: Path) -> None:
     with store.open(tmp_path / "a.db") as first:
         minted = first.incarnation

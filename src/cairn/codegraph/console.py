@@ -114,12 +114,15 @@ def index_and_write(
 
 
 def _load(db_path: Path, graph: SemanticGraph, progress: LoadProgress) -> dict[str, Any]:
-    from cairn.index import open as open_database
+    from cairn.store import open as open_database
     from cairn.store.load import load_semantic_graph, load_summary
 
     progress("opening")
     with open_database(db_path) as db:
-        receipt = load_semantic_graph(db, graph, progress=progress)
+        # A code index is rebuilt often and read by search: a column snapshot and a packed
+        # file cost more at every index (Django package: 1.1 s of 15.6 s) than they save
+        # (0.1 s at a cold open, 12% of the file), measured in docs/benchmarks.md.
+        receipt = load_semantic_graph(db, graph, progress=progress, checkpoint=False, pack=False)
     return {"db": str(db_path), **load_summary(receipt)}
 
 

@@ -31,7 +31,14 @@ from cairn.canonical import canonical_bytes
 from cairn.errors import ConflictError, CorruptionError, MissingEndpointError, ValidationError
 from cairn.graph.model import SemanticFact
 from cairn.store.apply import Applier, _denied, field_text, vector_pointer
-from cairn.store.commands import EntityRef, MutationOutcome, PutDocument, PutFact, PutVector
+from cairn.store.commands import (
+    EntityRef,
+    Mutation,
+    MutationOutcome,
+    PutDocument,
+    PutFact,
+    PutVector,
+)
 from cairn.store.limits import MAX_DOCUMENT_BYTES, MAX_DOCUMENT_DEPTH, check_depth, check_size
 from cairn.store.pointer import get_at
 from cairn.store.policy import Capability, field_allowed, require, row_visible
@@ -130,6 +137,16 @@ class BulkApplier(Applier):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._fresh_slots: set[int] = set()  # slots born in this applier's batches
+        self._written: dict[EntityRef, _Stored] = {}  # live heads this applier's puts wrote
+        self.analysed: dict[tuple[str, str], list[tuple[str, list[str], list[int]]]] = {}
+        """Per document put by this applier: each text field's distinct terms and counts
+        (a load embeds from them instead of analysing the same text again)."""
+
+    def apply(self, mutation: Mutation) -> MutationOutcome:
+        """``Applier.apply``; a row-path write may move any head, so the batches' memory
+        of the heads they wrote is dropped."""
+        self._written.clear()
+        return super().apply(mutation)
 
     # ------------------------------------------------------------- lookups
     def _stored_rows(self, collection: str, ids: Sequence[str]) -> dict[str, _Stored]:
@@ -146,11 +163,19 @@ class BulkApplier(Applier):
         return found
 
     def _live_heads(self, refs: Iterable[EntityRef]) -> dict[EntityRef, _Stored]:
-        """Stored rows of the live documents among ``refs`` (visibility not yet applied)."""
+        """Stored rows of the live documents among ``refs`` (visibility not yet applied).
+
+        Heads this applier's document batches wrote are known without reading them back.
+        """
+        heads: dict[EntityRef, _Stored] = {}
+        written = self._written
         by_collection: dict[str, list[str]] = {}
         for ref in refs:
-            by_collection.setdefault(ref.collection, []).append(ref.id)
-        heads: dict[EntityRef, _Stored] = {}
+            known = written.get(ref)
+            if known is not None:
+                heads[ref] = known
+            else:
+                by_collection.setdefault(ref.collection, []).append(ref.id)
         for collection, ids in sorted(by_collection.items()):
             for doc_id, row in self._stored_rows(collection, ids).items():
                 if not row.deleted:
@@ -204,6 +229,8 @@ class BulkApplier(Applier):
             self._check_document(item, stored[item.collection].get(item.id)) for item in items
         ]
         analysed = [self._analyse(item) for item in items]
+        for item, fields in zip(items, analysed, strict=True):
+            self.analysed[item.collection, item.id] = fields
         self._known_terms(term for fields in analysed for _, terms, _ in fields for term in terms)
         next_term = self._max_id("terms", "id") + 1
         new_terms: list[tuple[int, str]] = []
@@ -244,6 +271,9 @@ class BulkApplier(Applier):
                     )
                 )
             changes.append(("document", item.collection, item.id, revision, slot, previous_slot))
+            self._written[EntityRef(item.collection, item.id)] = _Stored(
+                slot, revision, None, None, False
+            )
             outcomes.append(MutationOutcome(PutDocument.kind, item.collection, item.id, revision))
             self._fresh_slots.add(slot)
         conn = self.conn

@@ -52,6 +52,7 @@ from cairn.store.commands import (
 )
 from cairn.store.limits import (
     DEFAULT_DATABASE_NAME,
+    PAGE_SIZE_BYTES,
     READER_MMAP_BYTES,
     READER_POOL_SIZE,
     SQLITE_BUSY_TIMEOUT_MS,
@@ -121,6 +122,8 @@ def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
             # of random documents from a large file is ~30% faster.
             conn.execute(f"PRAGMA mmap_size = {READER_MMAP_BYTES}")
         else:
+            # Only takes effect while the file is still empty (before WAL and the schema).
+            conn.execute(f"PRAGMA page_size = {PAGE_SIZE_BYTES}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise CorruptionError(f"the database refused WAL mode (got {mode!r})")

@@ -37,6 +37,7 @@ __all__ = [
     "MAX_VECTOR_FIELDS",
     "MAX_VECTOR_VALUE",
     "MIN_VECTOR_DIMENSION",
+    "PAGE_SIZE_BYTES",
     "PBKDF2_ITERATIONS",
     "READER_MMAP_BYTES",
     "READER_POOL_SIZE",
@@ -101,6 +102,15 @@ PBKDF2_ITERATIONS = 200_000
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 """How long a connection waits for another process's write lock before failing."""
+
+PAGE_SIZE_BYTES = 8192
+"""SQLite page size of a new file (an existing file keeps its own).
+
+A row of a ``WITHOUT ROWID`` table keeps about a quarter of a page in place and spills
+the rest into overflow pages of its own, mostly empty: with 4 KiB pages every document
+body over ~1 KB did, and half of a 300k-document file's ``documents`` pages were unused
+space. 8 KiB pages keep bodies up to ~2 KB in place (``bench/store_bench.py --scale``).
+"""
 
 READER_MMAP_BYTES = 2**31
 """How much of the file a read connection memory-maps (SQLite ``mmap_size``)."""

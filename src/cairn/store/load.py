@@ -25,6 +25,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import sqlite3
+import struct
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -32,6 +33,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
 import orjson
 
 from cairn.canonical import (
@@ -354,6 +357,10 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+_LENGTH = struct.Struct("<Q").pack
+"""A chunk's length as the digest frames it: 8 bytes, little-endian."""
+
+
 class _Digest:
     """SHA-256 over length-prefixed chunks (8-byte little-endian length, then the bytes)."""
 
@@ -361,7 +368,10 @@ class _Digest:
         self._hash = hashlib.sha256()
 
     def feed(self, *chunks: bytes) -> None:
-        self._hash.update(b"".join(len(chunk).to_bytes(8, "little") + chunk for chunk in chunks))
+        update = self._hash.update  # one update per piece: no joined copy per record
+        for chunk in chunks:
+            update(_LENGTH(len(chunk)))
+            update(chunk)
 
     def hexdigest(self) -> str:
         return self._hash.hexdigest()
@@ -626,6 +636,21 @@ class _Plan:
             )
         }
 
+    def _embed(
+        self,
+        batch: Sequence[EntityRef],
+        analysed: Mapping[tuple[str, str], Sequence[tuple[str, list[str], list[int]]]],
+    ) -> npt.NDArray[np.float32]:
+        """The vectors of ``batch``'s texts, from the term counts the document puts found
+        when the embedder takes them and every text was just analysed (the same rows)."""
+        embed_analysed = getattr(self.embedder, "embed_analysed", None)  # AnalysedEmbedder
+        if callable(embed_analysed):
+            counts = [_text_counts(analysed.get((ref.collection, ref.id))) for ref in batch]
+            if all(found is not None for found in counts):
+                matrix: npt.NDArray[np.float32] = embed_analysed(counts)
+                return matrix
+        return self.embedder.embed([self.wanted.documents[ref].body["text"] for ref in batch])
+
     def _vectors(
         self,
         conn: sqlite3.Connection,
@@ -650,8 +675,7 @@ class _Plan:
         outcomes: list[MutationOutcome] = []
         for start in range(0, len(needed), EMBED_BATCH_SIZE):
             batch = needed[start : start + EMBED_BATCH_SIZE]
-            texts = [self.wanted.documents[ref].body["text"] for ref in batch]
-            matrix = self.embedder.embed(texts)
+            matrix = self._embed(batch, applier.analysed)
             if matrix.shape != (len(batch), self.wanted.space.dimension):
                 raise ValidationError(
                     f"the embedder returned shape {matrix.shape} for {len(batch)} texts",
@@ -669,6 +693,18 @@ class _Plan:
         return outcomes
 
 
+def _text_counts(
+    fields: Sequence[tuple[str, list[str], list[int]]] | None,
+) -> tuple[list[str], list[int]] | None:
+    """The ``/text`` terms and counts among a document's analysed fields, if analysed."""
+    if fields is None:
+        return None
+    for pointer, terms, counts in fields:
+        if pointer == TEXT_FIELD:
+            return terms, counts
+    return None
+
+
 def load_semantic_graph(
     db: Database,
     graph: SemanticGraph,
@@ -678,6 +714,7 @@ def load_semantic_graph(
     principal: PrincipalLike = None,
     now: datetime | None = None,
     checkpoint: bool = True,
+    pack: bool = True,
     progress: LoadProgress | None = None,
 ) -> CommitReceipt:
     """Make the store hold ``graph`` as documents, vectors and facts: one atomic diff.
@@ -688,8 +725,10 @@ def load_semantic_graph(
     position). Needs admin on the family collections and the graph. With
     ``checkpoint`` (the default), a load that changed something then writes a column
     snapshot (``DerivedState.checkpoint_derived``: ``cairn.open``'s handle keeps the
-    columns, ``cairn.store.open``'s derives nothing) so the next cold open is fast. The
-    first load into an empty database then packs the file (``Database.vacuum``).
+    columns, ``cairn.store.open``'s derives nothing) so the next cold open is faster. With
+    ``pack`` (the default), the first load into an empty database then packs the file
+    (``Database.vacuum``). ``cairn index`` turns both off: measured on a code index, they
+    cost more at index time than they save (see docs/benchmarks.md).
     ``progress`` is told the name of each step as it starts (``LOAD_STEPS``).
     """
     if not isinstance(graph, SemanticGraph):
@@ -710,7 +749,7 @@ def load_semantic_graph(
         ):
             report("snapshot")
             db.checkpoint_derived()  # the next cold open maps the columns, not the rows
-    if first and receipt.mutations:
+    if pack and first and receipt.mutations:
         report("packing")
         db.vacuum()  # the file held nothing before: pack what the bulk insert left half full
     return receipt

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import cairn.artifact.format as format_module
 
 # ASCII, letters that compose with marks, marks, Hangul jamo (they compose too), astral.
-_ALPHABET = "ae,\"[n\\ \u0301\u0303\u0327\u00e9\u1100\u1161\u11a8\U0001f600"
+_ALPHABET = 'ae,"[n\\ \u0301\u0303\u0327\u00e9\u1100\u1161\u11a8\U0001f600'
 _PIECE = st.builds(
     lambda head, tail: head + tail,
     st.sampled_from('[,{"0'),  # a piece of a body starts with a JSON delimiter

@@ -163,6 +163,23 @@ def test_reloads_edits_deletes_and_comebacks_write_the_same_rows(tmp_path: Path)
     assert any(row[7] is not None for row in tables["slots"])  # some slots died
 
 
+def test_loads_put_in_many_small_batches_write_the_same_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A load puts documents and facts ``LOAD_BATCH_SIZE`` at a time; any size gives the
+    rows of one mutation after another (documents and facts cross batch boundaries)."""
+    import cairn.store.load as load_module
+
+    monkeypatch.setattr(load_module, "LOAD_BATCH_SIZE", 7)
+    steps = [
+        load(synthetic(120, seed=5)),
+        load(synthetic(120, seed=6, drop=0.2)),  # edits and deletes across batches
+        load(synthetic(120, seed=5)),
+    ]
+    tables = run_both(tmp_path, steps)
+    assert len(tables["documents"]) > 7 * 10 and len(tables["facts"]) > 7 * 20
+
+
 def test_a_node_changing_family_writes_the_same_rows(tmp_path: Path) -> None:
     moved = SemanticGraph()
     for node in build().nodes():

@@ -22,6 +22,7 @@ __all__ = [
     "MAX_LEGACY_BYTES",
     "MAX_LEGACY_RECORDS",
     "MIN_RECORD_BYTES",
+    "NFC_WINDOW_BYTES",
     "NODE_LINK_EXPORT_FORMAT",
     "PARALLEL_MIN_BYTES",
     "PARALLEL_MIN_WRITE_OBJECTS",
@@ -102,4 +103,7 @@ VERIFY_CHUNK_OBJECTS = 40_000
 """Facts or occurrences handed to one verification task."""
 
 WRITE_CHUNKS = 8
-"""Row chunks the occurrence section is printed in when a worker shares the write."""
+"""Row chunks a large occurrence section is printed in (a worker may share them)."""
+
+NFC_WINDOW_BYTES = 1024**2
+"""About how many bytes of a written body one NFC check decodes at a time."""

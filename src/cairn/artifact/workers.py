@@ -113,12 +113,16 @@ class Spool:
             with tempfile.TemporaryFile() as handle:
                 self.fd = os.dup(handle.fileno())
 
-    def write(self, data: bytes) -> int:
-        """Store ``data`` from offset 0 (in whichever process holds the descriptor)."""
-        view = memoryview(data)
+    def write(self, *pieces: bytes) -> int:
+        """Store ``pieces`` one after another from offset 0 (in whichever process holds
+        the descriptor), without joining them first; returns the bytes written."""
         done = 0
-        while done < len(view):
-            done += os.pwrite(self.fd, view[done:], done)
+        for piece in pieces:
+            view = memoryview(piece)
+            written = 0
+            while written < len(view):
+                written += os.pwrite(self.fd, view[written:], done + written)
+            done += written
         return done
 
     def view(self, size: int) -> memoryview:

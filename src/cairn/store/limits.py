@@ -16,6 +16,7 @@ from cairn.errors import BudgetExceededError, ValidationError
 __all__ = [
     "DEFAULT_DATABASE_NAME",
     "EMBED_BATCH_SIZE",
+    "LOAD_BATCH_SIZE",
     "MAX_API_KEYS_PER_PRINCIPAL",
     "MAX_COMMAND_BYTES",
     "MAX_DOCUMENT_BYTES",
@@ -132,6 +133,9 @@ MAX_LOAD_FIELD_CHARS = 16_384
 
 MAX_SNIPPET_CHARS = 2_000
 """Longest code snippet a loaded document keeps."""
+
+LOAD_BATCH_SIZE = 4096
+"""Documents or facts a load puts with one batch of statements (bounds the rows held)."""
 
 EMBED_BATCH_SIZE = 256
 """Texts handed to an embedder at once during a load."""

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -66,6 +66,7 @@ from cairn.store.commands import (
 from cairn.store.derived import DerivedState
 from cairn.store.limits import (
     EMBED_BATCH_SIZE,
+    LOAD_BATCH_SIZE,
     MAX_IDENTIFIER_BYTES,
     MAX_LOAD_FACTS,
     MAX_LOAD_FIELD_CHARS,
@@ -107,6 +108,8 @@ __all__ = [
     "node_body",
     "node_text",
 ]
+
+_Item = TypeVar("_Item")
 
 LOADER_VERSION = "cairn.store.load/1"
 """Part of every load's fingerprint: bump it when the document shape changes."""
@@ -553,7 +556,7 @@ class _Plan:
         self, applier: BulkApplier, puts: Sequence[BulkDocument]
     ) -> list[MutationOutcome]:
         if self.bulk:
-            return applier.put_documents(puts)
+            return [outcome for batch in _batches(puts) for outcome in applier.put_documents(batch)]
         return [applier.apply(PutDocument(item.collection, item.id, item.body)) for item in puts]
 
     def _put_vectors(
@@ -568,7 +571,12 @@ class _Plan:
 
     def _put_facts(self, applier: BulkApplier, puts: Sequence[BulkFact]) -> list[MutationOutcome]:
         if self.bulk:
-            return applier.put_graph_facts(self.wanted.graph, puts)
+            graph = self.wanted.graph
+            return [
+                outcome
+                for batch in _batches(puts)
+                for outcome in applier.put_graph_facts(graph, batch)
+            ]
         graph = self.wanted.graph
         return [
             applier.put_graph_fact(graph, item.fact, item.endpoints, item.stored) for item in puts
@@ -691,6 +699,12 @@ class _Plan:
                 )
             )
         return outcomes
+
+
+def _batches(items: Sequence[_Item]) -> Iterator[Sequence[_Item]]:
+    """``items`` in runs of ``LOAD_BATCH_SIZE``: a batch's rows are alive one run at a time."""
+    for start in range(0, len(items), LOAD_BATCH_SIZE):
+        yield items[start : start + LOAD_BATCH_SIZE]
 
 
 def _text_counts(

@@ -542,6 +542,7 @@ class _Plan:
         outcomes.extend(self._put_documents(applier, puts))
         self.progress("vectors")
         outcomes.extend(self._vectors(conn, applier, rewritten, stored_docs))
+        applier.analysed.clear()  # only the vectors step reads them: free them for the facts
         self.progress("facts")
         facts = [
             item

@@ -137,8 +137,13 @@ def doc_id(index: int) -> str:
     return f"d{index:06d}"
 
 
-def corpus(cache: Path = CACHE, docs: int = DOCS, seed: int = SEED) -> Corpus:
-    """The corpus of ``docs`` documents, generated into the cache on first use."""
+def corpus(
+    cache: Path = CACHE, docs: int = DOCS, seed: int = SEED, *, mapped: bool = False
+) -> Corpus:
+    """The corpus of ``docs`` documents, generated into the cache on first use.
+
+    ``mapped``: the vectors stay a read-only map of their file (no page read until used).
+    """
     folder = cache / f"corpus-{docs}-{seed}"
     meta = folder / "meta.json"
     if not meta.exists() or json.loads(meta.read_text())["format"] != FORMAT:
@@ -150,7 +155,7 @@ def corpus(cache: Path = CACHE, docs: int = DOCS, seed: int = SEED) -> Corpus:
         folder,
         [doc_id(i) for i in range(docs)],
         np.load(folder / "clusters.npy"),
-        np.load(folder / "vectors.npy"),
+        np.load(folder / "vectors.npy", mmap_mode="r" if mapped else None),
         np.load(folder / "edges.npy"),
         json.loads((folder / "queries.json").read_text()),
         np.load(folder / "query_vectors.npy"),
@@ -170,10 +175,37 @@ TEXT_FIELD = "/text"
 VECTOR_FIELD = "embedding"
 
 
+class FileVectors:
+    """Rows of a saved float32 ``.npy`` matrix read from the file when asked for.
+
+    A stand-in for an embedder that computes each batch: rows are read with ``pread``
+    into a fresh array, so the process never holds (or maps) the whole matrix.
+    """
+
+    def __init__(self, path: Path) -> None:
+        mapped = np.load(path, mmap_mode="r")
+        if mapped.dtype != np.float32 or mapped.ndim != 2 or not mapped.flags.c_contiguous:
+            raise ValueError(f"{path} is not a C-ordered float32 matrix")
+        self._offset, (self._rows, self._dimension) = mapped.offset, mapped.shape
+        del mapped
+        self._fd = os.open(path, os.O_RDONLY)
+        self._row_bytes = self._dimension * 4
+
+    def __len__(self) -> int:
+        return int(self._rows)
+
+    def __getitem__(self, rows: list[int]) -> npt.NDArray[np.float32]:
+        found = np.empty((len(rows), self._dimension), dtype=np.float32)
+        for index, row in enumerate(rows):
+            data = os.pread(self._fd, self._row_bytes, self._offset + row * self._row_bytes)
+            found[index] = np.frombuffer(data, dtype=np.float32)
+        return found
+
+
 class LookupEmbedder:
     """Hands back the corpus' own vectors for its texts: vectors supplied externally."""
 
-    def __init__(self, texts: list[str], vectors: npt.NDArray[np.float32]) -> None:
+    def __init__(self, texts: list[str], vectors: npt.NDArray[np.float32] | FileVectors) -> None:
         from cairn.store import Metric, VectorSpace
 
         self._rows = {text: index for index, text in enumerate(texts)}

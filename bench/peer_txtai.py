@@ -14,6 +14,8 @@ With ``--build-only --save DIR`` it builds the index the way a document store wo
 the corpus (``content: True``: the texts in txtai's SQLite content database, beside the
 BM25 keyword index and the numpy vectors), saves it to ``DIR`` with ``embeddings.save``
 and prints build and save seconds, the process's peak RSS and the saved files' bytes.
+There the corpus vectors are read from their file a batch at a time (``pread``), as an
+embedder computes them, exactly as the Cairn side of that run does.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import resource
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -53,6 +56,23 @@ def saved_files(folder: Path) -> dict[str, int]:
         for path in sorted(folder.rglob("*"))
         if path.is_file()
     }
+
+
+def row_reader(path: Path) -> Callable[[list[int]], np.ndarray]:
+    """A function reading rows of a saved float32 matrix from the file, not from memory."""
+    mapped = np.load(path, mmap_mode="r")
+    offset, dimension = mapped.offset, mapped.shape[1]
+    del mapped
+    fd = os.open(path, os.O_RDONLY)
+    size = dimension * 4
+
+    def rows(indexes: list[int]) -> np.ndarray:
+        found = np.empty((len(indexes), dimension), dtype=np.float32)
+        for at, row in enumerate(indexes):
+            found[at] = np.frombuffer(os.pread(fd, size, offset + row * size), dtype=np.float32)
+        return found
+
+    return rows
 
 
 def build_only(embeddings: Embeddings, texts: list[str], folder: Path) -> dict[str, object]:
@@ -87,13 +107,18 @@ def main() -> None:
     if args.build_only and args.save is None:
         parser.error("--build-only needs --save DIR")
     texts = (args.corpus / "texts.txt").read_text(encoding="utf-8").split("\n")
-    vectors = np.load(args.corpus / "vectors.npy")
+    vectors = np.load(args.corpus / "vectors.npy", mmap_mode="r" if args.build_only else None)
     queries = json.loads((args.corpus / "queries.json").read_text())
     query_vectors = np.load(args.corpus / "query_vectors.npy")
     lookup = {text: row for row, text in enumerate(texts)}
     by_query = {q["text"]: query_vectors[i] for i, q in enumerate(queries)}
 
+    # Building only: vectors from the file per batch (no query is embedded then).
+    read_rows = row_reader(args.corpus / "vectors.npy") if args.build_only else None
+
     def transform(inputs: list[str]) -> np.ndarray:
+        if read_rows is not None:
+            return read_rows([lookup[x] for x in inputs])
         return np.stack([by_query[x] if x in by_query else vectors[lookup[x]] for x in inputs])
 
     started = time.perf_counter()

@@ -68,6 +68,7 @@ from corpus import (
     SPACE_ID,
     TEXT_FIELD,
     VECTOR_FIELD,
+    FileVectors,
     LookupEmbedder,
     cairn_database,
     corpus,
@@ -344,11 +345,12 @@ def scale_load(docs: int, path: Path) -> dict[str, Any]:
         steps.append((step, time.time(), _status_mib(Path("/proc/self/status"), "VmRSS")))
 
     mark("reading corpus")
-    built = corpus(docs=docs)
+    built = corpus(docs=docs, mapped=True)
     mark("building graph")
     graph = semantic_graph(built)
     mark("building embedder")
-    embedder = LookupEmbedder(built.texts(), built.vectors)
+    # Vectors come from the file a batch at a time, as an embedder computes them.
+    embedder = LookupEmbedder(built.texts(), FileVectors(built.folder / "vectors.npy"))
     with cairn.open(path) as db:
         started = time.perf_counter()
         load_semantic_graph(db, graph, embedder=embedder, progress=mark)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cairn.errors import ConflictError, MissingEndpointError, NotFoundError, ValidationError
-from cairn.graph import EndpointIdentity, Hyperedge, SemanticGraph
+from cairn.graph import Direction, EndpointIdentity, Hyperedge, SemanticGraph
 
 IMPORT = {
     "specifier": "b",
@@ -260,3 +260,52 @@ def test_random_orders_give_equal_graphs() -> None:
         other = build_in_order(order)
         assert other.facts() == base.facts()
         assert other.occurrences() == base.occurrences()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.booleans()), max_size=30),
+    st.integers(0, 30),
+)
+def test_indexed_queries_agree_with_a_scan_whenever_the_index_is_first_used(
+    edges: list[tuple[int, int, bool]], asked_after: int
+) -> None:
+    """The index is built on its first query: asked after any prefix of the additions
+    (one by one or in bulk), every query equals a filter over ``facts()``."""
+    names = [f"n{i}" for i in range(6)]
+    graph = stable_graph(*names)
+    asked = False
+
+    def check() -> None:
+        facts = graph.facts()
+        for name in names:
+            assert graph.facts_from(name) == tuple(f for f in facts if f.source == name)
+            assert graph.facts_to(name) == tuple(f for f in facts if f.target == name)
+            for other in names:
+                between = tuple(
+                    f
+                    for f in facts
+                    if (f.source, f.target) == (name, other)
+                    or (
+                        f.direction is Direction.UNDIRECTED
+                        and (f.source, f.target) == (other, name)
+                    )
+                )
+                assert graph.facts_between(name, other) == between
+        for relation in ("calls", "contains"):
+            assert graph.facts_by_relation(relation) == tuple(
+                f for f in facts if f.relation == relation
+            )
+        assert graph.endpoint_pair_count == len({(f.source, f.target) for f in facts})
+
+    for index, (source, target, bulk) in enumerate(edges):
+        if index == asked_after and not asked:
+            check()
+            asked = True
+        relation = "calls" if source <= target else "contains"
+        disc = CALL if relation == "calls" else None
+        if bulk:
+            graph.add_facts([(names[source], names[target], relation, disc, site(index + 1))])
+        else:
+            graph.add_fact(names[source], names[target], relation, disc, occurrence=site(index + 1))
+    check()

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from store_helpers import SPACE, cmd, put, rows
 
 import cairn
@@ -343,3 +345,66 @@ def test_vectors_are_not_in_the_snapshot_and_load_from_their_blocks(filled: Path
             assert column is not None and len(column.matrix) > 0
             assert _numpy_owned(column.matrix)
     assert found == rebuilt_answers(filled)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(1, 70_000), st.integers(1, 300)), max_size=6),
+        min_size=1,
+        max_size=30,
+    ),
+    st.integers(0, 3),
+)
+def test_exported_postings_are_grouped_by_term_then_slot(
+    documents: list[list[tuple[int, int]]], later: int
+) -> None:
+    """A field's export, base alone or base plus later tails, against a dict oracle:
+    terms ascending, each term's postings in the order their slots were added."""
+    from cairn.index.columns import _TextField
+
+    field = _TextField()
+    expected: dict[int, list[tuple[int, int]]] = {}
+    split = max(1, len(documents) - later)
+    for batch in (documents[:split], documents[split:]):
+        if not batch:
+            continue
+        first = 1 + sum(1 for _ in expected.get(-1, []))
+        slots, terms, term_slots, counts = [], [], [], []
+        for offset, postings in enumerate(batch):
+            slot = first + offset
+            expected.setdefault(-1, []).append((slot, 0))
+            slots.append(slot)
+            for term, count in dict(postings).items():  # a term once per document
+                terms.append(term)
+                term_slots.append(slot)
+                counts.append(count)
+                expected.setdefault(term, []).append((slot, count))
+        field.add(
+            np.asarray(slots, dtype=np.int64),
+            np.ones(len(slots), dtype=np.float64),
+            np.asarray(terms, dtype=np.uint32),
+            np.asarray(term_slots, dtype=np.uint32),
+            np.asarray(counts, dtype=np.uint32),
+        )
+    exported = field.export()
+    oracle = {term: found for term, found in expected.items() if term != -1}
+    assert exported["terms"].tolist() == sorted(oracle)
+    bounds = exported["bounds"].tolist()
+    for index, term in enumerate(sorted(oracle)):
+        begin, end = bounds[index], bounds[index + 1]
+        pairs = list(
+            zip(
+                exported["slots"][begin:end].tolist(),
+                exported["counts"][begin:end].tolist(),
+                strict=True,
+            )
+        )
+        assert pairs == oracle[term]
+    assert bounds[-1] == sum(len(found) for found in oracle.values())
+    for name in ("slots", "counts"):  # the smallest exact unsigned type, either way
+        values = exported[name]
+        if len(values):
+            top = int(values.max())
+            wanted = np.uint8 if top < 2**8 else np.uint16 if top < 2**16 else np.uint32
+            assert values.dtype == wanted

@@ -11,7 +11,6 @@ from __future__ import annotations
 import random
 import shutil
 import sqlite3
-import uuid
 from collections.abc import Callable, Sequence
 from contextlib import closing
 from pathlib import Path
@@ -236,7 +235,7 @@ def _outcome(
         raise _Rollback((*result, tables))  # the rows written, then nothing kept
 
     try:
-        db.apply_internal(uuid.uuid4(), "test", plan)  # type: ignore[arg-type]
+        db.apply_internal(plan)  # type: ignore[arg-type]
     except _Rollback as done:
         return done.result
     except CairnError as exc:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from store_helpers import SPACE, cmd, current_vectors, new_id, put, rows, setup_docs
 
 from cairn.canonical import canonical_bytes, digest_bytes
@@ -514,3 +516,69 @@ def test_apply_is_a_pure_function_of_the_commands(tmp_path: Path) -> None:
     assert receipts[0] == receipts[1]
     assert states[0] == states[1]
     assert states[0]["documents"]  # the comparison covered real rows
+
+
+_KINDS = st.sampled_from(["put_document", "put_vector", "put_fact", "delete_document"])
+_TEXT = st.text(min_size=1, max_size=12)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(_KINDS, _TEXT, _TEXT, st.integers(0, 2**40)), max_size=60),
+    st.integers(1, 7),
+)
+def test_a_receipt_encoded_in_pieces_is_the_whole_encoding(
+    items: list[tuple[str, str, str, int]], piece: int
+) -> None:
+    from cairn.store import commands
+    from cairn.store.commands import (
+        CommitReceipt,
+        CommitToken,
+        MutationOutcome,
+        encode_receipt,
+        pack_outcome,
+        pack_pieces,
+        receipt_pieces,
+        unpack_outcome,
+    )
+
+    token = CommitToken(uuid.UUID(int=7), "main", 12)
+    receipt = CommitReceipt(
+        uuid.UUID(int=99), token, tuple(MutationOutcome(*item) for item in items)
+    )
+    whole = encode_receipt(receipt)
+    saved = commands.RECEIPT_PIECE_MUTATIONS
+    commands.RECEIPT_PIECE_MUTATIONS = piece  # pieces of 1..7 mutations: every boundary
+    try:
+        pieces = list(receipt_pieces(receipt))
+    finally:
+        commands.RECEIPT_PIECE_MUTATIONS = saved
+    assert b"".join(pieces) == whole
+    packed = pack_pieces(pieces)
+    assert unpack_outcome(packed) == whole
+    if len(whole) <= OUTCOME_PACK_BYTES:
+        assert packed == pack_outcome(whole) == whole
+    else:
+        assert not packed.startswith(b"{")
+
+
+def test_a_long_receipt_packs_in_pieces_to_what_unpacks_whole() -> None:
+    from cairn.store.commands import (
+        CommitReceipt,
+        CommitToken,
+        MutationOutcome,
+        encode_receipt,
+        pack_pieces,
+        receipt_pieces,
+        unpack_outcome,
+    )
+
+    mutations = tuple(
+        MutationOutcome("put_fact", "code", f"sf_{index:064x}", 1) for index in range(20_000)
+    )
+    receipt = CommitReceipt(uuid.UUID(int=5), CommitToken(uuid.UUID(int=6), "main", 3), mutations)
+    whole = encode_receipt(receipt)
+    assert len(whole) > 2 * OUTCOME_PACK_BYTES
+    packed = pack_pieces(receipt_pieces(receipt))  # three pieces of 8,192 mutations or less
+    assert unpack_outcome(packed) == whole
+    assert len(packed) < len(whole) // 4

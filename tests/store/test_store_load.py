@@ -354,7 +354,7 @@ def test_a_load_reports_its_steps_in_order(db_path: Path) -> None:
         again: list[str] = []
         load_semantic_graph(db, build(), progress=again.append)
     assert first == list(LOAD_STEPS)  # a first load does every step, packing included
-    assert again == ["encoding", "diffing", "documents", "vectors", "facts", "committing"]
+    assert again == ["encoding", "diffing", "documents", "facts", "committing"]
 
 
 def test_a_load_through_the_store_alone_writes_no_column_snapshot(db_path: Path) -> None:

@@ -28,7 +28,7 @@ from cairn.graph import EndpointIdentity, OccurrenceInput, SemanticGraph, Source
 from cairn.store import EntityRef
 from cairn.store.bulk import _depth_within
 from cairn.store.limits import MAX_DOCUMENT_DEPTH, json_depth
-from cairn.store.load import _gc_paused, _record_bytes, _validate_ref, _wanted
+from cairn.store.load import _Encoder, _gc_paused, _record_bytes, _validate_ref, _wanted
 from cairn.store.records import fact_record, occurrence_record
 
 
@@ -185,22 +185,35 @@ def _rich_graph() -> SemanticGraph:
     return graph
 
 
+def _walked(graph: SemanticGraph, encode: Any) -> tuple[Any, ...]:
+    """Every batch an encoder yields for ``graph``, then its fingerprint."""
+    encoder = _Encoder(_wanted(graph, "code", HashingEmbedder(16).space), encode)
+    documents = [doc for batch in encoder.documents() for doc in batch]
+    facts = [item for batch in encoder.facts() for item in batch]
+    return encoder.wanted, documents, facts, encoder.fingerprint
+
+
 @pytest.mark.parametrize("graph", [build(), build(extra=True), _rich_graph()])
 def test_wanted_state_equals_the_plain_canonical_one(graph: SemanticGraph) -> None:
-    space = HashingEmbedder(16).space
-    fast = _wanted(graph, "code", space)
-    plain = _wanted(graph, "code", space, encode=canonical_bytes)
-    assert fast.fingerprint == plain.fingerprint
-    assert fast.collections == plain.collections
-    assert {ref: (doc.body, doc.data) for ref, doc in fast.documents.items()} == {
-        ref: (doc.body, doc.data) for ref, doc in plain.documents.items()
-    }
-    assert {key: (f.endpoints, f.stored) for key, f in fast.facts.items()} == {
-        key: (f.endpoints, f.stored) for key, f in plain.facts.items()
-    }
-    for document in fast.documents.values():
+    wanted, fast_docs, fast_facts, fast_print = _walked(graph, _record_bytes)
+    _, plain_docs, plain_facts, plain_print = _walked(graph, canonical_bytes)
+    assert fast_print == plain_print
+    assert [(d.ref, d.body, d.data) for d in fast_docs] == [
+        (d.ref, d.body, d.data) for d in plain_docs
+    ]
+    assert [(f.fact.id, f.endpoints, f.stored) for f in fast_facts] == [
+        (f.fact.id, f.endpoints, f.stored) for f in plain_facts
+    ]
+    # Every node once, in the store's (collection, ID) order; every fact once, by ID.
+    assert [d.ref for d in fast_docs] == sorted(
+        (EntityRef(wanted.refs[node.id].collection, node.id) for node in graph.nodes()),
+        key=lambda ref: (ref.collection, ref.id),
+    )
+    assert [f.fact.id for f in fast_facts] == sorted(fact.id for fact in graph.facts())
+    for document in fast_docs:
         assert document.data == canonical_bytes_reference(document.body)
-    for fact_id, item in fast.facts.items():
+    for item in fast_facts:
+        fact_id = item.fact.id
         fact = graph.fact(fact_id)
         assert item.stored.shape is not None  # a graph's own records always split
         ends = (item.endpoints[0].id, item.endpoints[1].id)
@@ -210,6 +223,23 @@ def test_wanted_state_equals_the_plain_canonical_one(graph: SemanticGraph) -> No
             o.id: canonical_bytes_reference(o.to_json()) for o in graph.occurrences_of(fact_id)
         }
         assert {o.id: occurrence_record(o, fact_id) for o in item.stored.occurrences} == expected
+
+
+def test_an_encoder_walks_documents_then_facts_once() -> None:
+    encoder = _Encoder(_wanted(build(), "code", HashingEmbedder(16).space))
+    with pytest.raises(RuntimeError):
+        next(encoder.facts())  # the digest frames documents first
+    with pytest.raises(RuntimeError):
+        _ = encoder.fingerprint
+    for _ in encoder.documents():
+        pass
+    with pytest.raises(RuntimeError):
+        next(encoder.documents())
+    with pytest.raises(RuntimeError):
+        _ = encoder.fingerprint  # facts not walked yet
+    for _ in encoder.facts():
+        pass
+    assert len(encoder.fingerprint) == 64
 
 
 def _fail_while_paused() -> None:

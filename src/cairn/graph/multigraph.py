@@ -148,6 +148,19 @@ class _Indexes:
     by_relation: dict[str, set[str]] = field(default_factory=dict)
     by_pair: dict[tuple[str, str], set[str]] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, facts: Mapping[str, SemanticFact]) -> _Indexes:
+        """The indexes of every fact in ``facts``, by C-level passes over their columns."""
+        fact_ids = list(facts)
+        values = list(facts.values())
+        sources, targets = list(map(_SOURCE, values)), list(map(_TARGET, values))
+        return cls(
+            _grouped(sources, fact_ids),
+            _grouped(targets, fact_ids),
+            _grouped(map(_RELATION, values), fact_ids),
+            _grouped(zip(sources, targets, strict=True), fact_ids),
+        )
+
     def add(self, fact: SemanticFact) -> None:
         self.by_source.setdefault(fact.source, set()).add(fact.id)
         self.by_target.setdefault(fact.target, set()).add(fact.id)
@@ -165,9 +178,23 @@ class SemanticGraph:
         self._occurrences: dict[str, EvidenceOccurrence] = {}
         self._hyperedges: dict[str, Hyperedge] = {}
         self._community_labels: dict[str, str] = {}
-        self._index = _Indexes()
+        # Built on the first query that needs it, then kept up to date: a graph that is
+        # only built and loaded or written never pays for it (~40% of a graph's memory).
+        self._built_index: _Indexes | None = None
         self._admissions: Counter[str] = Counter()
         self._unregistered: Counter[str] = Counter()
+
+    @property
+    def _index(self) -> _Indexes:
+        """The facts by source, target, relation and endpoint pair (built on first use)."""
+        if self._built_index is None:
+            self._built_index = _Indexes.of(self._facts)
+        return self._built_index
+
+    def _indexed(self, fact: SemanticFact) -> None:
+        """Keep a built index up to date with a fact just stored (else nothing to do)."""
+        if self._built_index is not None:
+            self._built_index.add(fact)
 
     # ----------------------------------------------------------------- nodes
     def add_node(
@@ -250,7 +277,7 @@ class SemanticGraph:
             )
             fact = SemanticFact(fact_id, spec.direction, first, second, relation, disc, endpoints)
             self._facts[fact_id] = fact
-            self._index.add(fact)
+            self._indexed(fact)
             outcome = AdmissionOutcome.NEW_FACT
         else:
             self._check_fact_witness(existing, witness)
@@ -395,6 +422,10 @@ class SemanticGraph:
             return self._facts[fact_id]
         except KeyError:
             raise NotFoundError(f"no fact {fact_id!r}", details={"fact_id": fact_id}) from None
+
+    def has_fact(self, fact_id: str) -> bool:
+        """Whether the graph holds a fact with ``fact_id``."""
+        return fact_id in self._facts
 
     def occurrence(self, occurrence_id: str) -> EvidenceOccurrence:
         """The occurrence with ``occurrence_id`` (``NotFoundError`` when absent)."""
@@ -639,15 +670,10 @@ class SemanticGraph:
             len(occurrences),
         ):
             return False  # an ID given twice
-        sources, targets = list(map(_SOURCE, facts)), list(map(_TARGET, facts))
-        index = self._index
-        index.by_source = _grouped(sources, fact_ids)
-        index.by_target = _grouped(targets, fact_ids)
+        self._built_index = None
         node_ids = self._nodes.keys()
-        if not (node_ids >= index.by_source.keys() and node_ids >= index.by_target.keys()):
+        if not (node_ids >= set(map(_SOURCE, facts)) and node_ids >= set(map(_TARGET, facts))):
             return False  # a missing endpoint
-        index.by_relation = _grouped(map(_RELATION, facts), fact_ids)
-        index.by_pair = _grouped(zip(sources, targets, strict=True), fact_ids)
         return _occurrences_listed(self._facts, facts, occurrence_ids, occurrences)
 
     def _load_one_by_one(
@@ -658,7 +684,7 @@ class SemanticGraph:
     ) -> None:
         """The reference structural checks, record by record (raises on the first offender)."""
         self._nodes, self._facts, self._occurrences = {}, {}, {}
-        self._index = _Indexes()
+        self._built_index = None
         for node in nodes:
             if node.id in self._nodes:
                 raise ConflictError(f"node {node.id!r} given twice")
@@ -669,7 +695,7 @@ class SemanticGraph:
             self._endpoint(fact.source, "source")
             self._endpoint(fact.target, "target")
             self._facts[fact.id] = fact
-            self._index.add(fact)
+            self._indexed(fact)
         for occurrence in occurrences:
             fact_of = self._facts.get(occurrence.fact_id)
             if fact_of is None or occurrence.id not in fact_of.occurrence_ids:
@@ -704,7 +730,6 @@ class SemanticGraph:
             fact = self._facts[fact_id]
             if fact.source in keep and fact.target in keep:
                 view._facts[fact_id] = fact
-                view._index.add(fact)
                 for occurrence_id in fact.occurrence_ids:
                     view._occurrences[occurrence_id] = self._occurrences[occurrence_id]
         for key, hyperedge in self._hyperedges.items():
@@ -900,7 +925,7 @@ class _Batch:
         facts = graph._facts
         for fact_id, fact in self.new_facts.items():
             facts[fact_id] = fact
-            graph._index.add(fact)
+            graph._indexed(fact)
         for fact_id, added in self.new_occurrences.items():
             fact = facts[fact_id]
             ids = tuple(sorted((*fact.occurrence_ids, *added)))

@@ -43,6 +43,7 @@ from cairn.index.limits import (
     IMPACT_MEMO_BYTES,
     LIVE_NODE_CACHE_SIZE,
     QUANTIZE_SYNC_VALUES,
+    TEXT_LOAD_ROWS,
 )
 from cairn.index.memo import ArrayMemo, Arrays
 from cairn.index.quantized import encode_rows
@@ -358,11 +359,14 @@ class _TextField:
         self,
         slots: npt.NDArray[np.int64],
         lengths: npt.NDArray[np.float64],
-        terms: npt.NDArray[np.int64],
-        term_slots: npt.NDArray[np.int64],
-        counts: npt.NDArray[np.float64],
+        terms: npt.NDArray[Any],
+        term_slots: npt.NDArray[Any],
+        counts: npt.NDArray[Any],
     ) -> None:
-        """Add new slots' lengths and their postings (grouped per term in one sort)."""
+        """Add new slots' lengths and their postings (grouped per term in one sort).
+
+        Postings may come in narrow integer types (the first load keeps them so, as a
+        snapshot does); ``base`` widens a term's slice on first use."""
         self.lengths.put(slots, lengths)
         order = _group_order(terms)
         terms, term_slots, counts = terms[order], term_slots[order], counts[order]
@@ -386,6 +390,17 @@ class _TextField:
 
     def export(self) -> dict[str, npt.NDArray[Any]]:
         """Lengths and every posting grouped by term, tails merged after the base."""
+        if self._base is not None and not self.postings:
+            # The base alone is already grouped by ascending term: exported as it is,
+            # without the regrouping sort (a copy and two order arrays per posting).
+            slots, counts, firsts = self._base
+            return {
+                "lengths": self.lengths.view(),
+                "terms": np.asarray(sorted(firsts, key=firsts.__getitem__), dtype=np.int64),
+                "bounds": self._bounds.astype(np.int64),
+                "slots": _compact(slots),
+                "counts": _compact(counts),
+            }
         parts_terms: list[npt.NDArray[np.int64]] = []
         parts_slots: list[npt.NDArray[np.int64]] = []
         parts_counts: list[npt.NDArray[np.float64]] = []
@@ -576,11 +591,14 @@ class Columns:
     ``horizon`` > 0 makes a compacted generation: rows that died at or before it (slots,
     their postings and vectors, replaced vector rows) are never loaded, so it only
     serves read positions >= ``horizon``. Slot numbers keep indexing the arrays.
+    ``vectors=False`` builds columns for a snapshot only (``export``): the vector
+    matrices, which a snapshot does not hold, are never read.
     """
 
-    def __init__(self, horizon: int = 0) -> None:
+    def __init__(self, horizon: int = 0, *, vectors: bool = True) -> None:
         self._lock = threading.Lock()
         self.horizon = horizon
+        self.vectors = vectors
         self.position = 0
         self._last_slot = 0
         self._collection = _Growable(np.int32, -1)
@@ -700,8 +718,9 @@ class Columns:
                 self._load_deaths(conn)
                 self._load_terms(conn)
                 self._load_text(conn)
-                self._load_vectors(conn)
-                self._load_vector_deaths(conn)
+                if self.vectors:
+                    self._load_vectors(conn)
+                    self._load_vector_deaths(conn)
             except (sqlite3.Error, ValueError) as exc:
                 raise CorruptionError(f"cannot load the in-memory columns: {exc}") from exc
             self._last_slot = len(self._ids) - 1
@@ -871,18 +890,25 @@ class Columns:
             self._terms[term] = term_id
 
     def _load_text(self, conn: sqlite3.Connection) -> None:
-        rows = conn.execute(
+        """Add the postings of the slots after the last loaded one, read and packed
+        ``TEXT_LOAD_ROWS`` rows at a time (term IDs and counts stay 32-bit until a term
+        is used), so the rows of a large file are never all held as Python objects."""
+        cursor = conn.execute(
             "SELECT d.slot, s.collection, d.field, d.length, d.term_ids, d.counts "
             "FROM doc_terms AS d JOIN slots AS s ON s.slot = d.slot "
             "WHERE d.slot > ? AND (s.death IS NULL OR s.death > ?) "
             "ORDER BY s.collection, d.field, d.slot",
             (self._last_slot, self.horizon),
-        ).fetchall()
-        groups: dict[tuple[str, str], list[tuple[int, int, bytes, bytes]]] = {}
-        for slot, collection, field, length, term_ids, counts in rows:
-            groups.setdefault((collection, field), []).append((slot, length, term_ids, counts))
-        for key, items in groups.items():
-            self._text.setdefault(key, _TextField()).add(*_unpack(items))
+        )
+        packed: dict[tuple[str, str], list[_Packed]] = {}
+        while rows := cursor.fetchmany(TEXT_LOAD_ROWS):
+            for key, items in itertools.groupby(rows, key=_text_key):
+                packed.setdefault(key, []).append(_unpack(items))
+            del rows
+        for key, parts in packed.items():
+            joined = _Packed(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
+            parts.clear()
+            self._text.setdefault(key, _TextField()).add(*joined)
 
     def _load_vectors(self, conn: sqlite3.Connection) -> None:
         """Append the vector rows stored after the last loaded one, a block at a time
@@ -1028,20 +1054,32 @@ def _max_row(conn: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
-def _unpack(
-    items: Iterable[tuple[int, int, bytes, bytes]],
-) -> tuple[
-    npt.NDArray[np.int64],
-    npt.NDArray[np.float64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.float64],
-]:
+class _Packed(NamedTuple):
+    """``doc_terms`` rows as flat arrays: per row its slot and length, per posting its
+    term, slot and count (32-bit, as stored)."""
+
+    slots: npt.NDArray[np.int64]
+    lengths: npt.NDArray[np.float64]
+    terms: npt.NDArray[np.uint32]
+    term_slots: npt.NDArray[Any]  # uint32 while slot numbers fit, else int64
+    counts: npt.NDArray[np.uint32]
+
+
+def _text_key(row: tuple[Any, ...]) -> tuple[str, str]:
+    return row[1], row[2]
+
+
+def _unpack(items: Iterable[tuple[Any, ...]]) -> _Packed:
     """Concatenate packed ``doc_terms`` rows into flat arrays with one numpy pass each."""
     listed = list(items)
     slots = np.asarray([item[0] for item in listed], dtype=np.int64)
-    lengths = np.asarray([item[1] for item in listed], dtype=np.float64)
-    terms = np.frombuffer(b"".join(item[2] for item in listed), dtype="<u4").astype(np.int64)
-    counts = np.frombuffer(b"".join(item[3] for item in listed), dtype="<u4").astype(np.float64)
-    sizes = np.asarray([len(item[2]) // 4 for item in listed], dtype=np.int64)
-    return slots, lengths, terms, np.repeat(slots, sizes), counts
+    lengths = np.asarray([item[3] for item in listed], dtype=np.float64)
+    terms = np.frombuffer(b"".join(item[4] for item in listed), dtype="<u4").astype(np.uint32)
+    counts = np.frombuffer(b"".join(item[5] for item in listed), dtype="<u4").astype(np.uint32)
+    sizes = np.asarray([len(item[4]) // 4 for item in listed], dtype=np.int64)
+    narrow = len(slots) == 0 or int(slots.max()) <= _MAX_UINT32
+    posting_slots = slots.astype(np.uint32) if narrow else slots
+    return _Packed(slots, lengths, terms, np.repeat(posting_slots, sizes), counts)
+
+
+_MAX_UINT32 = 2**32 - 1

@@ -95,7 +95,7 @@ class Database(StoreDatabase):
                 except ValueError:  # a compacted generation, or graphs loaded
                     usable = False
             if not usable:
-                fresh = Columns()
+                fresh = Columns(vectors=False)  # a snapshot holds no vector matrices
                 fresh.catch_up(conn, position)
                 scalars, arrays = fresh.export()
         self._write_derived(

@@ -33,6 +33,7 @@ __all__ = [
     "SCAN_MIN_MAGNITUDE",
     "SCAN_RANGE_WEIGHTS",
     "SIMILARITY_CHUNK",
+    "TEXT_LOAD_ROWS",
     "TOP_SAMPLE_SLACK",
     "TOP_SAMPLE_STRIDE",
 ]
@@ -42,6 +43,9 @@ ADJACENCY_REBUILD_MIN_TAIL = 1024
 
 ADJACENCY_REBUILD_FRACTION = 0.125
 """Rebuild a graph's CSR indexes once unindexed rows exceed this share of all rows."""
+
+TEXT_LOAD_ROWS = 16_384
+"""``doc_terms`` rows the columns read and pack at once when they load from the rows."""
 
 COLUMN_MEMO_SIZE = 64
 """Position-bound derived arrays (alive masks, BM25 statistics) the columns memoise."""

@@ -39,7 +39,13 @@ from cairn.store.commands import (
     PutFact,
     PutVector,
 )
-from cairn.store.limits import MAX_DOCUMENT_BYTES, MAX_DOCUMENT_DEPTH, check_depth, check_size
+from cairn.store.limits import (
+    LOOKUP_CHUNK,
+    MAX_DOCUMENT_BYTES,
+    MAX_DOCUMENT_DEPTH,
+    check_depth,
+    check_size,
+)
 from cairn.store.pointer import get_at
 from cairn.store.policy import Capability, field_allowed, require, row_visible
 from cairn.store.records import StoredFact
@@ -47,9 +53,6 @@ from cairn.store.text import analyze, term_counts
 from cairn.store.vectorstore import end_vector_rows, next_vector_row, space_id, write_vectors
 
 __all__ = ["BulkApplier", "BulkDocument", "BulkFact", "BulkVector"]
-
-_CHUNK = 500
-"""Parameters per ``IN (...)`` lookup (well under SQLite's variable limit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +96,8 @@ class _Stored:
 
 
 def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
-    for start in range(0, len(values), _CHUNK):
-        yield values[start : start + _CHUNK]
+    for start in range(0, len(values), LOOKUP_CHUNK):
+        yield values[start : start + LOOKUP_CHUNK]
 
 
 def _depth_within(value: Any, limit: int) -> bool:

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import NamedTuple, Self, TypeVar
 
 import orjson
 
@@ -48,6 +48,8 @@ from cairn.store.commands import (
     encode_error,
     encode_receipt,
     pack_outcome,
+    pack_pieces,
+    receipt_pieces,
     unpack_outcome,
 )
 from cairn.store.limits import (
@@ -71,15 +73,35 @@ from cairn.store.reads import DocumentResult, ReadCut, read_document
 from cairn.store.schema import migrate, schema_version
 from cairn.store.validation import validate_command
 
-__all__ = ["STORED_ERRORS", "Database", "InternalPlan", "PrincipalLike", "open", "open_as"]
+__all__ = [
+    "STORED_ERRORS",
+    "Database",
+    "InternalPlan",
+    "Planned",
+    "PrincipalLike",
+    "open",
+    "open_as",
+]
 
 _Opened = TypeVar("_Opened", bound="Database")
 
 PrincipalLike = Principal | str | None
 """A principal, its ID, or None for the embedded owner."""
 
-InternalPlan = Callable[[sqlite3.Connection, Principal, int], tuple[MutationOutcome, ...]]
-"""An internal operation: writes at ``position`` as ``principal``; returns its outcomes."""
+
+class Planned(NamedTuple):
+    """What an internal operation did: the command it names itself and its outcomes."""
+
+    command_id: uuid.UUID
+    fingerprint: str  # of the content applied: an equal one replays the stored receipt
+    mutations: tuple[MutationOutcome, ...]
+
+
+InternalPlan = Callable[[sqlite3.Connection, Principal, int], Planned]
+"""An internal operation: writes at ``position`` as ``principal``; returns ``Planned``.
+
+It names its command after its writes, so content it walks once (a load streams its
+records) is fingerprinted in the same walk that applies it."""
 
 STORED_ERRORS: tuple[type[CairnError], ...] = (
     ValidationError,
@@ -551,8 +573,6 @@ class Database:
 
     def apply_internal(
         self,
-        command_id: uuid.UUID,
-        fingerprint: str,
         plan: InternalPlan,
         principal: PrincipalLike = None,
         *,
@@ -561,9 +581,10 @@ class Database:
         """Run an internal admin operation (a bulk load) as one transaction with a receipt.
 
         ``plan(conn, principal, position)`` applies its writes through an ``Applier`` at
-        the next position and returns their outcomes. When it changes nothing, nothing
-        is committed and the position does not move: the stored outcome of
-        ``command_id`` is returned if its fingerprint matches (byte-identical replay),
+        the next position and returns their outcomes with the command ID and fingerprint
+        it names them by (``Planned``). When it changes nothing, nothing is committed
+        and the position does not move: the stored outcome of that command ID is
+        returned if its fingerprint matches (byte-identical replay),
         else an empty receipt at the current position. Otherwise the writes, the new
         position and the outcome (replacing an older one of the same ID: an internal
         ID names content, and re-applying content after other changes is legitimate)
@@ -577,7 +598,7 @@ class Database:
                 conn.execute("BEGIN IMMEDIATE")
                 actor = self._resolve(conn, principal, moment)
                 last = int(_meta(conn)["position"])
-                outcomes = plan(conn, actor, last + 1)
+                command_id, fingerprint, outcomes = plan(conn, actor, last + 1)
                 if not outcomes:
                     stored = conn.execute(
                         "SELECT fingerprint, outcome FROM commands WHERE principal = ? "
@@ -602,7 +623,7 @@ class Database:
                         self._name,
                         str(command_id),
                         fingerprint,
-                        pack_outcome(encode_receipt(receipt)),
+                        pack_pieces(receipt_pieces(receipt)),
                         last + 1,
                     ),
                 )

@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_DATABASE_NAME",
     "EMBED_BATCH_SIZE",
     "LOAD_BATCH_SIZE",
+    "LOOKUP_CHUNK",
     "MAX_API_KEYS_PER_PRINCIPAL",
     "MAX_COMMAND_BYTES",
     "MAX_DOCUMENT_BYTES",
@@ -133,6 +134,9 @@ MAX_LOAD_FIELD_CHARS = 16_384
 
 MAX_SNIPPET_CHARS = 2_000
 """Longest code snippet a loaded document keeps."""
+
+LOOKUP_CHUNK = 500
+"""Values one statement's ``IN (...)`` list holds when rows are looked up by key."""
 
 LOAD_BATCH_SIZE = 4096
 """Documents or facts a load puts with one batch of statements (bounds the rows held)."""

@@ -27,10 +27,11 @@ import hashlib
 import sqlite3
 import struct
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import groupby
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -63,10 +64,12 @@ from cairn.store.commands import (
     VectorField,
     VectorSpace,
 )
+from cairn.store.database import Planned
 from cairn.store.derived import DerivedState
 from cairn.store.limits import (
     EMBED_BATCH_SIZE,
     LOAD_BATCH_SIZE,
+    LOOKUP_CHUNK,
     MAX_IDENTIFIER_BYTES,
     MAX_LOAD_FACTS,
     MAX_LOAD_FIELD_CHARS,
@@ -214,14 +217,18 @@ class _Document:
 
 @dataclass(frozen=True, slots=True)
 class _Wanted:
-    """The state a load wants, with the fingerprint of all of it."""
+    """The state a load wants: what to configure, and where the graph's records go.
+
+    Bodies and fact records are not held here: ``_Encoder`` encodes them a batch at a
+    time as the plan walks them, so no step holds every record of the graph at once.
+    """
 
     graph: str
     space: VectorSpace
     collections: tuple[ConfigureCollection, ...]
-    documents: dict[EntityRef, _Document]
-    facts: dict[str, BulkFact]
-    fingerprint: str
+    source: SemanticGraph
+    refs: Mapping[str, EntityRef]  # node ID -> the document it becomes
+    order: tuple[str, ...]  # node IDs in the documents' (collection, ID) order
 
 
 def _check_bounds(graph: SemanticGraph) -> None:
@@ -380,57 +387,109 @@ class _Digest:
         return self._hash.hexdigest()
 
 
-def _wanted(
+def _wanted(graph: SemanticGraph, graph_name: str, space: VectorSpace) -> _Wanted:
+    """What the store should hold for ``graph``: bounds and identifiers checked, every
+    node's document named, nothing encoded yet."""
+    _check_bounds(graph)
+    check_identifier(graph_name, "graph")
+    space.validate()
+    refs: dict[str, EntityRef] = {}
+    for node in graph.nodes():
+        ref = EntityRef(collection_of(node.kind), node.id)
+        _validate_ref(ref)
+        refs[node.id] = ref
+    order = tuple(sorted(refs, key=lambda node_id: (refs[node_id].collection, node_id)))
+    names = {ref.collection for ref in refs.values()} | set(FAMILY_COLLECTIONS)
+    vector = (VectorField(VECTOR_FIELD, space),)
+    collections = tuple(ConfigureCollection(name, (TEXT_FIELD,), vector) for name in sorted(names))
+    return _Wanted(graph_name, space, collections, graph, refs, order)
+
+
+class _Encoder:
+    """The wanted records in store order, canonicalised a batch at a time, and the
+    fingerprint of all of them once both walks are done.
+
+    The digest frames the load's header, then every document in (collection, ID) order,
+    then every fact in ID order: the order the plan writes them. ``encode`` gives
+    canonical bytes (``_record_bytes``; tests pass ``canonical_bytes`` and compare).
+    """
+
+    def __init__(self, wanted: _Wanted, encode: Callable[[Any], bytes] = _record_bytes) -> None:
+        self.wanted = wanted
+        self._encode = encode
+        self._digest = _Digest()
+        self._walked: set[str] = set()
+        header = {"loader": LOADER_VERSION, "graph": wanted.graph, "space": wanted.space.to_json()}
+        self._digest.feed(canonical_bytes(header))
+
+    def documents(self) -> Iterator[list[_Document]]:
+        """Every wanted document, ``LOAD_BATCH_SIZE`` at a time, in (collection, ID) order."""
+        if self._walked:
+            raise RuntimeError("a load's documents are walked once, before its facts")
+        wanted, encode, feed = self.wanted, self._encode, self._digest.feed
+        node_of, refs, order = wanted.source.node, wanted.refs, wanted.order
+        for start in range(0, len(order), LOAD_BATCH_SIZE):
+            batch: list[_Document] = []
+            for node_id in order[start : start + LOAD_BATCH_SIZE]:
+                ref = refs[node_id]
+                body = node_body(node_of(node_id))
+                data = encode(body)
+                batch.append(_Document(ref, body, data))
+                feed(ref.collection.encode(), ref.id.encode(), data)
+            yield batch
+        self._walked.add("documents")
+
+    def facts(self) -> Iterator[list[BulkFact]]:
+        """Every wanted fact with its occurrences, ``LOAD_BATCH_SIZE`` at a time, by ID."""
+        if self._walked != {"documents"}:
+            raise RuntimeError("a load's facts are walked once, after its documents")
+        encode, feed, refs = self._encode, self._digest.feed, self.wanted.refs
+        occurrences_of = self.wanted.source.occurrences_of
+        facts = self.wanted.source.facts()
+        for start in range(0, len(facts), LOAD_BATCH_SIZE):
+            batch: list[BulkFact] = []
+            for fact in facts[start : start + LOAD_BATCH_SIZE]:
+                _verified(fact)
+                endpoints = (refs[fact.source], refs[fact.target])
+                occurrences = [
+                    split_occurrence(item.id, fact.id, item.to_json(), encode)
+                    for item in occurrences_of(fact.id)
+                ]
+                stored = split_fact(
+                    fact.to_json(),
+                    fact.id,
+                    fact.relation,
+                    (endpoints[0].id, endpoints[1].id),
+                    occurrences,
+                    encode,
+                )
+                batch.append(BulkFact(fact, endpoints, stored))
+                feed(*_fact_chunks(fact.id, fact.relation, endpoints, stored))
+            yield batch
+        self._walked.add("facts")
+
+    @property
+    def fingerprint(self) -> str:
+        """The digest of everything walked (``RuntimeError`` before both walks end)."""
+        if self._walked != {"documents", "facts"}:
+            raise RuntimeError("a load's fingerprint needs every document and fact walked")
+        return self._digest.hexdigest()
+
+
+def _fingerprint(
     graph: SemanticGraph,
     graph_name: str,
     space: VectorSpace,
     *,
     encode: Callable[[Any], bytes] = _record_bytes,
-) -> _Wanted:
-    """Everything the store should hold for ``graph``, canonicalised, with its digest.
-
-    ``encode`` gives canonical bytes (``_record_bytes``; tests pass ``canonical_bytes``
-    and compare).
-    """
-    _check_bounds(graph)
-    check_identifier(graph_name, "graph")
-    space.validate()
-    digest = _Digest()
-    feed = digest.feed
-    feed(canonical_bytes({"loader": LOADER_VERSION, "graph": graph_name, "space": space.to_json()}))
-    documents: dict[EntityRef, _Document] = {}
-    refs: dict[str, EntityRef] = {}
-    for node in graph.nodes():
-        ref = EntityRef(collection_of(node.kind), node.id)
-        _validate_ref(ref)
-        body = node_body(node)
-        data = encode(body)
-        documents[ref] = _Document(ref, body, data)
-        refs[node.id] = ref
-        feed(ref.collection.encode(), ref.id.encode(), data)
-    facts: dict[str, BulkFact] = {}
-    occurrences_of = graph.occurrences_of
-    for fact in graph.facts():
-        _verified(fact)
-        endpoints = (refs[fact.source], refs[fact.target])
-        occurrences = [
-            split_occurrence(item.id, fact.id, item.to_json(), encode)
-            for item in occurrences_of(fact.id)
-        ]
-        stored = split_fact(
-            fact.to_json(),
-            fact.id,
-            fact.relation,
-            (endpoints[0].id, endpoints[1].id),
-            occurrences,
-            encode,
-        )
-        facts[fact.id] = BulkFact(fact, endpoints, stored)
-        feed(*_fact_chunks(fact.id, fact.relation, endpoints, stored))
-    names = {ref.collection for ref in documents} | set(FAMILY_COLLECTIONS)
-    vector = (VectorField(VECTOR_FIELD, space),)
-    collections = tuple(ConfigureCollection(name, (TEXT_FIELD,), vector) for name in sorted(names))
-    return _Wanted(graph_name, space, collections, documents, facts, digest.hexdigest())
+) -> str:
+    """The fingerprint a load of ``graph`` would commit under (every record encoded)."""
+    encoder = _Encoder(_wanted(graph, graph_name, space), encode)
+    for _ in encoder.documents():
+        pass
+    for _ in encoder.facts():
+        pass
+    return encoder.fingerprint
 
 
 def _fact_chunks(
@@ -449,28 +508,19 @@ def _fact_chunks(
         yield item.parts
 
 
-def _ref_order(ref: EntityRef) -> tuple[str, str]:
-    """``EntityRef``'s own order (collection, then ID), as a cheap sort key."""
-    return ref.collection, ref.id
-
-
-def _by_ref(item: tuple[EntityRef, Any]) -> tuple[str, str]:
-    return item[0].collection, item[0].id
-
-
 LoadProgress = Callable[[str], None]
 """Told the name of each load step as it starts (one of ``LOAD_STEPS``)."""
 LOAD_STEPS = (
     "encoding",
     "diffing",
     "documents",
-    "vectors",
     "facts",
     "committing",
     "snapshot",
     "packing",
 )
-"""The steps of a load in order; a step with nothing to do may be skipped."""
+"""The steps of a load in order; a step with nothing to do may be skipped. ``documents``
+puts each batch of documents and then its vectors."""
 
 
 def _quiet(step: str) -> None:
@@ -481,8 +531,18 @@ def _in_clause(values: Sequence[str]) -> str:
     return ", ".join("?" * len(values))
 
 
+def _chunked(values: Sequence[_Item]) -> Iterator[Sequence[_Item]]:
+    """``values`` in runs short enough for one statement's parameters."""
+    for start in range(0, len(values), LOOKUP_CHUNK):
+        yield values[start : start + LOOKUP_CHUNK]
+
+
 class _Plan:
-    """Diffs the wanted state against the stored one and applies the differences."""
+    """Diffs the wanted state against the stored one and applies the differences.
+
+    It walks the wanted records a batch at a time and reads the stored rows of each
+    batch only, so memory holds one batch of records, not the graph's every record.
+    """
 
     def __init__(
         self,
@@ -499,9 +559,7 @@ class _Plan:
         self.bulk = bulk  # False: every put through the row-at-a-time applier (tests' oracle)
         self.progress = progress
 
-    def __call__(
-        self, conn: sqlite3.Connection, principal: Principal, position: int
-    ) -> tuple[MutationOutcome, ...]:
+    def __call__(self, conn: sqlite3.Connection, principal: Principal, position: int) -> Planned:
         # A load writes most pages of a large file in one transaction: with SQLite's
         # default 2 MiB page cache, index pages spill to the WAL and are read back and
         # rewritten many times. A larger cache for this one transaction avoids that.
@@ -512,52 +570,52 @@ class _Plan:
         finally:
             conn.execute(f"PRAGMA cache_size = {previous}")
 
-    def _apply(
-        self, conn: sqlite3.Connection, principal: Principal, position: int
-    ) -> tuple[MutationOutcome, ...]:
+    def _apply(self, conn: sqlite3.Connection, principal: Principal, position: int) -> Planned:
         wanted = self.wanted
         for config in wanted.collections:
             require(principal, self.database, config.name, Capability.ADMIN)
         require(principal, self.database, wanted.graph, Capability.ADMIN)
         applier = BulkApplier(conn, self.database, principal, position)
+        encoder = _Encoder(wanted)
         outcomes: list[MutationOutcome] = []
         names = self._configure(conn, applier, outcomes)
         self.progress("diffing")
-        stored_docs = self._stored_documents(conn, names)
-        stored_facts = self._stored_facts(conn)
-        for fact_id, stored_fact in sorted(stored_facts.items()):
-            item = wanted.facts.get(fact_id)
-            if item is None or stored_fact[0] != item.endpoints:  # gone, or endpoints moved
-                outcomes.append(applier.apply(DeleteFact(wanted.graph, fact_id)))
-        for ref in sorted(stored_docs.keys() - wanted.documents.keys()):
-            outcomes.append(applier.apply(DeleteDocument(ref.collection, ref.id)))
-        rewritten: list[EntityRef] = []
-        puts: list[BulkDocument] = []
-        for ref, document in sorted(wanted.documents.items(), key=_by_ref):
-            stored = stored_docs.get(ref)
-            if stored is None or stored[1] != document.data:
-                puts.append(BulkDocument(ref.collection, ref.id, document.body, document.data))
-                rewritten.append(ref)
+        for fact_id in self._facts_gone(conn):
+            outcomes.append(applier.apply(DeleteFact(wanted.graph, fact_id)))
+        for collection, doc_id in self._documents_gone(conn, names):
+            outcomes.append(applier.apply(DeleteDocument(collection, doc_id)))
         self.progress("documents")
-        outcomes.extend(self._put_documents(applier, puts))
-        self.progress("vectors")
-        outcomes.extend(self._vectors(conn, applier, rewritten, stored_docs))
-        applier.analysed.clear()  # only the vectors step reads them: free them for the facts
+        for documents in encoder.documents():
+            stored = self._stored_documents(conn, documents)
+            puts = [
+                BulkDocument(doc.ref.collection, doc.ref.id, doc.body, doc.data)
+                for doc in documents
+                if stored.get(doc.ref) != doc.data
+            ]
+            outcomes.extend(self._put_documents(applier, puts))
+            rewritten = {EntityRef(item.collection, item.id) for item in puts}
+            outcomes.extend(self._vectors(conn, applier, documents, rewritten))
+            applier.analysed.clear()  # only this batch's vectors read them
         self.progress("facts")
-        facts = [
-            item
-            for fact_id, item in sorted(wanted.facts.items())
-            if stored_facts.get(fact_id) != (item.endpoints, item.stored)
-        ]
-        outcomes.extend(self._put_facts(applier, facts))
+        shapes = read_shapes(conn, "fact_shapes"), read_shapes(conn, "occurrence_shapes")
+        for facts in encoder.facts():
+            stored_facts = self._stored_facts(conn, facts, shapes)
+            changed = [
+                item
+                for item in facts
+                if stored_facts.get(item.fact.id) != (item.endpoints, item.stored)
+            ]
+            outcomes.extend(self._put_facts(applier, changed))
         self.progress("committing")
-        return tuple(outcomes)
+        fingerprint = encoder.fingerprint
+        command_id = uuid.uuid5(_FINGERPRINT_NAMESPACE, fingerprint)
+        return Planned(command_id, fingerprint, tuple(outcomes))
 
     def _put_documents(
         self, applier: BulkApplier, puts: Sequence[BulkDocument]
     ) -> list[MutationOutcome]:
         if self.bulk:
-            return [outcome for batch in _batches(puts) for outcome in applier.put_documents(batch)]
+            return applier.put_documents(puts) if puts else []
         return [applier.apply(PutDocument(item.collection, item.id, item.body)) for item in puts]
 
     def _put_vectors(
@@ -571,14 +629,9 @@ class _Plan:
         ]
 
     def _put_facts(self, applier: BulkApplier, puts: Sequence[BulkFact]) -> list[MutationOutcome]:
-        if self.bulk:
-            graph = self.wanted.graph
-            return [
-                outcome
-                for batch in _batches(puts)
-                for outcome in applier.put_graph_facts(graph, batch)
-            ]
         graph = self.wanted.graph
+        if self.bulk:
+            return applier.put_graph_facts(graph, puts) if puts else []
         return [
             applier.put_graph_fact(graph, item.fact, item.endpoints, item.stored) for item in puts
         ]
@@ -598,37 +651,91 @@ class _Plan:
             outcomes.append(applier.apply(ConfigureGraph(self.wanted.graph)))
         return tuple(sorted(names))
 
+    def _facts_gone(self, conn: sqlite3.Connection) -> list[str]:
+        """Live stored facts of the graph that the load does not want, or whose endpoints
+        moved (a node changed collection), by ID."""
+        source, refs = self.wanted.source, self.wanted.refs
+        gone: list[str] = []
+        for fact_id, sc, si, tc, ti in conn.execute(
+            "SELECT id, source_collection, source_id, target_collection, target_id "
+            "FROM facts WHERE graph = ? AND deleted = 0 ORDER BY id",
+            (self.wanted.graph,),
+        ):
+            fact = source.fact(fact_id) if source.has_fact(fact_id) else None
+            if fact is None or (refs[fact.source], refs[fact.target]) != (
+                EntityRef(sc, si),
+                EntityRef(tc, ti),
+            ):
+                gone.append(fact_id)
+        return gone
+
+    def _documents_gone(
+        self, conn: sqlite3.Connection, names: Sequence[str]
+    ) -> list[tuple[str, str]]:
+        """Live stored documents of the load's collections that no node becomes, in
+        (collection, ID) order."""
+        refs = self.wanted.refs
+        return [
+            (collection, doc_id)
+            for collection, doc_id in conn.execute(
+                f"SELECT collection, id FROM documents "
+                f"WHERE deleted = 0 AND collection IN ({_in_clause(names)}) "
+                f"ORDER BY collection, id",
+                tuple(names),
+            )
+            if refs.get(doc_id) != EntityRef(collection, doc_id)
+        ]
+
     @staticmethod
     def _stored_documents(
-        conn: sqlite3.Connection, names: Sequence[str]
-    ) -> dict[EntityRef, tuple[int, bytes]]:
-        rows = conn.execute(
-            f"SELECT collection, id, revision, body FROM documents "
-            f"WHERE deleted = 0 AND collection IN ({_in_clause(names)})",
-            tuple(names),
-        )
-        return {EntityRef(c, i): (revision, bytes(body)) for c, i, revision, body in rows}
+        conn: sqlite3.Connection, documents: Sequence[_Document]
+    ) -> dict[EntityRef, bytes]:
+        """The stored bodies of the live documents among ``documents``."""
+        found: dict[EntityRef, bytes] = {}
+        for collection, group in groupby(documents, key=_collection_of):
+            ids = [doc.ref.id for doc in group]
+            for chunk in _chunked(ids):
+                for doc_id, body in conn.execute(
+                    f"SELECT id, body FROM documents WHERE collection = ? AND deleted = 0 "
+                    f"AND id IN ({_in_clause(chunk)})",
+                    (collection, *chunk),
+                ):
+                    found[EntityRef(collection, doc_id)] = bytes(body)
+        return found
 
     def _stored_facts(
-        self, conn: sqlite3.Connection
+        self,
+        conn: sqlite3.Connection,
+        facts: Sequence[BulkFact],
+        shapes: tuple[Mapping[int, bytes], Mapping[int, bytes]],
     ) -> dict[str, tuple[tuple[EntityRef, EntityRef], StoredFact]]:
-        """Every live fact of the graph as stored: endpoints and record parts."""
+        """The live stored facts among ``facts``: endpoints and record parts."""
         graph = self.wanted.graph
-        fact_shapes = read_shapes(conn, "fact_shapes")
-        occurrence_shapes = read_shapes(conn, "occurrence_shapes")
-        occurrences: dict[str, list[StoredOccurrence]] = {}
-        for fact_id, occurrence_id, shape, parts in conn.execute(
-            "SELECT fact_id, id, shape, parts FROM occurrences WHERE graph = ? "
-            "ORDER BY fact_id, id",
-            (graph,),
-        ):
-            occurrences.setdefault(fact_id, []).append(
-                StoredOccurrence(
-                    occurrence_id,
-                    shape_of(occurrence_shapes, shape, f"occurrence {occurrence_id}"),
-                    bytes(parts),
+        fact_shapes, occurrence_shapes = shapes
+        rows: list[tuple[Any, ...]] = []
+        for chunk in _chunked([item.fact.id for item in facts]):
+            rows.extend(
+                conn.execute(
+                    "SELECT id, source_collection, source_id, target_collection, target_id, "
+                    f"shape, record FROM facts WHERE graph = ? AND deleted = 0 "
+                    f"AND id IN ({_in_clause(chunk)})",
+                    (graph, *chunk),
                 )
             )
+        occurrences: dict[str, list[StoredOccurrence]] = {}
+        for chunk in _chunked([row[0] for row in rows]):
+            for fact_id, occurrence_id, shape, parts in conn.execute(
+                f"SELECT fact_id, id, shape, parts FROM occurrences WHERE graph = ? "
+                f"AND fact_id IN ({_in_clause(chunk)}) ORDER BY fact_id, id",
+                (graph, *chunk),
+            ):
+                occurrences.setdefault(fact_id, []).append(
+                    StoredOccurrence(
+                        occurrence_id,
+                        shape_of(occurrence_shapes, shape, f"occurrence {occurrence_id}"),
+                        bytes(parts),
+                    )
+                )
         return {
             fact_id: (
                 (EntityRef(sc, si), EntityRef(tc, ti)),
@@ -638,49 +745,58 @@ class _Plan:
                     tuple(occurrences.get(fact_id, ())),
                 ),
             )
-            for fact_id, sc, si, tc, ti, shape, record in conn.execute(
-                "SELECT id, source_collection, source_id, target_collection, target_id, "
-                "shape, record FROM facts WHERE graph = ? AND deleted = 0",
-                (graph,),
-            )
+            for fact_id, sc, si, tc, ti, shape, record in rows
         }
 
     def _embed(
         self,
-        batch: Sequence[EntityRef],
+        batch: Sequence[_Document],
         analysed: Mapping[tuple[str, str], Sequence[tuple[str, list[str], list[int]]]],
     ) -> npt.NDArray[np.float32]:
         """The vectors of ``batch``'s texts, from the term counts the document puts found
         when the embedder takes them and every text was just analysed (the same rows)."""
         embed_analysed = getattr(self.embedder, "embed_analysed", None)  # AnalysedEmbedder
         if callable(embed_analysed):
-            counts = [_text_counts(analysed.get((ref.collection, ref.id))) for ref in batch]
+            counts = [_text_counts(analysed.get((doc.ref.collection, doc.ref.id))) for doc in batch]
             if all(found is not None for found in counts):
                 matrix: npt.NDArray[np.float32] = embed_analysed(counts)
                 return matrix
-        return self.embedder.embed([self.wanted.documents[ref].body["text"] for ref in batch])
+        return self.embedder.embed([doc.body["text"] for doc in batch])
+
+    def _current_vectors(
+        self, conn: sqlite3.Connection, documents: Sequence[_Document]
+    ) -> set[EntityRef]:
+        """Those of ``documents`` with a live vector in the load's space bound to their
+        live revision."""
+        space = canonical_bytes(self.wanted.space.to_json())
+        current: set[EntityRef] = set()
+        for collection, group in groupby(documents, key=_collection_of):
+            ids = [doc.ref.id for doc in group]
+            for chunk in _chunked(ids):
+                for (doc_id,) in conn.execute(
+                    "SELECT d.id FROM documents AS d JOIN slots AS s ON s.slot = d.slot "
+                    "JOIN vector_rows AS v ON v.slot = d.slot "
+                    "JOIN vector_spaces AS p ON p.id = v.space "
+                    "WHERE d.collection = ? AND d.deleted = 0 AND s.death IS NULL "
+                    "AND s.revision = d.revision AND v.death IS NULL AND p.field = ? "
+                    f"AND p.space = ? AND d.id IN ({_in_clause(chunk)})",
+                    (collection, VECTOR_FIELD, space, *chunk),
+                ):
+                    current.add(EntityRef(collection, doc_id))
+        return current
 
     def _vectors(
         self,
         conn: sqlite3.Connection,
         applier: BulkApplier,
-        rewritten: Iterable[EntityRef],
-        stored_docs: Mapping[EntityRef, tuple[int, bytes]],
+        documents: Sequence[_Document],
+        rewritten: set[EntityRef],
     ) -> list[MutationOutcome]:
-        """Embed and put the vectors of rewritten documents and of any without a current one."""
-        space = canonical_bytes(self.wanted.space.to_json())
-        current = {
-            EntityRef(c, i)
-            for c, i, revision in conn.execute(
-                "SELECT s.collection, s.id, s.revision FROM vector_rows AS v "
-                "JOIN vector_spaces AS p ON p.id = v.space "
-                "JOIN slots AS s ON s.slot = v.slot "
-                "WHERE v.death IS NULL AND s.death IS NULL AND p.field = ? AND p.space = ?",
-                (VECTOR_FIELD, space),
-            )
-            if stored_docs.get(EntityRef(c, i), (None,))[0] == revision
-        }
-        needed = sorted(set(rewritten) | (self.wanted.documents.keys() - current), key=_ref_order)
+        """Embed and put the vectors of a batch's rewritten documents and of any without a
+        current one, in the batch's order."""
+        kept = [doc for doc in documents if doc.ref not in rewritten]
+        current = self._current_vectors(conn, kept) if kept else set()
+        needed = [doc for doc in documents if doc.ref in rewritten or doc.ref not in current]
         outcomes: list[MutationOutcome] = []
         for start in range(0, len(needed), EMBED_BATCH_SIZE):
             batch = needed[start : start + EMBED_BATCH_SIZE]
@@ -694,18 +810,16 @@ class _Plan:
                 self._put_vectors(
                     applier,
                     [
-                        BulkVector(ref.collection, ref.id, VECTOR_FIELD, row)
-                        for ref, row in zip(batch, matrix, strict=True)
+                        BulkVector(doc.ref.collection, doc.ref.id, VECTOR_FIELD, row)
+                        for doc, row in zip(batch, matrix, strict=True)
                     ],
                 )
             )
         return outcomes
 
 
-def _batches(items: Sequence[_Item]) -> Iterator[Sequence[_Item]]:
-    """``items`` in runs of ``LOAD_BATCH_SIZE``: a batch's rows are alive one run at a time."""
-    for start in range(0, len(items), LOAD_BATCH_SIZE):
-        yield items[start : start + LOAD_BATCH_SIZE]
+def _collection_of(document: _Document) -> str:
+    return document.ref.collection
 
 
 def _text_counts(
@@ -785,9 +899,8 @@ def _load(
     with _gc_paused():
         progress("encoding")
         wanted = _wanted(graph, graph_name, embedder.space)
-        command_id = uuid.uuid5(_FINGERPRINT_NAMESPACE, wanted.fingerprint)
         plan = _Plan(wanted, embedder, db.name, bulk=bulk, progress=progress)
-        return db.apply_internal(command_id, wanted.fingerprint, plan, principal, now=now)
+        return db.apply_internal(plan, principal, now=now)
 
 
 def load_summary(receipt: CommitReceipt) -> dict[str, Any]:

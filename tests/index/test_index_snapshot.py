@@ -408,3 +408,35 @@ def test_exported_postings_are_grouped_by_term_then_slot(
             top = int(values.max())
             wanted = np.uint8 if top < 2**8 else np.uint16 if top < 2**16 else np.uint32
             assert values.dtype == wanted
+
+
+@pytest.mark.parametrize("rows_at_once", [1, 3, 16_384])
+def test_a_first_load_groups_postings_like_the_sorting_path(
+    filled: Path, rows_at_once: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The two-pass grouping of a first load (batches of any size) against the plain
+    path: every row read at once, concatenated and sorted by term (``_TextField.add``)."""
+    from cairn.index import postings
+    from cairn.index.columns import Columns, _TextField, _unpack
+
+    monkeypatch.setattr(postings, "TEXT_LOAD_ROWS", rows_at_once)
+    with closing(sqlite3.connect(filled)) as conn:
+        position = int(conn.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()[0])
+        fresh = Columns(vectors=False)
+        fresh._snapshot_position = -1  # from the rows, not from a snapshot
+        fresh.catch_up(conn, position)
+        rows = conn.execute(
+            "SELECT d.slot, s.collection, d.field, d.length, d.term_ids, d.counts "
+            "FROM doc_terms AS d JOIN slots AS s ON s.slot = d.slot "
+            "ORDER BY s.collection, d.field, d.slot"
+        ).fetchall()
+    keys = sorted({(row[1], row[2]) for row in rows})
+    assert sorted(fresh._text) == keys and len(keys) >= 2  # docs /text, notes /text, /title
+    for key in keys:
+        plain = _TextField()
+        plain.add(*_unpack([row for row in rows if (row[1], row[2]) == key]))
+        grouped, expected = fresh._text[key].export(), plain.export()
+        assert grouped.keys() == expected.keys()
+        for name, array in expected.items():
+            assert grouped[name].dtype == array.dtype, (key, name)
+            assert np.array_equal(grouped[name], array), (key, name)

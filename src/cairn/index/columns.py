@@ -46,6 +46,7 @@ from cairn.index.limits import (
     TEXT_LOAD_ROWS,
 )
 from cairn.index.memo import ArrayMemo, Arrays
+from cairn.index.postings import GroupedField, group_order, grouped_fields
 from cairn.index.quantized import encode_rows
 from cairn.index.snapshot import read_snapshot
 from cairn.store.cache import Memo
@@ -368,8 +369,12 @@ class _TextField:
         Postings may come in narrow integer types (the first load keeps them so, as a
         snapshot does); ``base`` widens a term's slice on first use."""
         self.lengths.put(slots, lengths)
-        order = _group_order(terms)
-        terms, term_slots, counts = terms[order], term_slots[order], counts[order]
+        order = group_order(terms)
+        # One array reordered at a time: a large first load holds one spare copy, not three.
+        terms = terms[order]
+        term_slots = term_slots[order]
+        counts = counts[order]
+        del order
         starts: list[int] = []
         if len(terms):
             starts = np.flatnonzero(np.r_[True, terms[1:] != terms[:-1]]).tolist()
@@ -417,7 +422,7 @@ class _TextField:
             parts_slots.append(tail_slots.view()[:size])  # type: ignore[arg-type]
             parts_counts.append(tail_counts.view()[:size])  # type: ignore[arg-type]
         terms = np.concatenate(parts_terms) if parts_terms else np.zeros(0, np.int64)
-        order = _group_order(terms)  # stable: a term's base entries stay before its tail
+        order = group_order(terms)  # stable: a term's base entries stay before its tail
         terms = terms[order]
         starts: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
         if len(terms):
@@ -431,6 +436,17 @@ class _TextField:
                 (np.concatenate(parts_counts) if parts_counts else np.zeros(0, np.float64))[order]
             ),
         }
+
+    @classmethod
+    def grouped(cls, grouped: GroupedField) -> _TextField:
+        """A field whose base is postings already grouped by ascending term."""
+        field = cls()
+        field.lengths.put(grouped.doc_slots, grouped.lengths)
+        if len(grouped.terms):
+            firsts = dict(zip(grouped.terms.tolist(), range(len(grouped.terms)), strict=True))
+            field._bounds = grouped.bounds
+            field._base = (grouped.slots, grouped.counts, firsts)
+        return field
 
     @classmethod
     def restored(cls, arrays: Mapping[str, npt.NDArray[Any]]) -> _TextField:
@@ -843,7 +859,7 @@ class Columns:
 
     def _adopt(self, other: Columns) -> None:
         """Take ``other``'s state (call under the lock; locks and memos stay ours)."""
-        keep = {"_lock", "_memo", "arrays"}
+        keep = {"_lock", "_memo", "arrays", "vectors"}
         for name, value in vars(other).items():
             if name not in keep:
                 setattr(self, name, value)
@@ -890,9 +906,20 @@ class Columns:
             self._terms[term] = term_id
 
     def _load_text(self, conn: sqlite3.Connection) -> None:
-        """Add the postings of the slots after the last loaded one, read and packed
-        ``TEXT_LOAD_ROWS`` rows at a time (term IDs and counts stay 32-bit until a term
-        is used), so the rows of a large file are never all held as Python objects."""
+        """Add the postings of the slots after the last loaded one.
+
+        A first load (no text yet) groups them by term in two passes over the rows
+        (``cairn.index.postings``: final arrays plus one batch in memory); later
+        catch-ups are small and go to the per-term tails, read ``TEXT_LOAD_ROWS`` rows
+        at a time.
+        """
+        if not self._text:
+            where = "d.slot > ? AND (s.death IS NULL OR s.death > ?)"
+            for key, grouped in grouped_fields(
+                conn, where, (self._last_slot, self.horizon)
+            ).items():
+                self._text[key] = _TextField.grouped(grouped)
+            return
         cursor = conn.execute(
             "SELECT d.slot, s.collection, d.field, d.length, d.term_ids, d.counts "
             "FROM doc_terms AS d JOIN slots AS s ON s.slot = d.slot "
@@ -906,9 +933,7 @@ class Columns:
                 packed.setdefault(key, []).append(_unpack(items))
             del rows
         for key, parts in packed.items():
-            joined = _Packed(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)))
-            parts.clear()
-            self._text.setdefault(key, _TextField()).add(*joined)
+            self._text.setdefault(key, _TextField()).add(*_joined(parts))
 
     def _load_vectors(self, conn: sqlite3.Connection) -> None:
         """Append the vector rows stored after the last loaded one, a block at a time
@@ -1001,20 +1026,6 @@ class Columns:
             )
 
 
-def _group_order(terms: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
-    """A stable order grouping equal term IDs (radix sorts on 16-bit halves: linear)."""
-    if len(terms) == 0:
-        return np.zeros(0, dtype=np.intp)
-    if int(terms.max()) < 2**16 and int(terms.min()) >= 0:
-        return np.argsort(terms.astype(np.uint16), kind="stable")
-    if int(terms.max()) < 2**32 and int(terms.min()) >= 0:
-        low = np.argsort((terms & 0xFFFF).astype(np.uint16), kind="stable")
-        high = np.argsort((terms[low] >> 16).astype(np.uint16), kind="stable")
-        found: npt.NDArray[np.intp] = low[high]
-        return found
-    return np.argsort(terms, kind="stable")
-
-
 _COMPACT_TYPES = (np.uint8, np.uint16, np.uint32)
 
 
@@ -1063,6 +1074,20 @@ class _Packed(NamedTuple):
     terms: npt.NDArray[np.uint32]
     term_slots: npt.NDArray[Any]  # uint32 while slot numbers fit, else int64
     counts: npt.NDArray[np.uint32]
+
+
+def _joined(parts: list[_Packed]) -> _Packed:
+    """The parts as one ``_Packed``, joined array by array; ``parts`` is emptied as it
+    goes, so the parts and the joined arrays coexist one kind of array at a time."""
+    if len(parts) == 1:
+        return parts.pop()
+    joined: list[npt.NDArray[Any]] = []
+    columns = [list(column) for column in zip(*parts, strict=True)]
+    parts.clear()
+    for column in columns:
+        joined.append(np.concatenate(column))
+        column.clear()
+    return _Packed(*joined)
 
 
 def _text_key(row: tuple[Any, ...]) -> tuple[str, str]:

@@ -350,7 +350,10 @@ def scale_load(docs: int, path: Path) -> dict[str, Any]:
     graph = semantic_graph(built)
     mark("building embedder")
     # Vectors come from the file a batch at a time, as an embedder computes them.
-    embedder = LookupEmbedder(built.texts(), FileVectors(built.folder / "vectors.npy"))
+    # The graph's own text strings (not a second copy of every text) key the lookup.
+    texts = [graph.node(doc_id).attributes["text"] for doc_id in built.ids]
+    embedder = LookupEmbedder(texts, FileVectors(built.folder / "vectors.npy"))
+    del texts
     with cairn.open(path) as db:
         started = time.perf_counter()
         load_semantic_graph(db, graph, embedder=embedder, progress=mark)

@@ -1037,6 +1037,8 @@ def _compact(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
     top = values.max()
     for kind in _COMPACT_TYPES:
         if top <= np.iinfo(kind).max:
+            if values.dtype == kind:
+                return values  # already the narrowest: no copy, nothing to compare
             compact = values.astype(kind)
             return compact if np.array_equal(compact, values) else values
     return values

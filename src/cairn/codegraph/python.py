@@ -10,8 +10,9 @@ file: resolving a name to its definition is the global phase in ``resolve.py``.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cairn.codegraph.limits import MAX_DOCSTRING_CHARS, MAX_SIGNATURE_CHARS
 from cairn.codegraph.records import (
@@ -160,6 +161,10 @@ def _str_list(node: ast.AST | None) -> tuple[str, ...] | None:
     return tuple(sorted({value.upper() for value in values if value is not None}))
 
 
+_DISPATCH: dict[type[ast.AST], Callable[[_Extractor, Any], Any]] = {}
+"""Per node class, the ``_Extractor`` method that visits it (filled on first sight)."""
+
+
 class _Extractor(ast.NodeVisitor):
     """One pass over a module's tree, keeping a stack of lexical scopes."""
 
@@ -178,6 +183,38 @@ class _Extractor(ast.NodeVisitor):
         self.patterns: list[PatternSite] = []
         self.constants: list[tuple[str, str]] = []
         self.type_only = 0
+
+    # ------------------------------------------------------------- dispatch
+    # ``ast.NodeVisitor`` builds each node's method name and looks it up, and walks the
+    # fields through a generator, for every node: on Django that was ~40% of the
+    # extraction's time. The walk here is the same, with the method looked up once per
+    # node class and the fields read directly.
+    def visit(self, node: ast.AST) -> Any:
+        """Call the ``visit_<Class>`` method of ``node``, else ``generic_visit``."""
+        kind = type(node)
+        method = _DISPATCH.get(kind)
+        if method is None:
+            found: Callable[[_Extractor, Any], Any] = getattr(
+                _Extractor, "visit_" + kind.__name__, _Extractor.generic_visit
+            )
+            _DISPATCH[kind] = method = found
+        return method(self, node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        """Visit every child node, field by field in ``_fields`` order (as ``ast`` does)."""
+        visit = self.visit
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        visit(item)
+            elif isinstance(value, ast.AST):
+                visit(value)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        """A constant holds no nodes (``ast.NodeVisitor``'s version looks for legacy
+        ``visit_Num``-style methods, which this class does not have)."""
 
     # ------------------------------------------------------------- helpers
     @property

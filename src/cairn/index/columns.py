@@ -46,7 +46,7 @@ from cairn.index.limits import (
     TEXT_LOAD_ROWS,
 )
 from cairn.index.memo import ArrayMemo, Arrays
-from cairn.index.postings import GroupedField, group_order, grouped_fields
+from cairn.index.postings import GroupedField, group_order, grouped_fields, narrowest
 from cairn.index.quantized import encode_rows
 from cairn.index.snapshot import read_snapshot
 from cairn.store.cache import Memo
@@ -1026,22 +1026,16 @@ class Columns:
             )
 
 
-_COMPACT_TYPES = (np.uint8, np.uint16, np.uint32)
-
-
 def _compact(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """``values`` in the smallest unsigned integer type that holds them exactly (term
     counts are mostly below 256: a quarter of the bytes to store, read and checksum)."""
     if len(values) == 0 or values.min() < 0:
         return values
-    top = values.max()
-    for kind in _COMPACT_TYPES:
-        if top <= np.iinfo(kind).max:
-            if values.dtype == kind:
-                return values  # already the narrowest: no copy, nothing to compare
-            compact = values.astype(kind)
-            return compact if np.array_equal(compact, values) else values
-    return values
+    kind = narrowest(int(values.max()))
+    if kind is np.int64 or values.dtype == kind:
+        return values  # too wide to narrow, or already the narrowest: no copy
+    compact = values.astype(kind)
+    return compact if np.array_equal(compact, values) else values
 
 
 def _pack_strings(strings: Sequence[str]) -> npt.NDArray[np.uint8]:
@@ -1079,17 +1073,10 @@ class _Packed(NamedTuple):
 
 
 def _joined(parts: list[_Packed]) -> _Packed:
-    """The parts as one ``_Packed``, joined array by array; ``parts`` is emptied as it
-    goes, so the parts and the joined arrays coexist one kind of array at a time."""
+    """The parts of one field as one ``_Packed``, array by array."""
     if len(parts) == 1:
-        return parts.pop()
-    joined: list[npt.NDArray[Any]] = []
-    columns = [list(column) for column in zip(*parts, strict=True)]
-    parts.clear()
-    for column in columns:
-        joined.append(np.concatenate(column))
-        column.clear()
-    return _Packed(*joined)
+        return parts[0]
+    return _Packed(*(np.concatenate(column) for column in zip(*parts, strict=True)))
 
 
 def _text_key(row: tuple[Any, ...]) -> tuple[str, str]:

@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from cairn.index.limits import TEXT_LOAD_ROWS
 
-__all__ = ["GroupedField", "group_order", "grouped_fields"]
+__all__ = ["GroupedField", "group_order", "grouped_fields", "narrowest"]
 
 _NARROW = (np.uint8, np.uint16, np.uint32)
 _KEY = itemgetter(0, 1)
@@ -54,7 +54,8 @@ def group_order(terms: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
     return np.argsort(terms, kind="stable")
 
 
-def _narrowest(top: int) -> type[np.generic]:
+def narrowest(top: int) -> type[np.generic]:
+    """The smallest unsigned integer type holding ``0..top`` (int64 beyond 32 bits)."""
     for kind in _NARROW:
         if top <= np.iinfo(kind).max:
             return kind
@@ -105,8 +106,8 @@ class _Placer:
         per_term = sizes.per_term
         self.next = (np.cumsum(per_term) - per_term).astype(np.int64)  # each term's start
         total = int(per_term.sum())
-        self.slots = np.empty(total, dtype=_narrowest(sizes.top_slot))
-        self.counts = np.empty(total, dtype=_narrowest(sizes.top_count))
+        self.slots = np.empty(total, dtype=narrowest(sizes.top_slot))
+        self.counts = np.empty(total, dtype=narrowest(sizes.top_count))
         self.present = np.flatnonzero(per_term)
         self.bounds = np.append(self.next[self.present], total)
         self.doc_slots: list[npt.NDArray[np.int64]] = []

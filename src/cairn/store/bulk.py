@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -52,7 +52,9 @@ from cairn.store.records import StoredFact
 from cairn.store.text import analyze, term_counts
 from cairn.store.vectorstore import end_vector_rows, next_vector_row, space_id, write_vectors
 
-__all__ = ["BulkApplier", "BulkDocument", "BulkFact", "BulkVector"]
+__all__ = ["BulkApplier", "BulkDocument", "BulkFact", "BulkVector", "lookup_chunks"]
+
+_Value = TypeVar("_Value")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +97,8 @@ class _Stored:
     deleted: bool
 
 
-def _chunks(values: Sequence[str]) -> Iterator[Sequence[str]]:
+def lookup_chunks(values: Sequence[_Value]) -> Iterator[Sequence[_Value]]:
+    """``values`` in runs of ``LOOKUP_CHUNK``: short enough for one ``IN (...)`` list."""
     for start in range(0, len(values), LOOKUP_CHUNK):
         yield values[start : start + LOOKUP_CHUNK]
 
@@ -155,7 +158,7 @@ class BulkApplier(Applier):
     def _stored_rows(self, collection: str, ids: Sequence[str]) -> dict[str, _Stored]:
         """The stored rows (live or tombstone) of ``ids`` in ``collection``."""
         found: dict[str, _Stored] = {}
-        for chunk in _chunks(sorted(set(ids))):
+        for chunk in lookup_chunks(sorted(set(ids))):
             marks = ", ".join("?" * len(chunk))
             for doc_id, slot, revision, owner, project, deleted in self.conn.execute(
                 f"SELECT id, slot, revision, owner, project, deleted FROM documents "
@@ -199,7 +202,7 @@ class BulkApplier(Applier):
     def _known_terms(self, terms: Iterable[str]) -> None:
         """Read the stored IDs of ``terms`` into the term cache."""
         missing = sorted({term for term in terms if term not in self._term_ids})
-        for chunk in _chunks(missing):
+        for chunk in lookup_chunks(missing):
             marks = ", ".join("?" * len(chunk))
             for term_id, term in self.conn.execute(
                 f"SELECT id, term FROM terms WHERE term IN ({marks})", tuple(chunk)
@@ -423,7 +426,7 @@ class BulkApplier(Applier):
         self._graph(graph, Capability.GRAPH_WRITE)
         heads = self._live_heads(ref for item in items for ref in item.endpoints)
         existing: dict[str, tuple[str, str, int, bool]] = {}
-        for chunk in _chunks([item.fact.id for item in items]):
+        for chunk in lookup_chunks([item.fact.id for item in items]):
             marks = ", ".join("?" * len(chunk))
             for fact_id, source, target, revision, deleted in self.conn.execute(
                 f"SELECT id, source_collection, target_collection, revision, deleted FROM facts "

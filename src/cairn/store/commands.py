@@ -892,14 +892,12 @@ def pack_outcome(data: bytes) -> bytes:
     Outcome JSON always begins with ``{`` and a zlib stream never does (its first byte
     is 0x78 at every level used here), so the stored bytes say which they are.
     """
-    if len(data) <= OUTCOME_PACK_BYTES:
-        return data
-    return zlib.compress(data, _ZLIB_LEVEL)
+    return pack_pieces((data,))
 
 
 def pack_pieces(pieces: Iterable[bytes]) -> bytes:
-    """``pack_outcome`` of the joined ``pieces``, compressed as they come (the same
-    bytes once unpacked; the long outcome is never joined)."""
+    """``pack_outcome`` of the joined ``pieces``, compressed as they come (the long
+    outcome is never joined; zlib's output does not depend on how input is split)."""
     head: list[bytes] = []
     size = 0
     rest = iter(pieces)

@@ -51,7 +51,7 @@ from cairn.graph.identity import FACT_ID_PREFIX, fact_identity_payload, id_from_
 from cairn.graph.model import Node, SemanticFact, thaw
 from cairn.graph.multigraph import SemanticGraph
 from cairn.store.apply import field_text, load_collection
-from cairn.store.bulk import BulkApplier, BulkDocument, BulkFact, BulkVector
+from cairn.store.bulk import BulkApplier, BulkDocument, BulkFact, BulkVector, lookup_chunks
 from cairn.store.commands import (
     CommitReceipt,
     ConfigureCollection,
@@ -69,7 +69,6 @@ from cairn.store.derived import DerivedState
 from cairn.store.limits import (
     EMBED_BATCH_SIZE,
     LOAD_BATCH_SIZE,
-    LOOKUP_CHUNK,
     MAX_IDENTIFIER_BYTES,
     MAX_LOAD_FACTS,
     MAX_LOAD_FIELD_CHARS,
@@ -476,22 +475,6 @@ class _Encoder:
         return self._digest.hexdigest()
 
 
-def _fingerprint(
-    graph: SemanticGraph,
-    graph_name: str,
-    space: VectorSpace,
-    *,
-    encode: Callable[[Any], bytes] = _record_bytes,
-) -> str:
-    """The fingerprint a load of ``graph`` would commit under (every record encoded)."""
-    encoder = _Encoder(_wanted(graph, graph_name, space), encode)
-    for _ in encoder.documents():
-        pass
-    for _ in encoder.facts():
-        pass
-    return encoder.fingerprint
-
-
 def _fact_chunks(
     fact_id: str, relation: str, endpoints: tuple[EntityRef, EntityRef], stored: StoredFact
 ) -> Iterator[bytes]:
@@ -529,12 +512,6 @@ def _quiet(step: str) -> None:
 
 def _in_clause(values: Sequence[str]) -> str:
     return ", ".join("?" * len(values))
-
-
-def _chunked(values: Sequence[_Item]) -> Iterator[Sequence[_Item]]:
-    """``values`` in runs short enough for one statement's parameters."""
-    for start in range(0, len(values), LOOKUP_CHUNK):
-        yield values[start : start + LOOKUP_CHUNK]
 
 
 class _Plan:
@@ -590,11 +567,17 @@ class _Plan:
             puts = [
                 BulkDocument(doc.ref.collection, doc.ref.id, doc.body, doc.data)
                 for doc in documents
-                if stored.get(doc.ref) != doc.data
+                if stored.get(doc.ref, _NOT_STORED)[0] != doc.data
             ]
             outcomes.extend(self._put_documents(applier, puts))
             rewritten = {EntityRef(item.collection, item.id) for item in puts}
-            outcomes.extend(self._vectors(conn, applier, documents, rewritten))
+            # A kept document's vector is current if the batch's one lookup found it so.
+            needed = [
+                doc
+                for doc in documents
+                if doc.ref in rewritten or not stored.get(doc.ref, _NOT_STORED)[1]
+            ]
+            outcomes.extend(self._vectors(applier, needed))
             applier.analysed.clear()  # only this batch's vectors read them
         self.progress("facts")
         shapes = read_shapes(conn, "fact_shapes"), read_shapes(conn, "occurrence_shapes")
@@ -686,21 +669,27 @@ class _Plan:
             if refs.get(doc_id) != EntityRef(collection, doc_id)
         ]
 
-    @staticmethod
     def _stored_documents(
-        conn: sqlite3.Connection, documents: Sequence[_Document]
-    ) -> dict[EntityRef, bytes]:
-        """The stored bodies of the live documents among ``documents``."""
-        found: dict[EntityRef, bytes] = {}
+        self, conn: sqlite3.Connection, documents: Sequence[_Document]
+    ) -> dict[EntityRef, tuple[bytes, bool]]:
+        """The live documents among ``documents``: stored body, and whether a live vector
+        in the load's space is bound to their live revision (one lookup per batch)."""
+        space = canonical_bytes(self.wanted.space.to_json())
+        found: dict[EntityRef, tuple[bytes, bool]] = {}
         for collection, group in groupby(documents, key=_collection_of):
             ids = [doc.ref.id for doc in group]
-            for chunk in _chunked(ids):
-                for doc_id, body in conn.execute(
-                    f"SELECT id, body FROM documents WHERE collection = ? AND deleted = 0 "
-                    f"AND id IN ({_in_clause(chunk)})",
-                    (collection, *chunk),
+            for chunk in lookup_chunks(ids):
+                for doc_id, body, current in conn.execute(
+                    "SELECT d.id, d.body, EXISTS (SELECT 1 FROM slots AS s "
+                    "JOIN vector_rows AS v ON v.slot = s.slot "
+                    "JOIN vector_spaces AS p ON p.id = v.space "
+                    "WHERE s.slot = d.slot AND s.death IS NULL AND s.revision = d.revision "
+                    "AND v.death IS NULL AND p.field = ? AND p.space = ?) "
+                    "FROM documents AS d WHERE d.collection = ? AND d.deleted = 0 "
+                    f"AND d.id IN ({_in_clause(chunk)})",
+                    (VECTOR_FIELD, space, collection, *chunk),
                 ):
-                    found[EntityRef(collection, doc_id)] = bytes(body)
+                    found[EntityRef(collection, doc_id)] = (bytes(body), bool(current))
         return found
 
     def _stored_facts(
@@ -713,7 +702,7 @@ class _Plan:
         graph = self.wanted.graph
         fact_shapes, occurrence_shapes = shapes
         rows: list[tuple[Any, ...]] = []
-        for chunk in _chunked([item.fact.id for item in facts]):
+        for chunk in lookup_chunks([item.fact.id for item in facts]):
             rows.extend(
                 conn.execute(
                     "SELECT id, source_collection, source_id, target_collection, target_id, "
@@ -723,7 +712,7 @@ class _Plan:
                 )
             )
         occurrences: dict[str, list[StoredOccurrence]] = {}
-        for chunk in _chunked([row[0] for row in rows]):
+        for chunk in lookup_chunks([row[0] for row in rows]):
             for fact_id, occurrence_id, shape, parts in conn.execute(
                 f"SELECT fact_id, id, shape, parts FROM occurrences WHERE graph = ? "
                 f"AND fact_id IN ({_in_clause(chunk)}) ORDER BY fact_id, id",
@@ -763,40 +752,9 @@ class _Plan:
                 return matrix
         return self.embedder.embed([doc.body["text"] for doc in batch])
 
-    def _current_vectors(
-        self, conn: sqlite3.Connection, documents: Sequence[_Document]
-    ) -> set[EntityRef]:
-        """Those of ``documents`` with a live vector in the load's space bound to their
-        live revision."""
-        space = canonical_bytes(self.wanted.space.to_json())
-        current: set[EntityRef] = set()
-        for collection, group in groupby(documents, key=_collection_of):
-            ids = [doc.ref.id for doc in group]
-            for chunk in _chunked(ids):
-                for (doc_id,) in conn.execute(
-                    "SELECT d.id FROM documents AS d JOIN slots AS s ON s.slot = d.slot "
-                    "JOIN vector_rows AS v ON v.slot = d.slot "
-                    "JOIN vector_spaces AS p ON p.id = v.space "
-                    "WHERE d.collection = ? AND d.deleted = 0 AND s.death IS NULL "
-                    "AND s.revision = d.revision AND v.death IS NULL AND p.field = ? "
-                    f"AND p.space = ? AND d.id IN ({_in_clause(chunk)})",
-                    (collection, VECTOR_FIELD, space, *chunk),
-                ):
-                    current.add(EntityRef(collection, doc_id))
-        return current
-
-    def _vectors(
-        self,
-        conn: sqlite3.Connection,
-        applier: BulkApplier,
-        documents: Sequence[_Document],
-        rewritten: set[EntityRef],
-    ) -> list[MutationOutcome]:
-        """Embed and put the vectors of a batch's rewritten documents and of any without a
-        current one, in the batch's order."""
-        kept = [doc for doc in documents if doc.ref not in rewritten]
-        current = self._current_vectors(conn, kept) if kept else set()
-        needed = [doc for doc in documents if doc.ref in rewritten or doc.ref not in current]
+    def _vectors(self, applier: BulkApplier, needed: Sequence[_Document]) -> list[MutationOutcome]:
+        """Embed and put the vectors of ``needed`` (a batch's rewritten documents and any
+        without a current one), in the batch's order."""
         outcomes: list[MutationOutcome] = []
         for start in range(0, len(needed), EMBED_BATCH_SIZE):
             batch = needed[start : start + EMBED_BATCH_SIZE]
@@ -816,6 +774,10 @@ class _Plan:
                 )
             )
         return outcomes
+
+
+_NOT_STORED = (None, False)
+"""What ``_stored_documents`` says of a document it did not find: no body, no vector."""
 
 
 def _collection_of(document: _Document) -> str:

@@ -21,6 +21,12 @@ The tree::
     |   +-- RequestCancelledError       request_cancelled      429
     +-- UnknownWriteOutcomeError        unknown_write_outcome  503
     +-- UnsupportedCapabilityError      unsupported_capability 501
+    +-- StorageError                    storage                503
+    |   +-- StorageFullError            storage_full           507
+    |   +-- StorageLockedError          storage_locked         423
+    |   +-- StorageReadOnlyError        storage_read_only      503
+    |   +-- StoragePermissionError      storage_permission     503
+    |   +-- StorageIOError              storage_io             503
     +-- CorruptionError                 corruption             500
     |   +-- IdentityCollisionError      identity_collision     500
     +-- ArtifactError                   artifact_error         422
@@ -35,6 +41,7 @@ never renamed or reused.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -56,12 +63,19 @@ __all__ = [
     "NotFoundError",
     "PermissionDeniedError",
     "RequestCancelledError",
+    "StorageError",
+    "StorageFullError",
+    "StorageIOError",
+    "StorageLockedError",
+    "StoragePermissionError",
+    "StorageReadOnlyError",
     "UnauthenticatedError",
     "UnknownEdgeError",
     "UnknownWriteOutcomeError",
     "UnsupportedCapabilityError",
     "ValidationError",
     "error_classes",
+    "os_error",
 ]
 
 
@@ -187,6 +201,49 @@ class UnsupportedCapabilityError(CairnError):
     http_status = 501
 
 
+class StorageError(CairnError):
+    """The file system or SQLite refused an operation; stored data is intact, retry later.
+
+    Never a sign of damage: the write was rolled back whole (nothing acknowledged is
+    lost). The original cause stays on ``__cause__``; children name which refusal.
+    """
+
+    code = "storage"
+    http_status = 503
+
+
+class StorageFullError(StorageError):
+    """The disk (or SQLite's page limit) is full: free space, then retry the same write."""
+
+    code = "storage_full"
+    http_status = 507
+
+
+class StorageLockedError(StorageError):
+    """Another writer held the database lock past the busy timeout; retry later."""
+
+    code = "storage_locked"
+    http_status = 423
+
+
+class StorageReadOnlyError(StorageError):
+    """The database file, its folder or its file system is read-only."""
+
+    code = "storage_read_only"
+
+
+class StoragePermissionError(StorageError):
+    """The process may not read or write the database file or its folder."""
+
+    code = "storage_permission"
+
+
+class StorageIOError(StorageError):
+    """The operating system reported an I/O error reading or writing the file."""
+
+    code = "storage_io"
+
+
 class CorruptionError(CairnError):
     """Stored or derived data is inconsistent with itself."""
 
@@ -241,3 +298,22 @@ def error_classes() -> tuple[type[CairnError], ...]:
         found.append(cls)
         pending.extend(sorted(cls.__subclasses__(), key=lambda sub: sub.__name__))
     return tuple(found)
+
+
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+_PERMISSION_ERRNOS = frozenset({errno.EACCES, errno.EPERM})
+
+
+def os_error(exc: OSError, action: str, path: object = None) -> StorageError:
+    """The typed error for a failed file-system call while doing ``action``."""
+    details: dict[str, object] = {"errno": errno.errorcode.get(exc.errno or 0, exc.errno)}
+    if path is not None:
+        details["path"] = str(path)
+    reason = exc.strerror or str(exc)
+    if exc.errno in _FULL_ERRNOS:
+        return StorageFullError(f"{action}: the disk is full ({reason})", details=details)
+    if exc.errno == errno.EROFS:
+        return StorageReadOnlyError(f"{action}: read-only file system", details=details)
+    if exc.errno in _PERMISSION_ERRNOS:
+        return StoragePermissionError(f"{action}: permission denied ({reason})", details=details)
+    return StorageIOError(f"{action}: {reason}", details=details)

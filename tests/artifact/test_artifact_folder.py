@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -32,6 +33,7 @@ from cairn.errors import (
     ArtifactMovedError,
     LegacyArtifactError,
     NotFoundError,
+    StorageIOError,
 )
 from cairn.graph import SemanticGraph
 
@@ -202,10 +204,11 @@ def test_failure_before_rename_leaves_the_previous_artifact(tmp_path: Path, monk
     previous = path.read_bytes()
 
     def broken_replace(source: str, target: object) -> None:
-        raise OSError("disk vanished")
+        raise OSError(errno.EIO, "disk vanished")
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(ArtifactError, match="disk vanished"):
+    # A failed write is the storage's refusal (issue 18), typed by its errno.
+    with pytest.raises(StorageIOError, match="disk vanished"):
         write_artifact(path, SemanticGraph(), generated_at=FIXED_TIME)
     monkeypatch.undo()
     assert path.read_bytes() == previous

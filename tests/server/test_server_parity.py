@@ -24,6 +24,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from server_helpers import GRAPH, ServerProcess, open_corpus, ref, serve_process
 from server_surfaces import Row, embedded, raw_http, table, via_async, via_client, via_mcp
 
@@ -58,30 +59,40 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         db.close()
 
 
-def _mcp_answers(stack: Stack, key: str, rows: list[Row]) -> tuple[list[Any], list[Any]]:
-    """Every row's answer through the official MCP client, over stdio and over HTTP."""
-    url = stack.server.url
+def _mcp_stdio(stack: Stack, key: str, rows: list[Row]) -> list[Any]:
+    """Every row's answer through the official MCP client over stdio."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "cairn.cli", "mcp", "--db", str(stack.db.path), "--api-key", key],
+    )
 
-    async def over_mcp_stdio() -> list[Any]:
-        params = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "cairn.cli", "mcp", "--db", str(stack.db.path), "--api-key", key],
-        )
+    async def answers() -> list[Any]:
         async with stdio_client(params) as streams, ClientSession(*streams[:2]) as session:
             await session.initialize()
             return [await via_mcp(session, kind, payload) for _, kind, payload in rows]
 
-    async def over_mcp_http() -> list[Any]:
-        headers = {"Authorization": f"Bearer {key}"}
+    return anyio.run(answers)
+
+
+def _mcp_http(stack: Stack, key: str, rows: list[Row]) -> list[Any]:
+    """Every row's answer through the official MCP client over streamable HTTP."""
+    headers = {"Authorization": f"Bearer {key}"}
+
+    async def answers() -> list[Any]:
         async with (
             httpx2.AsyncClient(headers=headers, timeout=60) as http,
-            streamable_http_client(f"{url}/mcp/", http_client=http) as streams,
+            streamable_http_client(f"{stack.server.url}/mcp/", http_client=http) as streams,
             ClientSession(*streams[:2]) as session,
         ):
             await session.initialize()
             return [await via_mcp(session, kind, payload) for _, kind, payload in rows]
 
-    return anyio.run(over_mcp_stdio), anyio.run(over_mcp_http)
+    return anyio.run(answers)
+
+
+def _mcp_answers(stack: Stack, key: str, rows: list[Row]) -> tuple[list[Any], list[Any]]:
+    """Every row's answer through the official MCP client, over stdio and over HTTP."""
+    return _mcp_stdio(stack, key, rows), _mcp_http(stack, key, rows)
 
 
 def _answers(stack: Stack, principal: str, rows: list[Row]) -> list[dict[str, Any]]:
@@ -206,9 +217,29 @@ def test_policy_change_write_and_revoked_key_agree(stack: Stack) -> None:
 
     with pytest.raises(UnauthenticatedError):
         asyncio.run(asynchronous())
-    # MCP, over stdio and over HTTP, refuses the revoked key the same way.
-    for answer in _mcp_answers(stack, key, rows[:1]):
-        assert answer == [{"error": "unauthenticated"}]
+    # MCP over stdio refuses the revoked key on the call; over HTTP the transport itself
+    # answers 401 with WWW-Authenticate: no session, no tool list (issue 18).
+    assert _mcp_stdio(stack, key, rows[:1]) == [{"error": "unauthenticated"}]
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    mcp_headers = {"Accept": "application/json, text/event-stream"}
+    with httpx.Client(base_url=stack.server.url) as http:
+        for headers in ({"Authorization": f"Bearer {key}"}, {}):
+            response = http.post("/mcp/", json=initialize, headers={**mcp_headers, **headers})
+            assert response.status_code == 401
+            assert response.headers["www-authenticate"].startswith("Bearer")
+            assert response.json()["type"] == "urn:cairn:error:unauthenticated"
+    with pytest.raises(ExceptionGroup) as refused:  # the official client cannot initialize
+        _mcp_http(stack, key, rows[:1])
+    assert refused.group_contains(MCPError, depth=2)
     # The other principal is untouched.
     with Client(stack.server.url, stack.keys["restricted"]) as other:
         assert other.principal().id == "restricted"

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from cairn.errors import ArtifactError, BudgetExceededError, NotFoundError
+from cairn.errors import ArtifactError, BudgetExceededError, NotFoundError, os_error
 
 __all__ = [
     "DEFAULT_FILE_MODE",
@@ -47,7 +47,7 @@ def atomic_write_pieces(path: str | os.PathLike[str], pieces: Iterable[bytes | m
             prefix=f".{target.name}.", suffix=TEMP_SUFFIX, dir=directory
         )
     except OSError as exc:
-        raise ArtifactError(f"cannot create a temporary file next to {target}: {exc}") from exc
+        raise os_error(exc, f"cannot create a temporary file next to {target}", target) from exc
     try:
         os.chmod(temp_name, _file_mode(target))
         with os.fdopen(descriptor, "wb") as handle:
@@ -60,7 +60,7 @@ def atomic_write_pieces(path: str | os.PathLike[str], pieces: Iterable[bytes | m
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
         if isinstance(exc, OSError):
-            raise ArtifactError(f"cannot write {target}: {exc}") from exc
+            raise os_error(exc, f"cannot write {target}", target) from exc
         raise
     _fsync_directory(directory)
     return target

@@ -15,7 +15,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
-from cairn.canonical import canonical_bytes, canonical_set, fits_float, nfc
+from cairn.canonical import MAX_DEPTH, canonical_bytes, canonical_set, fits_float, nfc
 from cairn.errors import CanonicalizationError, InvariantError, ValidationError
 
 __all__ = [
@@ -50,7 +50,16 @@ def _empty_mapping() -> Mapping[str, Any]:
 
 
 def freeze(value: Any) -> FrozenJSON:
-    """Return an immutable deep copy of a JSON value, validating its types."""
+    """Return an immutable deep copy of a JSON value, validating its types.
+
+    Containers nested deeper than ``MAX_DEPTH`` (the canonical encoder's own bound, so
+    every JSON entry point shares it) are ``CanonicalizationError``, never a
+    ``RecursionError``.
+    """
+    return _freeze(value, 0)
+
+
+def _freeze(value: Any, depth: int) -> FrozenJSON:
     kind = type(value)
     if value is None or kind in (bool, int):
         return value
@@ -60,14 +69,16 @@ def freeze(value: Any) -> FrozenJSON:
         if not math.isfinite(value):
             raise CanonicalizationError(f"non-finite number {value!r} is not JSON")
         return value
+    if depth >= MAX_DEPTH and (kind in (list, tuple) or isinstance(value, Mapping)):
+        raise CanonicalizationError(f"nesting deeper than {MAX_DEPTH}")
     if kind in (list, tuple):
-        return tuple(freeze(item) for item in value)
+        return tuple(_freeze(item, depth + 1) for item in value)
     if isinstance(value, Mapping):
         frozen: dict[str, Any] = {}
         for key in value:
             if type(key) is not str:
                 raise CanonicalizationError(f"object key {key!r} is not a string")
-            frozen[nfc(key)] = freeze(value[key])
+            frozen[nfc(key)] = _freeze(value[key], depth + 1)
         return MappingProxyType(dict(sorted(frozen.items())))
     raise CanonicalizationError(f"type {kind.__name__} is not a JSON type")
 

@@ -44,6 +44,7 @@ from cairn.search.wire import from_wire, to_wire
 from cairn.server import admin
 from cairn.server.limits import MAX_BODY_BYTES, MAX_BODY_DEPTH, PROBLEM_MEDIA_TYPE
 from cairn.server.schemas import BODY_SUFFIX, component_schemas, json_body, json_reply
+from cairn.server.throttle import FailureLimiter, authenticated, client_address
 from cairn.store.commands import CommitReceipt, command_from_json
 from cairn.store.policy import ApiKeyVerifier, Principal, issue_api_key
 from cairn.store.stats import database_stats
@@ -247,13 +248,17 @@ def create_app(db: Database) -> CairnAPI:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     bearer = HTTPBearer(auto_error=False, description="A Cairn API key: cairn_<id>.<secret>")
+    limiter = FailureLimiter()
 
     def caller(
+        request: Request,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> Principal:
+        client = client_address(request.scope)
         if credentials is None:
+            limiter.check(client)
             raise UnauthenticatedError("an Authorization: Bearer <api key> header is required")
-        return db.authenticate(credentials.credentials)
+        return authenticated(db, limiter, client, credentials.credentials)
 
     Caller = Annotated[Principal, Depends(caller)]
 
@@ -267,7 +272,7 @@ def create_app(db: Database) -> CairnAPI:
     _routes_admin(app, db, Caller)
     from cairn.server.mcp import mount_mcp
 
-    mount_mcp(app, db)
+    mount_mcp(app, db, limiter)
     return app
 
 

@@ -7,6 +7,9 @@ from cairn.store.limits import MAX_COMMAND_BYTES
 __all__ = [
     "ADMIN_KEY_ENV",
     "ADMIN_PRINCIPAL_ID",
+    "AUTH_FAILURE_LIMIT",
+    "AUTH_FAILURE_WINDOW_S",
+    "AUTH_TRACKED_CLIENTS",
     "BODY_MARGIN_BYTES",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
@@ -37,6 +40,15 @@ MAX_BODY_BYTES = MAX_COMMAND_BYTES + BODY_MARGIN_BYTES
 
 MAX_BODY_DEPTH = 64
 """Deepest JSON nesting of a request body (documents nest at most 32 inside a command)."""
+
+AUTH_FAILURE_LIMIT = 20
+"""Failed authentications one client address may make within ``AUTH_FAILURE_WINDOW_S``."""
+
+AUTH_FAILURE_WINDOW_S = 60.0
+"""The sliding window failed authentications are counted in."""
+
+AUTH_TRACKED_CLIENTS = 4096
+"""Client addresses the failure limiter remembers (least recently failing leave first)."""
 
 ADMIN_PRINCIPAL_ID = "admin"
 """The principal ``cairn serve`` creates on first start, admin on the served database."""

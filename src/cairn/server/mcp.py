@@ -23,6 +23,7 @@ import mcp_types as types
 from mcp.server.lowlevel.server import Server
 
 from cairn.errors import CairnError, UnauthenticatedError, ValidationError
+from cairn.server.throttle import FailureLimiter, authenticated, client_address
 
 if TYPE_CHECKING:
     from cairn.database import Database
@@ -179,8 +180,43 @@ _LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 _LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
 
-def mount_mcp(app: Any, db: Database, path: str = MCP_HTTP_PATH) -> None:
-    """Serve the same tools over streamable HTTP inside the HTTP API (Bearer keys)."""
+class _BearerGuard:
+    """MCP over HTTP authenticates at the transport: a request without a valid Bearer key
+    gets HTTP 401 with ``WWW-Authenticate`` (not a 200 carrying a problem), and cannot
+    ``initialize`` or list tools; failures count against the client's limit."""
+
+    def __init__(self, inner: Any, db: Database, limiter: FailureLimiter) -> None:
+        self.inner = inner
+        self.db = db
+        self.limiter = limiter
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.inner(scope, receive, send)
+            return
+        from cairn.server.http import problem_response
+
+        client = client_address(scope)
+        header = dict(scope.get("headers") or ()).get(b"authorization", b"").decode("latin-1")
+        scheme, _, token = header.partition(" ")
+        try:
+            if scheme.lower() != "bearer" or not token.strip():
+                self.limiter.check(client)
+                raise UnauthenticatedError("a Bearer API key is required")
+            await anyio.to_thread.run_sync(
+                authenticated, self.db, self.limiter, client, token.strip()
+            )
+        except CairnError as error:
+            await problem_response(error)(scope, receive, send)
+            return
+        await self.inner(scope, receive, send)
+
+
+def mount_mcp(
+    app: Any, db: Database, limiter: FailureLimiter | None = None, path: str = MCP_HTTP_PATH
+) -> None:
+    """Serve the same tools over streamable HTTP inside the HTTP API (Bearer keys checked
+    at the transport, with the HTTP API's failure limiter)."""
     from contextlib import asynccontextmanager
 
     from mcp.server.streamable_http_manager import (
@@ -200,7 +236,8 @@ def mount_mcp(app: Any, db: Database, path: str = MCP_HTTP_PATH) -> None:
             allowed_origins=_LOOPBACK_ORIGINS,
         ),
     )
-    app.mount(path, StreamableHTTPASGIApp(manager))
+    guard = FailureLimiter() if limiter is None else limiter
+    app.mount(path, _BearerGuard(StreamableHTTPASGIApp(manager), db, guard))
     previous = app.router.lifespan_context
 
     @asynccontextmanager

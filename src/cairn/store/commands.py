@@ -21,6 +21,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar, TypeAlias
 
+import orjson
+
 from cairn.canonical import canonical_bytes, digest_bytes
 from cairn.errors import CairnError, CorruptionError, ValidationError, error_classes
 from cairn.graph.model import (
@@ -79,6 +81,7 @@ __all__ = [
     "occurrence_to_json",
     "pack_outcome",
     "pack_pieces",
+    "read_outcome",
     "receipt_pieces",
     "unpack_outcome",
 ]
@@ -924,6 +927,19 @@ def unpack_outcome(stored: bytes) -> bytes:
         return zlib.decompress(data)
     except zlib.error as exc:
         raise CorruptionError(f"a stored command outcome does not decompress: {exc}") from exc
+
+
+def read_outcome(stored: bytes, command_id: str) -> CommitReceipt | CairnError:
+    """The receipt or error a stored outcome holds; ``CorruptionError`` naming the
+    command if its bytes do not unpack, parse or decode (never a raw parser error)."""
+    data = unpack_outcome(stored)
+    try:
+        return decode_outcome(orjson.loads(data))
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptionError(
+            f"the stored outcome of command {command_id} is damaged ({type(exc).__name__})",
+            details={"table": "commands", "command_id": command_id},
+        ) from exc
 
 
 def decode_outcome(data: Mapping[str, Any]) -> CommitReceipt | CairnError:

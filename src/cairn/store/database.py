@@ -14,6 +14,7 @@ with other content is a ``ConflictError``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -25,8 +26,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple, Self, TypeVar
 
-import orjson
-
 from cairn.errors import (
     BudgetExceededError,
     CairnError,
@@ -36,6 +35,7 @@ from cairn.errors import (
     PermissionDeniedError,
     UnauthenticatedError,
     ValidationError,
+    os_error,
 )
 from cairn.store.apply import apply_command, load_principal, set_position
 from cairn.store.cache import Memo
@@ -49,10 +49,14 @@ from cairn.store.commands import (
     encode_receipt,
     pack_outcome,
     pack_pieces,
+    read_outcome,
     receipt_pieces,
     unpack_outcome,
 )
+from cairn.store.faults import rollback, sqlite_error
+from cairn.store.keys import KeyProofs
 from cairn.store.limits import (
+    DATABASE_FILE_MODE,
     DEFAULT_DATABASE_NAME,
     PAGE_SIZE_BYTES,
     READER_MMAP_BYTES,
@@ -67,7 +71,6 @@ from cairn.store.policy import (
     Principal,
     check_active,
     parse_api_key,
-    verify_secret,
 )
 from cairn.store.reads import DocumentResult, ReadCut, read_document
 from cairn.store.schema import migrate, schema_version
@@ -116,17 +119,9 @@ _FORMAT = "cairn.store/1"
 _BAD_KEY = "invalid api key"
 
 
-def _translate(exc: sqlite3.Error, action: str) -> CairnError:
+def _translate(exc: sqlite3.Error, action: str, path: Path | None = None) -> CairnError:
     """Map a sqlite3 error to the typed Cairn error raised at the store boundary."""
-    text = str(exc).lower()
-    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
-        return BudgetExceededError(
-            f"{action}: the database stayed locked by another writer",
-            details={"timeout_ms": SQLITE_BUSY_TIMEOUT_MS},
-        )
-    if isinstance(exc, sqlite3.OperationalError) and "unable to open" in text:
-        return NotFoundError(f"{action}: cannot open the database file")
-    return CorruptionError(f"{action}: {exc}")
+    return sqlite_error(exc, action, path)
 
 
 def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
@@ -156,6 +151,33 @@ def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     return conn
 
 
+def _create_private(file: Path) -> bool:
+    """Create ``file`` empty with mode 0600 unless it exists; whether this call made it.
+
+    The file holds key verifiers and every document, so only its owner may read it;
+    SQLite gives the WAL and shared-memory files the database file's mode.
+    """
+    try:
+        descriptor = os.open(file, os.O_RDWR | os.O_CREAT | os.O_EXCL, DATABASE_FILE_MODE)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise os_error(exc, "open", file) from exc
+    os.close(descriptor)
+    return True
+
+
+def _discard(file: Path, created: bool) -> None:
+    """Remove what a failed open of a new file left behind (an interrupted open leaves no
+    half-made database); a file that existed before is never touched."""
+    if not created:
+        return
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        # Best effort: the open's own error is what the caller needs to see.
+        with contextlib.suppress(OSError):
+            Path(f"{file}{suffix}").unlink()
+
+
 def _meta(conn: sqlite3.Connection) -> dict[str, str]:
     return dict(conn.execute("SELECT key, value FROM meta").fetchall())
 
@@ -176,7 +198,7 @@ def _initialise(conn: sqlite3.Connection, name: str | None) -> dict[str, str]:
             conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", sorted(meta.items()))
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        rollback(conn)
         raise
     if meta.get("format") != _FORMAT:
         raise CorruptionError(f"unknown store format {meta.get('format')!r}")
@@ -209,18 +231,25 @@ def open_as(
         check_identifier(database, "database")
     if not file.parent.is_dir():
         raise NotFoundError(f"directory {str(file.parent)!r} does not exist")
+    created = _create_private(file)
     try:
         writer = _connect(file, readonly=False)
     except sqlite3.Error as exc:
-        raise _translate(exc, "open") from exc
+        _discard(file, created)
+        raise _translate(exc, "open", file) from exc
+    except BaseException:
+        _discard(file, created)
+        raise
     try:
         migrate(writer)
         meta = _initialise(writer, database)
     except sqlite3.Error as exc:
         writer.close()
-        raise _translate(exc, "open") from exc
+        _discard(file, created)
+        raise _translate(exc, "open", file) from exc
     except BaseException:
         writer.close()
+        _discard(file, created)
         raise
     return kind(file, writer, meta["database"], uuid.UUID(meta["incarnation"]))
 
@@ -242,6 +271,7 @@ class Database:
         self._memo = Memo(TRUTH_MEMO_SIZE)
         self._cut_lock = threading.Lock()
         self._read_cut_acquisitions = 0
+        self._keys = KeyProofs()
 
     # --------------------------------------------------------------- identity
     @property
@@ -309,11 +339,10 @@ class Database:
                 conn = _connect(self._path, readonly=True)
             yield conn
         except sqlite3.Error as exc:
-            raise _translate(exc, "read") from exc
+            raise _translate(exc, "read", self._path) from exc
         finally:
             if conn is not None:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                rollback(conn)
                 with self._pool_lock:
                     if self._closed or len(self._idle_readers) >= READER_POOL_SIZE:
                         conn.close()
@@ -360,7 +389,7 @@ class Database:
             row = conn.execute(
                 "SELECT principal, verifier FROM api_keys WHERE key_id = ?", (key_id,)
             ).fetchone()
-            if row is None or not verify_secret(secret, row[1]):
+            if not self._keys.check(key_id, secret, None if row is None else row[1]):
                 raise UnauthenticatedError(_BAD_KEY)
             return self._resolve(conn, row[0], moment)
 
@@ -408,12 +437,10 @@ class Database:
                 write(conn)
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise _translate(exc, action) from exc
+                rollback(conn)
+                raise _translate(exc, action, self._path) from exc
             except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                rollback(conn)
                 raise
 
     def vacuum(self) -> None:
@@ -429,7 +456,7 @@ class Database:
                 self._writer.execute("VACUUM")
                 self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error as exc:
-                raise _translate(exc, "vacuum") from exc
+                raise _translate(exc, "vacuum", self._path) from exc
 
     def get_document(
         self,
@@ -466,9 +493,8 @@ class Database:
             try:
                 outcome = self._command(request, len(data), fingerprint, principal, moment)
             except sqlite3.Error as exc:
-                if self._writer.in_transaction:
-                    self._writer.execute("ROLLBACK")
-                raise _translate(exc, "command") from exc
+                rollback(self._writer)
+                raise _translate(exc, "command", self._path) from exc
         if isinstance(outcome, CairnError):
             raise outcome
         return outcome
@@ -499,8 +525,7 @@ class Database:
                 return self._replay(request, fingerprint, stored[0], stored[1])
             return self._apply(conn, request, size, fingerprint, actor)
         except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            rollback(conn)
             raise
 
     @staticmethod
@@ -512,10 +537,7 @@ class Database:
                 f"command {request.command_id} was already used with other content",
                 details={"command_id": str(request.command_id)},
             )
-        try:
-            return decode_outcome(orjson.loads(unpack_outcome(outcome)))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise CorruptionError("a stored command outcome is unreadable") from exc
+        return read_outcome(outcome, str(request.command_id))
 
     def _apply(
         self,
@@ -607,8 +629,13 @@ class Database:
                     ).fetchone()
                     conn.execute("ROLLBACK")
                     if stored is not None and stored[0] == fingerprint:
-                        replayed = decode_outcome(orjson.loads(unpack_outcome(stored[1])))
-                        assert isinstance(replayed, CommitReceipt)
+                        replayed = read_outcome(stored[1], str(command_id))
+                        if not isinstance(replayed, CommitReceipt):
+                            raise CorruptionError(
+                                f"the stored outcome of internal command {command_id} is "
+                                "an error; internal commands store only receipts",
+                                details={"table": "commands", "command_id": str(command_id)},
+                            )
                         return replayed
                     token = CommitToken(self._incarnation, self._name, last)
                     return CommitReceipt(command_id, token, ())
@@ -630,12 +657,10 @@ class Database:
                 conn.execute("COMMIT")
                 return receipt
             except sqlite3.Error as exc:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise _translate(exc, "internal command") from exc
+                rollback(conn)
+                raise _translate(exc, "internal command", self._path) from exc
             except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                rollback(conn)
                 raise
 
     def stored_outcome(

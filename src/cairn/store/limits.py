@@ -14,6 +14,7 @@ from typing import Any
 from cairn.errors import BudgetExceededError, ValidationError
 
 __all__ = [
+    "DATABASE_FILE_MODE",
     "DEFAULT_DATABASE_NAME",
     "EMBED_BATCH_SIZE",
     "LOAD_BATCH_SIZE",
@@ -33,6 +34,7 @@ __all__ = [
     "MAX_OCCURRENCES_PER_FACT",
     "MAX_PATCH_OPERATIONS",
     "MAX_PROJECTS_PER_PRINCIPAL",
+    "MAX_PROVEN_KEYS",
     "MAX_SNIPPET_CHARS",
     "MAX_TEXT_FIELDS",
     "MAX_VECTOR_DIMENSION",
@@ -99,8 +101,15 @@ MAX_API_KEYS_PER_PRINCIPAL = 16
 MAX_FIELD_POLICIES = 256
 """Most field policies on one resource."""
 
+MAX_PROVEN_KEYS = 1024
+"""Slow (PBKDF2) keys one open handle remembers as proven (least recently proven leave)."""
+
 PBKDF2_ITERATIONS = 200_000
 """Iterations for PBKDF2-SHA256 verifiers of low-entropy secrets."""
+
+DATABASE_FILE_MODE = 0o600
+"""Mode of a new database file (the umask may only narrow it): it holds key verifiers
+and every document; SQLite gives its WAL and shared-memory files the same mode."""
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 """How long a connection waits for another process's write lock before failing."""

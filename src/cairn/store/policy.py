@@ -43,6 +43,7 @@ __all__ = [
     "datetime_from_json",
     "datetime_to_json",
     "field_allowed",
+    "is_slow_verifier",
     "issue_api_key",
     "make_verifier",
     "parse_api_key",
@@ -430,6 +431,11 @@ def make_verifier(
     rounds = PBKDF2_ITERATIONS if iterations is None else iterations
     derived = hashlib.pbkdf2_hmac("sha256", data, salt, rounds)
     return f"{_PBKDF2_SCHEME}${rounds}${salt.hex()}${derived.hex()}"
+
+
+def is_slow_verifier(verifier: str) -> bool:
+    """Whether ``verifier`` is a PBKDF2 one (a chosen secret, slow to check by design)."""
+    return _parse_verifier(verifier)[0] == _PBKDF2_SCHEME
 
 
 def verify_secret(secret: str, verifier: str) -> bool:

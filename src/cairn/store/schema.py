@@ -43,6 +43,7 @@ import numpy as np
 import orjson
 
 from cairn.errors import CorruptionError, UnsupportedCapabilityError
+from cairn.store.faults import rollback
 from cairn.store.records import Shapes, split_fact, split_occurrence
 from cairn.store.vectorstore import write_vectors
 
@@ -483,12 +484,12 @@ def migrate(conn: sqlite3.Connection, target: int = LATEST_SCHEMA_VERSION) -> tu
         after = max(before, target)
         conn.execute("COMMIT")
     except CorruptionError as exc:
-        conn.execute("ROLLBACK")
+        rollback(conn)
         if before is None or before == 0:
             raise  # not a migration problem (a foreign file, say): the cause as found
         raise _unmigratable(exc, before, target) from exc
     except BaseException:
-        conn.execute("ROLLBACK")
+        rollback(conn)
         raise
     return before, after
 

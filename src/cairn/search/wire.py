@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any, TypeVar
 
-from cairn.canonical import fits_float
+from cairn.canonical import MAX_DEPTH, fits_float
 from cairn.errors import CanonicalizationError, ValidationError
 from cairn.graph.model import freeze
 from cairn.search import contracts
@@ -48,21 +48,32 @@ def _field_names(value: Any) -> tuple[str, ...]:
 
 
 def to_json(value: Any) -> Any:
-    """Plain JSON form of a contract value (no type tag)."""
+    """Plain JSON form of a contract value (no type tag).
+
+    Values nested deeper than ``MAX_DEPTH`` (the canonical encoder's bound) are
+    ``CanonicalizationError``, never a ``RecursionError``.
+    """
+    return _to_json(value, 0)
+
+
+def _to_json(value: Any, depth: int) -> Any:
     kind = type(value)
     if kind in _SCALARS:
         return value
+    if depth >= MAX_DEPTH:
+        raise CanonicalizationError(f"nesting deeper than {MAX_DEPTH}")
+    deeper = depth + 1
     if kind is tuple or kind is list:
         # Query vectors are hundreds of floats: scalars are copied without a call each.
-        return [item if type(item) in _SCALARS else to_json(item) for item in value]
+        return [item if type(item) in _SCALARS else _to_json(item, deeper) for item in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {name: to_json(getattr(value, name)) for name in _field_names(value)}
+        return {name: _to_json(getattr(value, name), deeper) for name in _field_names(value)}
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, tuple | list):
-        return [to_json(item) for item in value]
+        return [_to_json(item, deeper) for item in value]
     if isinstance(value, Mapping):
-        return {key: to_json(item) for key, item in value.items()}
+        return {key: _to_json(item, deeper) for key, item in value.items()}
     return value
 
 

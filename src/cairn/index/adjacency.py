@@ -25,9 +25,28 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from cairn.graph.model import Direction
+from cairn.graph.registry import REGISTRY
 from cairn.index.limits import ADJACENCY_REBUILD_FRACTION, ADJACENCY_REBUILD_MIN_TAIL
 
-__all__ = ["ALIVE", "GraphColumn", "GraphView"]
+__all__ = ["ALIVE", "UNDIRECTED_RELATIONS", "GraphColumn", "GraphView", "undirected_codes"]
+
+
+UNDIRECTED_RELATIONS = frozenset(
+    spec.name
+    for spec in map(REGISTRY.get, REGISTRY.names())
+    if spec is not None and spec.direction is Direction.UNDIRECTED
+)
+"""Relations whose facts join their endpoints both ways (stored once, endpoints sorted)."""
+
+
+def undirected_codes(relations: Sequence[str]) -> npt.NDArray[np.int64]:
+    """The codes (positions in ``relations``) of the undirected relations."""
+    return np.asarray(
+        [code for code, name in enumerate(relations) if name in UNDIRECTED_RELATIONS],
+        dtype=np.int64,
+    )
+
 
 ALIVE = np.iinfo(np.int64).max
 """The death position of an edge nobody has deleted yet."""
@@ -106,6 +125,7 @@ class GraphView:
     relations: Sequence[str]
     by_source: _Csr
     by_target: _Csr
+    undirected: npt.NDArray[np.int64]  # codes of the undirected relations
 
     def _rows(self, csr: _Csr, ends: npt.NDArray[np.int64], node: int) -> npt.NDArray[np.int64]:
         rows = csr.rows_of(node)
@@ -125,6 +145,29 @@ class GraphView:
     def in_rows(self, node: int) -> npt.NDArray[np.int64]:
         """Edge rows alive at the view's position whose target is ``node``."""
         return self._rows(self.by_target, self.target, node)
+
+    def walk(
+        self, node: int, *, outgoing: bool
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The alive rows leaving ``node`` the way ``outgoing`` says, and their far ends.
+
+        An undirected fact (``related_to``) is stored once, endpoints sorted, yet leaves
+        both of them: it is walked from its stored target too (a self-loop only once).
+        """
+        near, far = (self.out_rows, self.target) if outgoing else (self.in_rows, self.source)
+        rows = near(node)
+        ends = far[rows]
+        undirected = self.undirected
+        if not len(undirected):
+            return rows, ends
+        back, back_ends = (self.in_rows, self.source) if outgoing else (self.out_rows, self.target)
+        reverse = back(node)
+        if len(reverse):
+            reverse = reverse[np.isin(self.relation[reverse], undirected)]
+            reverse = reverse[back_ends[reverse] != node]
+        if not len(reverse):
+            return rows, ends
+        return np.concatenate((rows, reverse)), np.concatenate((ends, back_ends[reverse]))
 
     def alive(self) -> npt.NDArray[np.bool_]:
         """Mask over every row: alive at the view's position."""
@@ -258,4 +301,5 @@ class GraphColumn:
             self._relations,
             self._by_source,
             self._by_target,
+            undirected_codes(self._relations),
         )

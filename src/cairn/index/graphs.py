@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cairn.index.adjacency import UNDIRECTED_RELATIONS
 from cairn.index.cut import IndexCut
 from cairn.store.commands import EntityRef
 from cairn.store.reads import ReadCut
@@ -49,16 +50,15 @@ def _edges(cut: IndexCut, graph: str, vertex: EntityRef, *, outgoing: bool) -> t
     node = view.nodes.get((vertex.collection, vertex.id))
     if node is None:
         return ()
-    rows = adjacency.out_rows(node) if outgoing else adjacency.in_rows(node)
+    rows, ends = adjacency.walk(node, outgoing=outgoing)
     if len(rows) == 0:
         return ()
-    ends = (adjacency.target if outgoing else adjacency.source)[rows].tolist()
     relations = adjacency.relation[rows].tolist()
     keys, names, fact_ids = view.node_keys, adjacency.relations, adjacency.fact_ids
     return tuple(
         sorted(
             Edge(EntityRef(*keys[end]), names[relation], fact_ids[row])
-            for end, relation, row in zip(ends, relations, rows.tolist(), strict=True)
+            for end, relation, row in zip(ends.tolist(), relations, rows.tolist(), strict=True)
         )
     )
 
@@ -71,6 +71,15 @@ def _sql_edges(cut: IndexCut, graph: str, vertex: EntityRef, *, outgoing: bool) 
         f"WHERE graph = ? AND {near}_collection = ? AND {near}_id = ? AND deleted = 0",
         (graph, vertex.collection, vertex.id),
     ).fetchall()
+    # Undirected facts leave both endpoints (stored once, endpoints sorted): the walk
+    # also takes them from the far side, a self-loop once (as ``GraphView.walk``).
+    back = cut.conn.execute(
+        f"SELECT {near}_collection, {near}_id, relation, id FROM facts "
+        f"WHERE graph = ? AND {far}_collection = ? AND {far}_id = ? AND deleted = 0 "
+        f"AND NOT ({near}_collection = ? AND {near}_id = ?)",
+        (graph, vertex.collection, vertex.id, vertex.collection, vertex.id),
+    ).fetchall()
+    rows.extend(row for row in back if row[2] in UNDIRECTED_RELATIONS)
     return tuple(sorted(Edge(EntityRef(c, i), relation, fid) for c, i, relation, fid in rows))
 
 

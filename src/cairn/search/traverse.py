@@ -33,6 +33,7 @@ from cairn.errors import (
     ValidationError,
 )
 from cairn.graph.model import thaw
+from cairn.index.adjacency import UNDIRECTED_RELATIONS
 from cairn.index.cut import IndexCut
 from cairn.index.graphs import Edge, graph_exists, in_edges, out_edges
 from cairn.search.budget import CancelToken, ReadBudget
@@ -433,12 +434,17 @@ def _edges(
     if direction != "in":
         found.extend(_edge(edge, vertex, edge.neighbour) for edge in out_edges(cut, graph, vertex))
     if direction != "out":
-        found.extend(_edge(edge, edge.neighbour, vertex) for edge in in_edges(cut, graph, vertex))
+        incoming = in_edges(cut, graph, vertex)
+        if direction != "in":  # both ways: an undirected fact was already taken outgoing
+            incoming = tuple(edge for edge in incoming if edge.relation not in UNDIRECTED_RELATIONS)
+        found.extend(_edge(edge, edge.neighbour, vertex) for edge in incoming)
     found.sort(key=lambda item: (item[0], item[1].relation or "", item[1].fact_id))
     return found
 
 
 def _edge(edge: Edge, source: EntityRef, target: EntityRef) -> tuple[EntityRef, TraverseEdge]:
+    if edge.relation in UNDIRECTED_RELATIONS:  # stored orientation: endpoints sorted
+        source, target = sorted((source, target), key=lambda ref: (ref.id, ref.collection))
     return edge.neighbour, TraverseEdge(source, target, edge.relation, edge.fact_id)
 
 

@@ -220,11 +220,11 @@ def _walk_columns(
             break
         candidates: dict[int, int] = {}
         for vertex in layer:
-            rows = adjacency.out_rows(vertex)
+            rows, ends = adjacency.walk(vertex, outgoing=True)
             examined = _charge_edges(limits, budget, examined, len(rows))
             if allowed is not None and len(rows):
-                rows = rows[np.isin(adjacency.relation[rows], allowed)]
-            for target in adjacency.target[rows].tolist():
+                ends = ends[np.isin(adjacency.relation[rows], allowed)]
+            for target in ends.tolist():
                 if target in hops or target in candidates:
                     continue
                 if visibility.visible_node(target, missing_is_corrupt=True):

@@ -160,17 +160,39 @@ def test_bm25_kernel_on_hand_made_postings() -> None:
         max_size=5,
     )
 )
-def test_bm25_sum_adds_each_slot_in_term_order(terms: list[list[tuple[int, float]]]) -> None:
+def test_bm25_sum_is_the_exact_sum_in_any_term_order(
+    terms: list[list[tuple[int, float]]],
+) -> None:
     weighted = []
     for postings in terms:
         by_slot = dict(postings)  # a term holds a slot at most once
         slots = np.asarray(sorted(by_slot), dtype=np.int64)
         weighted.append((slots, np.asarray([by_slot[s] for s in slots.tolist()])))
-    expected = [0.0] * 50
-    for slots, weights in weighted:  # the oracle: term by term, left to right
+    parts: list[list[float]] = [[] for _ in range(50)]
+    for slots, weights in weighted:
         for slot, weight in zip(slots.tolist(), weights.tolist(), strict=True):
-            expected[slot] = expected[slot] + weight
+            parts[slot].append(weight)
+    expected = [math.fsum(found) for found in parts]  # the oracle: exact, rounded once
     assert bm25_sum(weighted, 50).tolist() == expected  # the same floats, not just close
+    assert bm25_sum(weighted[::-1], 50).tolist() == expected  # whatever the term order
+
+
+def test_mathematically_tied_scores_tie_and_order_by_reference(db: Database) -> None:
+    # Three query terms of equal df; every document holds them with frequencies 1, 2, 3
+    # in some order and has the same length: all six scores are the same real number.
+    # Added term by term, (s1 + s2) + s3 and (s1 + s3) + s2 differ by an ulp.
+    setup_docs(db)
+    orders = ["alpha beta gamma", "alpha gamma beta", "beta alpha gamma"]
+    orders += ["beta gamma alpha", "gamma alpha beta", "gamma beta alpha"]
+    texts = {}
+    for number, order in enumerate(orders):
+        first, second, third = order.split()
+        texts[f"d{5 - number}"] = " ".join([first] + [second] * 2 + [third] * 3)
+    db.command(cmd(*(PutDocument("docs", doc_id, {"text": t}) for doc_id, t in texts.items())))
+    db.command(cmd(PutDocument("docs", "other", {"text": "delta"})))  # stats with noise
+    hits = db.text_search("docs", "/text", "alpha beta gamma", limit=10)
+    assert len({hit.score for hit in hits}) == 1
+    assert [hit.ref.id for hit in hits] == sorted(texts)  # ties broken by reference
 
 
 def test_term_weights_are_reused_at_a_position_and_renewed_after_a_write(db: Database) -> None:

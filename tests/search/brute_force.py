@@ -28,7 +28,7 @@ def bm25(corpus: Corpus, collection: str, query: str) -> dict[str, float]:
     if n == 0:
         return {}
     avg = sum(len(tokens) for tokens in docs.values()) / n
-    scores: dict[str, float] = {}
+    parts: dict[str, list[float]] = {}
     for term in dict.fromkeys(query.split()):
         df = sum(1 for tokens in docs.values() if term in tokens)
         if df == 0:
@@ -38,8 +38,10 @@ def bm25(corpus: Corpus, collection: str, query: str) -> dict[str, float]:
             tf = tokens.count(term)
             if tf:
                 norm = tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * len(tokens) / avg))
-                scores[doc_id] = scores.get(doc_id, 0.0) + idf * norm
-    return scores
+                parts.setdefault(doc_id, []).append(idf * norm)
+    # The exact sum of the terms' weights, correctly rounded: documents whose scores tie
+    # mathematically tie here too, whatever order their terms are added in.
+    return {doc_id: math.fsum(weights) for doc_id, weights in parts.items()}
 
 
 def cosine(corpus: Corpus, collection: str, query: tuple[float, float]) -> dict[str, float]:

@@ -19,6 +19,7 @@ from cairn.search.contracts import (
     SearchRequest,
     SqlGraphSearchRequest,
 )
+from cairn.search.traverse import TraverseRequest, traverse
 from cairn.store import Database
 
 ROOT = ref("seeds", "root")
@@ -150,10 +151,17 @@ def test_sql_takes_one_cut_and_equals_the_direct_form(db: Database) -> None:
 
 
 def test_unknown_database_collection_and_graph(db: Database) -> None:
-    with pytest.raises(NotFoundError, match="database"):
+    before = db.read_cut_acquisitions
+    with pytest.raises(ValidationError, match="names database 'other'") as caught:
         db.graph_search(
             GraphSearchRequest(1, SearchRequest("other", "docs"), retriever=GraphRetriever(WALK))
         )
+    assert "main" not in caught.value.message  # the served database is not named
+    with pytest.raises(ValidationError, match="names database 'other'"):
+        db.search(SearchRequest("other", "docs", text_field="/text", text="x"))
+    with pytest.raises(ValidationError, match="names database 'other'"):
+        traverse(db, TraverseRequest("other", GRAPH, (ref("docs", "a"),)))
+    assert db.read_cut_acquisitions == before  # refused in admission, before any read
     with pytest.raises(NotFoundError, match="collection"):
         db.graph_search(
             GraphSearchRequest(1, SearchRequest("main", "nope"), retriever=GraphRetriever(WALK))

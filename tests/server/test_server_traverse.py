@@ -18,10 +18,12 @@ from cairn.search.traverse import (
     traverse_result_from_json,
 )
 from cairn.store import (
+    Capability,
     ConfigurePolicy,
     ConfigurePrincipal,
     DeleteDocument,
     FieldPolicy,
+    Grant,
     PutDocument,
     PutFact,
 )
@@ -112,7 +114,7 @@ def test_hidden_vertices_stop_traversal_and_hidden_ends_are_not_found(corpus: Co
 def test_authorisation_like_a_walk(corpus: Corpus) -> None:
     with pytest.raises(NotFoundError):
         traverse(corpus.db, TraverseRequest(corpus.db.name, "nograph", (ROOT,)), "reader")
-    with pytest.raises(NotFoundError):
+    with pytest.raises(ValidationError, match="names database 'elsewhere'"):
         traverse(corpus.db, TraverseRequest("elsewhere", GRAPH, (ROOT,)), "reader")
     # The label use grant is needed whenever relations is given, even empty.
     run(corpus.db, ConfigurePolicy(GRAPH, (FieldPolicy("/label", use_grant="other"),)))
@@ -122,11 +124,16 @@ def test_authorisation_like_a_walk(corpus: Corpus) -> None:
     assert traverse(corpus.db, _request(corpus), "reader").vertices
 
 
-def test_no_graph_read_is_permission_denied(corpus: Corpus) -> None:
+def test_no_grant_on_the_graph_answers_like_a_missing_graph(corpus: Corpus) -> None:
     mutation = principal_mutation(corpus.db, "reader", ())
     grants = tuple(g for g in mutation.grants if g.resource != GRAPH)
     run(corpus.db, ConfigurePrincipal("reader", grants))
-    with pytest.raises(PermissionDeniedError):
+    with pytest.raises(NotFoundError, match=f"no graph {GRAPH!r}"):
+        traverse(corpus.db, _request(corpus), "reader")
+    # Some grant on the graph (it may write it) but no graph_read: the capability is named.
+    writer = Grant(corpus.db.name, GRAPH, frozenset({Capability.GRAPH_WRITE}))
+    run(corpus.db, ConfigurePrincipal("reader", (*grants, writer)))
+    with pytest.raises(PermissionDeniedError, match="graph_read"):
         traverse(corpus.db, _request(corpus), "reader")
 
 

@@ -110,10 +110,14 @@ def test_concurrent_commands_from_threads_get_distinct_positions(db: Database) -
     assert sorted(positions) == list(range(2, 10))
 
 
-def test_wrong_database_name_is_not_found_and_not_stored(db: Database, db_path: Path) -> None:
+def test_wrong_database_name_is_refused_before_any_read(db: Database, db_path: Path) -> None:
     request = cmd(ConfigureCollection("docs"), database="elsewhere")
-    with pytest.raises(NotFoundError, match="no database 'elsewhere'"):
+    before = db.read_cut_acquisitions
+    with pytest.raises(ValidationError, match="names database 'elsewhere'") as caught:
         db.command(request)
+    assert caught.value.details == {"field": "database", "database": "elsewhere"}
+    assert "main" not in caught.value.message  # the served database is not named
+    assert db.read_cut_acquisitions == before
     assert rows(db_path, "SELECT count(*) FROM commands") == [(0,)]
     assert db.position == 0
 

@@ -153,8 +153,18 @@ def test_reads_apply_row_policy_and_grants(policed: Database) -> None:
     with pytest.raises(NotFoundError):
         policed.get_document("docs", "a", "alice")
     assert policed.get_document("docs", "b", "alice").revision == 1
-    with pytest.raises(PermissionDeniedError):
+    # No grant at all on the collection: answered as a missing collection (issue 18).
+    with pytest.raises(NotFoundError, match="no collection 'docs'") as hidden:
         policed.get_document("docs", "b", "nobody")
+    with pytest.raises(NotFoundError) as missing:
+        policed.get_document("nothere", "b", "nobody")
+    assert hidden.value.details == {"collection": "docs"}
+    assert missing.value.details == {"collection": "nothere"}
+    # Some grant on it, but not a read one: the missing capability is named.
+    writer = Grant("main", "docs", frozenset({Capability.DOCUMENTS_WRITE}))
+    policed.command(cmd(ConfigurePrincipal("writer", grants=(writer,))))
+    with pytest.raises(PermissionDeniedError):
+        policed.get_document("docs", "b", "writer")
 
 
 def test_text_search_masks_hidden_rows_but_keeps_corpus_statistics(policed: Database) -> None:

@@ -113,11 +113,16 @@ def bm25_weights(
 def bm25_sum(
     weighted: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]], size: int
 ) -> npt.NDArray[np.float64]:
-    """Per slot below ``size``, the sum of its terms' weights, added in term order.
+    """Per slot below ``size``, the sum of its terms' weights, the same float whatever
+    order the terms come in.
 
-    Each term holds a slot at most once. ``bincount`` adds its input in order, so over
-    the terms' postings concatenated in term order every total is the same float as a
-    term-by-term sum, in one pass.
+    Each term holds a slot at most once. Two weights add exactly the same either way
+    round (``bincount`` adds in input order, one pass). From three terms on, plain
+    float addition depends on the order (``(a + b) + c`` and ``(a + c) + b`` can differ
+    by an ulp), so documents whose scores tie mathematically would be ordered by noise
+    instead of by reference. So the slots three terms or more hold are summed again as
+    a compensated (TwoSum) pair rounded once: the correctly rounded sum of the weights
+    (up to an error below 1e-30 of the total), the same float in any order.
     """
     present = [pair for pair in weighted if len(pair[0])]
     if not present:
@@ -130,4 +135,34 @@ def bm25_sum(
     weights = np.concatenate([pair[1] for pair in present])
     totals = np.bincount(slots, weights=weights, minlength=size).astype(np.float64, copy=False)
     assert len(totals) == size, "a posting's slot lies past the scored slots"
+    if len(present) > 2:
+        _compensate(totals, present)
     return totals
+
+
+def _compensate(
+    totals: npt.NDArray[np.float64],
+    weighted: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]],
+) -> None:
+    """Replace the totals of slots held by three terms or more with their TwoSum-
+    compensated sums, rounded once (only those can depend on the order of addition)."""
+    # Two bytes per slot (a second dense int64 array would cost more than the sums);
+    # a count past 65535 terms wraps, which only skips the compensation there.
+    held = np.zeros(len(totals), dtype=np.uint16)
+    for term_slots, _ in weighted:
+        held[term_slots] += 1  # a term holds a slot at most once
+    multi = np.flatnonzero(held > 2)
+    if not len(multi):
+        return
+    high = np.zeros(len(multi), dtype=np.float64)
+    low = np.zeros(len(multi), dtype=np.float64)
+    for term_slots, term_weights in weighted:
+        chosen = held[term_slots] > 2
+        where = np.searchsorted(multi, term_slots[chosen])
+        weight = term_weights[chosen]
+        before = high[where]
+        total = before + weight
+        virtual = total - before
+        low[where] += (before - (total - virtual)) + (weight - virtual)
+        high[where] = total
+    totals[multi] = high + low

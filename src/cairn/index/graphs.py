@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cairn.errors import NotFoundError
 from cairn.index.adjacency import UNDIRECTED_RELATIONS
 from cairn.index.cut import IndexCut
 from cairn.store.commands import EntityRef
+from cairn.store.policy import Capability, holds_any, require
 from cairn.store.reads import ReadCut
 
-__all__ = ["Edge", "graph_exists", "in_edges", "out_edges"]
+__all__ = ["Edge", "graph_exists", "in_edges", "out_edges", "require_graph"]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -40,6 +42,17 @@ def graph_exists(cut: ReadCut, graph: str) -> bool:
     # Graphs are configured only by commits, and every commit moves the position.
     found: bool = cut.memo.get(("graph-exists", graph, cut.position), exists)
     return found
+
+
+def require_graph(cut: ReadCut, graph: str, *any_of: Capability) -> None:
+    """Refuse ``graph`` unless it exists and the principal holds one of ``any_of`` on it.
+
+    Existence is protected: a graph the principal holds no capability on gets the very
+    answer a missing one gets (``NotFoundError``, same message and details).
+    """
+    if not graph_exists(cut, graph) or not holds_any(cut.principal, cut.database, graph):
+        raise NotFoundError(f"no graph {graph!r}", details={"graph": graph})
+    require(cut.principal, cut.database, graph, *any_of)
 
 
 def _edges(cut: IndexCut, graph: str, vertex: EntityRef, *, outgoing: bool) -> tuple[Edge, ...]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from cairn.errors import NotFoundError, PermissionDeniedError, ValidationError
+from cairn.errors import PermissionDeniedError, ValidationError
 from cairn.index.bm25 import CorpusStats, bm25_norms, bm25_sum, bm25_weights
 from cairn.index.columns import TextFieldView
 from cairn.index.cut import IndexCut
@@ -21,8 +21,12 @@ from cairn.index.masks import slot_mask, visible_everything, visible_mask
 from cairn.index.ranking import DenseRanking, SlotRanking
 from cairn.store.commands import EntityRef
 from cairn.store.limits import check_identifier, check_json_pointer
-from cairn.store.policy import field_allowed, require
-from cairn.store.reads import READ_CAPABILITIES, collection_config, field_policies
+from cairn.store.policy import field_allowed
+from cairn.store.reads import (
+    READ_CAPABILITIES,
+    field_policies,
+    require_collection,
+)
 from cairn.store.text import analyze
 
 __all__ = ["TextHit", "text_branch", "text_ranking"]
@@ -59,10 +63,7 @@ def _check_text_field(cut: IndexCut, collection: str, field: str) -> None:
     """The text branch's admission: collection, read grant, declared field, use grant."""
     check_identifier(collection, "collection")
     check_json_pointer(field, "text field")
-    config = collection_config(cut, collection)
-    if config is None:
-        raise NotFoundError(f"no collection {collection!r}", details={"collection": collection})
-    require(cut.principal, cut.database, collection, *READ_CAPABILITIES)
+    config = require_collection(cut, collection, *READ_CAPABILITIES)
     if field not in config.text_fields:
         raise ValidationError(
             f"collection {collection!r} has no text field {field!r}",

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cairn.canonical import canonical_bytes
-from cairn.errors import NotFoundError, PermissionDeniedError, ValidationError
+from cairn.errors import PermissionDeniedError, ValidationError
 from cairn.index.columns import Halves, Quantized, VectorColumnView
 from cairn.index.cut import IndexCut
 from cairn.index.halves import half_bound, half_kernel_ready, half_query, half_scan
@@ -48,8 +48,8 @@ from cairn.index.scanning import Meanwhile, Once, split_rows
 from cairn.store.apply import vector_pointer
 from cairn.store.commands import EntityRef, Metric, VectorSpace
 from cairn.store.limits import MAX_VECTOR_VALUE, SQLITE_PARAMETER_BATCH, check_identifier
-from cairn.store.policy import Capability, field_allowed, require
-from cairn.store.reads import collection_config, field_policies
+from cairn.store.policy import Capability, field_allowed
+from cairn.store.reads import field_policies, require_collection
 
 _Value = TypeVar("_Value", bound=np.generic)
 _Copy = TypeVar("_Copy", Halves, Quantized)
@@ -105,10 +105,7 @@ def _check_vector_field(
     check_identifier(collection, "collection")
     check_identifier(field, "vector field")
     space.validate()
-    config = collection_config(cut, collection)
-    if config is None:
-        raise NotFoundError(f"no collection {collection!r}", details={"collection": collection})
-    require(cut.principal, cut.database, collection, Capability.VECTOR_SEARCH)
+    config = require_collection(cut, collection, Capability.VECTOR_SEARCH)
     if field not in {item.name for item in config.vector_fields}:
         raise ValidationError(f"collection {collection!r} has no vector field {field!r}")
     policies = field_policies(cut, collection)

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cairn.canonical import canonical_bytes
-from cairn.errors import NotFoundError, PermissionDeniedError
+from cairn.errors import PermissionDeniedError
 from cairn.graph.model import thaw
 from cairn.index.cut import IndexCut
-from cairn.index.graphs import graph_exists
+from cairn.index.graphs import require_graph
 from cairn.index.masks import live_slots, slot_mask
 from cairn.index.ranking import OrderedRanking
 from cairn.index.text import text_ranking
@@ -41,8 +41,14 @@ from cairn.search.contracts import (
 )
 from cairn.search.fusion import FusedHit, RankedBranch, fused_top, max_score
 from cairn.search.walk import Reachability, VertexVisibility, WalkLimits, walk
-from cairn.store.policy import Capability, field_allowed, require
-from cairn.store.reads import collection_config, field_policies, read_document, read_documents_sized
+from cairn.store.policy import Capability, field_allowed
+from cairn.store.reads import (
+    field_policies,
+    read_document,
+    read_documents_sized,
+    require_collection,
+)
+from cairn.store.validation import check_served_database
 
 if TYPE_CHECKING:
     from cairn.index.database import Database
@@ -71,6 +77,7 @@ def search(
 ) -> list[RankedDocument]:
     """Plain hybrid search: text, vector or both, fused, authorised and redacted."""
     admit_search(request)
+    check_served_database(request.database, db.name)
     with db.read_cut(principal) as cut:
         context = _context(cut, request, cancel)
         rankings = _branches(context, request, scope=None, retriever=None)
@@ -86,6 +93,7 @@ def graph_search(
     """Hybrid graph search: scope, retriever and expansion fused with text and vectors."""
     admit_graph_search(request)
     search_request = request.search
+    check_served_database(search_request.database, db.name)
     with db.read_cut(principal) as cut:
         context = _context(cut, search_request, cancel)
         _authorise_graphs(context, request)
@@ -108,20 +116,9 @@ def graph_search(
 
 
 def _context(cut: IndexCut, request: SearchRequest, cancel: CancelToken | None) -> _Context:
-    if request.database != cut.database:
-        raise NotFoundError(
-            f"no database {request.database!r} here (this is {cut.database!r})",
-            details={"database": request.database},
-        )
     budget = ReadBudget(cancel=cancel)
     budget.check()
-    if collection_config(cut, request.collection) is None:
-        raise NotFoundError(
-            f"no collection {request.collection!r}", details={"collection": request.collection}
-        )
-    require(
-        cut.principal, cut.database, request.collection, Capability.QUERY, Capability.DOCUMENTS_READ
-    )
+    require_collection(cut, request.collection, Capability.QUERY, Capability.DOCUMENTS_READ)
     return _Context(cut, budget, VertexVisibility(cut, budget))
 
 
@@ -137,9 +134,7 @@ def _authorise_graphs(context: _Context, request: GraphSearchRequest) -> None:
         walks.append((request.expansion.graph, request.expansion.labels))
     cut = context.cut
     for graph, labels in walks:
-        if not graph_exists(cut, graph):
-            raise NotFoundError(f"no graph {graph!r}", details={"graph": graph})
-        require(cut.principal, cut.database, graph, Capability.GRAPH_READ)
+        require_graph(cut, graph, Capability.GRAPH_READ)
         if labels is None:
             continue
         policies = field_policies(cut, graph)

@@ -35,7 +35,7 @@ from cairn.errors import (
 from cairn.graph.model import thaw
 from cairn.index.adjacency import UNDIRECTED_RELATIONS
 from cairn.index.cut import IndexCut
-from cairn.index.graphs import Edge, graph_exists, in_edges, out_edges
+from cairn.index.graphs import Edge, in_edges, out_edges, require_graph
 from cairn.search.budget import CancelToken, ReadBudget
 from cairn.search.contracts import DocumentResult, EntityRef
 from cairn.search.engine import LABEL_FIELD
@@ -55,8 +55,9 @@ from cairn.search.limits import (
 from cairn.search.walk import VertexVisibility
 from cairn.search.wire import TYPE_KEY, from_wire, to_json
 from cairn.store.limits import check_identifier
-from cairn.store.policy import Capability, field_allowed, require
+from cairn.store.policy import Capability, field_allowed
 from cairn.store.reads import field_policies, read_document
+from cairn.store.validation import check_served_database
 
 if TYPE_CHECKING:
     from cairn.index.database import Database
@@ -389,12 +390,8 @@ def traverse(
 ) -> TraverseResult:
     """Neighbours or a shortest path, authorised and bounded, in exactly one read cut."""
     admit_traverse(request)
+    check_served_database(request.database, db.name)
     with db.read_cut(principal) as cut:
-        if request.database != cut.database:
-            raise NotFoundError(
-                f"no database {request.database!r} here (this is {cut.database!r})",
-                details={"database": request.database},
-            )
         budget = ReadBudget(cancel=cancel)
         budget.check()
         label_readable = _authorise(cut, request)
@@ -412,9 +409,7 @@ def traverse(
 def _authorise(cut: IndexCut, request: TraverseRequest) -> bool:
     """graph_read; the label use grant when relations is given; whether labels are readable."""
     graph = request.graph
-    if not graph_exists(cut, graph):
-        raise NotFoundError(f"no graph {graph!r}", details={"graph": graph})
-    require(cut.principal, cut.database, graph, Capability.GRAPH_READ)
+    require_graph(cut, graph, Capability.GRAPH_READ)
     policies = field_policies(cut, graph)
     if request.relations is not None and not field_allowed(
         cut.principal, cut.database, graph, policies, LABEL_FIELD, "use"

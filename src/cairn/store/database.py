@@ -74,7 +74,7 @@ from cairn.store.policy import (
 )
 from cairn.store.reads import DocumentResult, ReadCut, read_document
 from cairn.store.schema import migrate, schema_version
-from cairn.store.validation import validate_command
+from cairn.store.validation import check_served_database, validate_command
 
 __all__ = [
     "STORED_ERRORS",
@@ -485,6 +485,7 @@ class Database:
         """
         if not isinstance(request, CommandRequest):
             raise ValidationError("command() takes a CommandRequest")
+        check_served_database(request.database, self._name)
         data = request.canonical_bytes()
         fingerprint = request.fingerprint()
         moment = now or datetime.now(UTC)
@@ -511,10 +512,6 @@ class Database:
         conn.execute("BEGIN IMMEDIATE")
         try:
             actor = self._resolve(conn, principal, now)
-            if request.database != self._name:
-                raise NotFoundError(
-                    f"no database {request.database!r} here", details={"database": request.database}
-                )
             stored = conn.execute(
                 "SELECT fingerprint, outcome FROM commands "
                 "WHERE principal = ? AND database = ? AND command_id = ?",

@@ -43,6 +43,7 @@ __all__ = [
     "datetime_from_json",
     "datetime_to_json",
     "field_allowed",
+    "holds_any",
     "is_slow_verifier",
     "issue_api_key",
     "make_verifier",
@@ -295,6 +296,11 @@ def check_active(principal: Principal, now: datetime) -> None:
         raise UnauthenticatedError(
             f"principal {principal.id!r} expired", details={"principal": principal.id}
         )
+
+
+def holds_any(principal: Principal, database: str, resource: str) -> bool:
+    """Whether the principal holds any capability on ``resource`` (so may know it exists)."""
+    return bool(principal.capabilities(database, resource))
 
 
 def require(principal: Principal, database: str, resource: str, *any_of: Capability) -> None:

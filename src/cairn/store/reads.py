@@ -23,7 +23,15 @@ from cairn.store.apply import load_collection, load_document, load_field_policie
 from cairn.store.cache import Memo
 from cairn.store.commands import ConfigureCollection, EntityRef
 from cairn.store.limits import SQLITE_PARAMETER_BATCH, check_identifier
-from cairn.store.policy import Capability, FieldPolicy, Principal, redact, require, row_visible
+from cairn.store.policy import (
+    Capability,
+    FieldPolicy,
+    Principal,
+    holds_any,
+    redact,
+    require,
+    row_visible,
+)
 
 __all__ = [
     "READ_CAPABILITIES",
@@ -34,6 +42,7 @@ __all__ = [
     "read_document",
     "read_documents",
     "read_documents_sized",
+    "require_collection",
 ]
 
 READ_CAPABILITIES = (Capability.DOCUMENTS_READ, Capability.QUERY)
@@ -93,17 +102,25 @@ def field_policies(cut: ReadCut, resource: str) -> tuple[FieldPolicy, ...]:
     return found
 
 
-def _collection_exists(cut: ReadCut, collection: str) -> None:
-    if collection_config(cut, collection) is None:
+def require_collection(cut: ReadCut, collection: str, *any_of: Capability) -> ConfigureCollection:
+    """The configuration of ``collection`` if the principal holds one of ``any_of`` on it.
+
+    Existence is protected: a collection the principal holds no capability on gets the
+    very answer a missing one gets (``NotFoundError``, same message and details); only
+    a principal that holds some grant on it learns which capability it lacks.
+    """
+    config = collection_config(cut, collection)
+    if config is None or not holds_any(cut.principal, cut.database, collection):
         raise NotFoundError(f"no collection {collection!r}", details={"collection": collection})
+    require(cut.principal, cut.database, collection, *any_of)
+    return config
 
 
 def read_document(cut: ReadCut, collection: str, doc_id: str) -> DocumentResult:
     """The live, visible document ``(collection, id)`` at the cut, redacted for the principal."""
     check_identifier(collection, "collection")
     check_identifier(doc_id, "document id")
-    _collection_exists(cut, collection)
-    require(cut.principal, cut.database, collection, *READ_CAPABILITIES)
+    require_collection(cut, collection, *READ_CAPABILITIES)
     row = load_document(cut.conn, collection, doc_id)
     if (
         row is None
@@ -146,8 +163,7 @@ def read_documents_sized(
     for collection, ids in wanted.items():
         try:
             check_identifier(collection, "collection")
-            _collection_exists(cut, collection)
-            require(cut.principal, cut.database, collection, *READ_CAPABILITIES)
+            require_collection(cut, collection, *READ_CAPABILITIES)
         except CairnError:
             continue
         policies = field_policies(cut, collection)

@@ -47,12 +47,25 @@ from cairn.store.limits import (
 )
 from cairn.store.policy import OWNER_PRINCIPAL_ID
 
-__all__ = ["check_body", "validate_command"]
+__all__ = ["check_body", "check_served_database", "validate_command"]
 
 
 def _require(condition: bool, message: str) -> None:
     if not condition:
         raise ValidationError(message)
+
+
+def check_served_database(requested: str, served: str) -> None:
+    """Refuse a request naming another database than the one served, before any read.
+
+    The message does not name the served database: the request is malformed for this
+    handle, and what else it serves is not the caller's question.
+    """
+    if requested != served:
+        raise ValidationError(
+            f"the request names database {requested!r}, which is not served here",
+            details={"field": "database", "database": requested},
+        )
 
 
 def validate_command(request: CommandRequest, size: int) -> None:

@@ -164,22 +164,27 @@ def load_command(
 ) -> None:
     """Load a graph.cairn into a database as one atomic diff (documents, vectors, facts)."""
     from cairn.artifact.reader import read_artifact
+    from cairn.codegraph.console import print_repairs
     from cairn.index import open as open_database
-    from cairn.store.load import load_semantic_graph, load_summary
+    from cairn.store.load import load_semantic_graph, load_summary, repair_collector
     from cairn.store.locate import resolve_database
 
+    repaired: list[dict[str, str]] = []
     try:
         target = resolve_database(db, artifact=file)
         loaded = read_artifact(file)
         with open_database(target) as database:
-            receipt = load_semantic_graph(database, loaded.graph)
+            receipt = load_semantic_graph(
+                database, loaded.graph, on_repair=repair_collector(repaired)
+            )
     except CairnError as error:
         fail(error)
         return
-    summary = {"file": file, "db": str(target), **load_summary(receipt)}
+    summary = {"file": file, "db": str(target), **load_summary(receipt), "repaired": repaired}
     if as_json:
         emit_json(summary)
         return
+    print_repairs(Console(stderr=True), repaired)
     table = Table(title=f"Loaded {file} into {target}")
     table.add_column("change")
     table.add_column("count", justify="right")

@@ -51,7 +51,7 @@ def tables(path: Path) -> set[str]:
 
 def test_migrations_are_numbered_one_to_latest_without_gaps() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
-    assert LATEST_SCHEMA_VERSION == 5
+    assert LATEST_SCHEMA_VERSION == 6
     assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
 
 
@@ -67,6 +67,7 @@ def test_fresh_file_has_every_table_and_the_latest_version(db_path: Path) -> Non
         (3, "vector_index"),
         (4, "lean_vectors"),
         (5, "lean_facts"),
+        (6, "document_checksums"),
     ]
     assert {"fact_shapes", "occurrence_shapes"} <= tables(db_path)
 
@@ -107,9 +108,18 @@ _V4_FACTS = (
 _DELETED_RECORD = b'{"a deleted fact":"schema 4 kept its last record"}'
 
 
+def _downgrade_checksums(path: Path) -> None:
+    """Rewrite a file the way schema 5 stored it: documents without checksums."""
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("ALTER TABLE documents DROP COLUMN checksum")
+        conn.execute("DELETE FROM schema_version WHERE version > 5")
+        conn.commit()
+
+
 def _downgrade_facts(path: Path) -> None:
     """Rewrite a file's facts and occurrences the way schema 4 stored them: the whole
     canonical record in every row (a deleted fact too)."""
+    _downgrade_checksums(path)
     records = {item[0]: item[5] for item in fact_records(path)}
     occurrences = occurrence_records(path)
     with closing(sqlite3.connect(path)) as conn:
@@ -155,7 +165,7 @@ def test_version_four_records_become_shapes_and_parts_and_read_back_the_same(
         conn.commit()
     facts = [(*f[:5], canonical_bytes(odd)) if f[0] == fact_id else f for f in facts]
     with store.open(db_path) as db:
-        assert db.schema_version == 5
+        assert db.schema_version == LATEST_SCHEMA_VERSION
         again = load_semantic_graph(db, smaller)
     assert [(m.kind, m.id) for m in again.mutations] == [("put_fact", fact_id)]  # the odd one
     assert occurrence_records(db_path) == occurrences
@@ -182,7 +192,7 @@ def test_a_file_that_cannot_be_migrated_is_refused_untouched_with_what_to_do(
     with pytest.raises(CorruptionError) as caught:
         store.open(db_path)
     message = caught.value.message
-    assert "from schema 4 to 5" in message and "not live" in message
+    assert "from schema 4 to 6" in message and "not live" in message
     assert "cairn index" in message and "Nothing was changed" in message
     assert caught.value.details["schema_version"] == 4
     with closing(sqlite3.connect(db_path)) as conn:
@@ -246,7 +256,7 @@ def test_version_three_vector_rows_move_into_blocks_and_keep_their_history(
     assert "vectors" in tables(db_path) and "vector_spaces" not in tables(db_path)
 
     with open_indexed(db_path) as db:
-        assert db.schema_version == 5
+        assert db.schema_version == LATEST_SCHEMA_VERSION
         after = db.vector_search("docs", "embedding", (1.0, 1.0), SPACE)
     assert [(hit.ref, hit.score) for hit in after] == [(hit.ref, hit.score) for hit in before]
     assert rows(db_path, "SELECT row, slot, birth, death FROM vector_rows ORDER BY row") == history
@@ -300,20 +310,21 @@ def test_migrate_reports_before_and_after_and_is_idempotent(db_path: Path) -> No
         assert migrate(conn, target=2) == (1, 2)
         assert migrate(conn, target=3) == (2, 3)
         assert migrate(conn, target=4) == (3, 4)
-        assert migrate(conn) == (4, 5)
-        assert migrate(conn) == (5, 5)
+        assert migrate(conn, target=5) == (4, 5)
+        assert migrate(conn) == (5, 6)
+        assert migrate(conn) == (6, 6)
 
 
 def test_newer_file_is_refused_and_left_untouched(db_path: Path) -> None:
     with store.open(db_path):
         pass
     with closing(sqlite3.connect(db_path)) as conn:
-        conn.execute("INSERT INTO schema_version (version, name) VALUES (6, 'from_the_future')")
+        conn.execute("INSERT INTO schema_version (version, name) VALUES (7, 'from_the_future')")
         conn.commit()
-    with pytest.raises(UnsupportedCapabilityError, match="schema version 6") as info:
+    with pytest.raises(UnsupportedCapabilityError, match="schema version 7") as info:
         store.open(db_path)
-    assert info.value.details == {"schema_version": 6, "supported": 5}
-    assert rows(db_path, "SELECT max(version) FROM schema_version") == [(6,)]
+    assert info.value.details == {"schema_version": 7, "supported": 6}
+    assert rows(db_path, "SELECT max(version) FROM schema_version") == [(7,)]
 
 
 def test_a_foreign_sqlite_file_is_not_taken_over(db_path: Path) -> None:

@@ -7,7 +7,7 @@ readable tables unless JSON was asked for.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +35,7 @@ from cairn.store.locate import DATABASE_FILE
 if TYPE_CHECKING:
     from cairn.store.load import LoadProgress
 
-__all__ = ["index_and_write", "print_summary"]
+__all__ = ["index_and_write", "print_repairs", "print_summary"]
 
 
 class _Steps:
@@ -115,15 +115,35 @@ def index_and_write(
 
 def _load(db_path: Path, graph: SemanticGraph, progress: LoadProgress) -> dict[str, Any]:
     from cairn.store import open as open_database
-    from cairn.store.load import load_semantic_graph, load_summary
+    from cairn.store.load import load_semantic_graph, load_summary, repair_collector
 
     progress("opening")
+    repaired: list[dict[str, str]] = []
     with open_database(db_path) as db:
         # A code index is rebuilt often and read by search: a column snapshot and a packed
         # file cost more at every index (Django package: 1.1 s of 15.6 s) than they save
         # (0.1 s at a cold open, 12% of the file), measured in docs/benchmarks.md.
-        receipt = load_semantic_graph(db, graph, progress=progress, checkpoint=False, pack=False)
-    return {"db": str(db_path), **load_summary(receipt)}
+        receipt = load_semantic_graph(
+            db,
+            graph,
+            progress=progress,
+            checkpoint=False,
+            pack=False,
+            on_repair=repair_collector(repaired),
+        )
+    return {"db": str(db_path), **load_summary(receipt), "repaired": repaired}
+
+
+def print_repairs(console: Console, repaired: Sequence[Mapping[str, str]]) -> None:
+    """Name every damaged record a load rewrote (nothing when there were none)."""
+    if not repaired:
+        return
+    console.print(
+        f"[bold yellow]repaired {len(repaired)} damaged stored record(s)[/] "
+        "(checksum failed; rewritten from the graph):"
+    )
+    for item in repaired:
+        console.print(f"  {item['table']} {item['resource']}/{item['id']}")
 
 
 def _table(title: str, header: str, rows: dict[str, Any]) -> Table:
@@ -162,3 +182,4 @@ def print_summary(console: Console, summary: dict[str, Any]) -> None:
         load = summary["load"]
         state = f"{load['changes']} changes" if load["changes"] else "already up to date"
         console.print(f"loaded {load['db']}: {state} (position {load['position']})")
+        print_repairs(console, load["repaired"])

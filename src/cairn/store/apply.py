@@ -32,6 +32,7 @@ from cairn.errors import (
 from cairn.graph.model import Direction, EndpointIdentity, SemanticFact, thaw
 from cairn.graph.multigraph import AdmissionOutcome, SemanticGraph
 from cairn.graph.registry import REGISTRY_ID
+from cairn.store.checksums import document_checksum, verify_document
 from cairn.store.commands import (
     CommandRequest,
     ConfigureCollection,
@@ -119,13 +120,15 @@ class DocumentRow:
 def load_document(conn: sqlite3.Connection, collection: str, doc_id: str) -> DocumentRow | None:
     """The stored row of ``(collection, id)``, tombstones included, or None."""
     row = conn.execute(
-        "SELECT slot, revision, body, owner, project, deleted, position FROM documents "
-        "WHERE collection = ? AND id = ?",
+        "SELECT slot, revision, body, owner, project, deleted, position, checksum "
+        "FROM documents WHERE collection = ? AND id = ?",
         (collection, doc_id),
     ).fetchone()
     if row is None:
         return None
-    slot, revision, body, owner, project, deleted, position = row
+    slot, revision, body, owner, project, deleted, position, checksum = row
+    data = None if body is None else bytes(body)
+    verify_document(collection, doc_id, revision, owner, project, bool(deleted), data, checksum)
     return DocumentRow(
         collection, doc_id, slot, revision, _json(body), owner, project, bool(deleted), position
     )
@@ -306,10 +309,11 @@ class Applier:
         data = check_body(body)
         revision = previous.revision + 1 if previous is not None else 1
         slot = self._next_slot()
+        checksum = document_checksum(collection, doc_id, revision, owner, project, False, data)
         self.conn.execute(
             "INSERT OR REPLACE INTO documents (collection, id, slot, revision, body, owner, "
-            "project, deleted, position) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)",
-            (collection, doc_id, slot, revision, data, owner, project, self.position),
+            "project, deleted, position, checksum) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+            (collection, doc_id, slot, revision, data, owner, project, self.position, checksum),
         )
         previous_slot = previous.slot if previous is not None and previous.live else None
         if previous_slot is not None:
@@ -395,10 +399,13 @@ class Applier:
         self._check_expected(previous, mutation.expected_revision, repr(mutation.id))
         self._check_field_writes(mutation.collection, previous.body, None)
         revision = previous.revision + 1
+        checksum = document_checksum(
+            mutation.collection, mutation.id, revision, previous.owner, previous.project, True, None
+        )
         self.conn.execute(
-            "UPDATE documents SET revision = ?, body = NULL, deleted = 1, position = ? "
-            "WHERE collection = ? AND id = ?",
-            (revision, self.position, mutation.collection, mutation.id),
+            "UPDATE documents SET revision = ?, body = NULL, deleted = 1, position = ?, "
+            "checksum = ? WHERE collection = ? AND id = ?",
+            (revision, self.position, checksum, mutation.collection, mutation.id),
         )
         self._end_slot(previous.slot)
         self._change("document", mutation.collection, mutation.id, revision, None, previous.slot)

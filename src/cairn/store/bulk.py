@@ -31,6 +31,7 @@ from cairn.canonical import canonical_bytes
 from cairn.errors import ConflictError, CorruptionError, MissingEndpointError, ValidationError
 from cairn.graph.model import SemanticFact
 from cairn.store.apply import Applier, _denied, field_text, vector_pointer
+from cairn.store.checksums import document_checksum
 from cairn.store.commands import (
     EntityRef,
     Mutation,
@@ -252,7 +253,12 @@ class BulkApplier(Applier):
         ):
             slot = first_slot + index
             revision = previous.revision + 1 if previous is not None else 1
-            documents.append((item.collection, item.id, slot, revision, item.data, self.position))
+            checksum = document_checksum(
+                item.collection, item.id, revision, None, None, False, item.data
+            )
+            documents.append(
+                (item.collection, item.id, slot, revision, item.data, self.position, checksum)
+            )
             previous_slot = previous.slot if previous is not None and not previous.deleted else None
             if previous_slot is not None:
                 ended.append((self.position, previous_slot))
@@ -285,7 +291,7 @@ class BulkApplier(Applier):
         conn = self.conn
         conn.executemany(
             "INSERT OR REPLACE INTO documents (collection, id, slot, revision, body, owner, "
-            "project, deleted, position) VALUES (?, ?, ?, ?, ?, NULL, NULL, 0, ?)",
+            "project, deleted, position, checksum) VALUES (?, ?, ?, ?, ?, NULL, NULL, 0, ?, ?)",
             documents,
         )
         conn.executemany("UPDATE slots SET death = ? WHERE slot = ?", ended)

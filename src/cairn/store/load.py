@@ -52,6 +52,7 @@ from cairn.graph.model import Node, SemanticFact, thaw
 from cairn.graph.multigraph import SemanticGraph
 from cairn.store.apply import field_text, load_collection
 from cairn.store.bulk import BulkApplier, BulkDocument, BulkFact, BulkVector, lookup_chunks
+from cairn.store.checksums import document_checksum
 from cairn.store.commands import (
     CommitReceipt,
     ConfigureCollection,
@@ -104,11 +105,13 @@ __all__ = [
     "TEXT_FIELD",
     "VECTOR_FIELD",
     "LoadProgress",
+    "RepairReport",
     "collection_of",
     "load_semantic_graph",
     "load_summary",
     "node_body",
     "node_text",
+    "repair_collector",
 ]
 
 _Item = TypeVar("_Item")
@@ -510,6 +513,15 @@ def _quiet(step: str) -> None:
     """The progress of a load nobody watches."""
 
 
+RepairReport = Callable[[str, str, str], None]
+"""Told ``(table, collection or graph, id)`` of each damaged stored record a load found
+(its checksum failed) and rewrote from the graph."""
+
+
+def _unreported(table: str, resource: str, key: str) -> None:
+    """Repairs nobody asked to hear about (the load still rewrites them)."""
+
+
 def _in_clause(values: Sequence[str]) -> str:
     return ", ".join("?" * len(values))
 
@@ -529,12 +541,14 @@ class _Plan:
         *,
         bulk: bool = True,
         progress: LoadProgress = _quiet,
+        on_repair: RepairReport = _unreported,
     ) -> None:
         self.wanted = wanted
         self.embedder = embedder
         self.database = database
         self.bulk = bulk  # False: every put through the row-at-a-time applier (tests' oracle)
         self.progress = progress
+        self.on_repair = on_repair
 
     def __call__(self, conn: sqlite3.Connection, principal: Principal, position: int) -> Planned:
         # A load writes most pages of a large file in one transaction: with SQLite's
@@ -671,16 +685,21 @@ class _Plan:
 
     def _stored_documents(
         self, conn: sqlite3.Connection, documents: Sequence[_Document]
-    ) -> dict[EntityRef, tuple[bytes, bool]]:
+    ) -> dict[EntityRef, tuple[bytes | None, bool]]:
         """The live documents among ``documents``: stored body, and whether a live vector
-        in the load's space is bound to their live revision (one lookup per batch)."""
+        in the load's space is bound to their live revision (one lookup per batch).
+
+        A stored row whose checksum fails is reported to ``on_repair`` and answered as
+        holding no body, so the load rewrites it whole.
+        """
         space = canonical_bytes(self.wanted.space.to_json())
-        found: dict[EntityRef, tuple[bytes, bool]] = {}
+        found: dict[EntityRef, tuple[bytes | None, bool]] = {}
         for collection, group in groupby(documents, key=_collection_of):
             ids = [doc.ref.id for doc in group]
             for chunk in lookup_chunks(ids):
-                for doc_id, body, current in conn.execute(
-                    "SELECT d.id, d.body, EXISTS (SELECT 1 FROM slots AS s "
+                for doc_id, body, revision, owner, project, checksum, current in conn.execute(
+                    "SELECT d.id, d.body, d.revision, d.owner, d.project, d.checksum, "
+                    "EXISTS (SELECT 1 FROM slots AS s "
                     "JOIN vector_rows AS v ON v.slot = s.slot "
                     "JOIN vector_spaces AS p ON p.id = v.space "
                     "WHERE s.slot = d.slot AND s.death IS NULL AND s.revision = d.revision "
@@ -689,7 +708,14 @@ class _Plan:
                     f"AND d.id IN ({_in_clause(chunk)})",
                     (VECTOR_FIELD, space, collection, *chunk),
                 ):
-                    found[EntityRef(collection, doc_id)] = (bytes(body), bool(current))
+                    data = None if body is None else bytes(body)
+                    ref = EntityRef(collection, doc_id)
+                    if checksum != document_checksum(
+                        collection, doc_id, revision, owner, project, False, data
+                    ):
+                        self.on_repair("documents", collection, doc_id)
+                        data = None
+                    found[ref] = (data, bool(current))
         return found
 
     def _stored_facts(
@@ -807,6 +833,7 @@ def load_semantic_graph(
     checkpoint: bool = True,
     pack: bool = True,
     progress: LoadProgress | None = None,
+    on_repair: RepairReport | None = None,
 ) -> CommitReceipt:
     """Make the store hold ``graph`` as documents, vectors and facts: one atomic diff.
 
@@ -820,7 +847,9 @@ def load_semantic_graph(
     ``pack`` (the default), the first load into an empty database then packs the file
     (``Database.vacuum``). ``cairn index`` turns both off: measured on a code index, they
     cost more at index time than they save (see docs/benchmarks.md).
-    ``progress`` is told the name of each step as it starts (``LOAD_STEPS``).
+    ``progress`` is told the name of each step as it starts (``LOAD_STEPS``);
+    ``on_repair`` is told each damaged stored record (failed checksum) the load found
+    and rewrote from the graph.
     """
     if not isinstance(graph, SemanticGraph):
         raise ValidationError("load_semantic_graph() takes a SemanticGraph")
@@ -831,7 +860,17 @@ def load_semantic_graph(
     report = progress or _quiet
     first = db.position == 0
     with _gc_paused():
-        receipt = _load(db, graph, graph_name, embedder, principal, now, bulk=True, progress=report)
+        receipt = _load(
+            db,
+            graph,
+            graph_name,
+            embedder,
+            principal,
+            now,
+            bulk=True,
+            progress=report,
+            on_repair=on_repair or _unreported,
+        )
         if (
             checkpoint
             and receipt.mutations
@@ -856,13 +895,23 @@ def _load(
     *,
     bulk: bool,
     progress: LoadProgress = _quiet,
+    on_repair: RepairReport = _unreported,
 ) -> CommitReceipt:
     """The load, with batched puts (``bulk``) or row by row (the tests' oracle)."""
     with _gc_paused():
         progress("encoding")
         wanted = _wanted(graph, graph_name, embedder.space)
-        plan = _Plan(wanted, embedder, db.name, bulk=bulk, progress=progress)
+        plan = _Plan(wanted, embedder, db.name, bulk=bulk, progress=progress, on_repair=on_repair)
         return db.apply_internal(plan, principal, now=now)
+
+
+def repair_collector(into: list[dict[str, str]]) -> RepairReport:
+    """An ``on_repair`` that appends ``{"table", "resource", "id"}`` to ``into``."""
+
+    def collect(table: str, resource: str, key: str) -> None:
+        into.append({"table": table, "resource": resource, "id": key})
+
+    return collect
 
 
 def load_summary(receipt: CommitReceipt) -> dict[str, Any]:

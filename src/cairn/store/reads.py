@@ -21,6 +21,7 @@ from cairn.errors import CairnError, NotFoundError
 from cairn.graph.model import freeze
 from cairn.store.apply import load_collection, load_document, load_field_policies
 from cairn.store.cache import Memo
+from cairn.store.checksums import document_checksum
 from cairn.store.commands import ConfigureCollection, EntityRef
 from cairn.store.limits import SQLITE_PARAMETER_BATCH, check_identifier
 from cairn.store.policy import (
@@ -172,14 +173,16 @@ def read_documents_sized(
             batch = unique[start : start + SQLITE_PARAMETER_BATCH]
             marks = ", ".join("?" * len(batch))
             rows = cut.conn.execute(
-                f"SELECT id, revision, body, owner, project FROM documents "
+                f"SELECT id, revision, body, owner, project, checksum FROM documents "
                 f"WHERE collection = ? AND deleted = 0 AND id IN ({marks})",
                 (collection, *batch),
             ).fetchall()
-            for doc_id, revision, data, owner, project in rows:
-                if data is None or not row_visible(
-                    cut.principal, cut.database, collection, owner, project
+            for doc_id, revision, data, owner, project, checksum in rows:
+                if data is None or checksum != document_checksum(
+                    collection, doc_id, revision, owner, project, False, bytes(data)
                 ):
+                    continue  # read_document raises the CorruptionError for it
+                if not row_visible(cut.principal, cut.database, collection, owner, project):
                     continue
                 try:
                     stored = orjson.loads(data)

@@ -43,6 +43,7 @@ import numpy as np
 import orjson
 
 from cairn.errors import CorruptionError, UnsupportedCapabilityError
+from cairn.store.checksums import document_checksum
 from cairn.store.faults import rollback
 from cairn.store.records import Shapes, split_fact, split_occurrence
 from cairn.store.vectorstore import write_vectors
@@ -410,12 +411,45 @@ _LEAN_FACTS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     "CREATE INDEX facts_by_target ON facts (graph, target_collection, target_id)",
 )
 
+
+def _checksum_documents(conn: sqlite3.Connection) -> None:
+    """Give every document row (live or tombstone) its checksum (``cairn.store.checksums``)."""
+    rows = conn.execute(
+        "SELECT collection, id, revision, owner, project, deleted, body FROM documents"
+    ).fetchall()
+    conn.executemany(
+        "UPDATE documents SET checksum = ? WHERE collection = ? AND id = ?",
+        [
+            (
+                document_checksum(
+                    collection,
+                    doc_id,
+                    revision,
+                    owner,
+                    project,
+                    bool(deleted),
+                    None if body is None else bytes(body),
+                ),
+                collection,
+                doc_id,
+            )
+            for collection, doc_id, revision, owner, project, deleted, body in rows
+        ],
+    )
+
+
+_DOCUMENT_CHECKSUMS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
+    "ALTER TABLE documents ADD COLUMN checksum INTEGER",
+    _checksum_documents,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _INITIAL),
     Migration(2, "text_index", _TEXT_INDEX),
     Migration(3, "vector_index", _VECTOR_INDEX),
     Migration(4, "lean_vectors", _LEAN_VECTORS),
     Migration(5, "lean_facts", _LEAN_FACTS),
+    Migration(6, "document_checksums", _DOCUMENT_CHECKSUMS),
 )
 """Every migration, in order; versions are 1, 2, ... without gaps."""
 

@@ -1,0 +1,133 @@
+"""Stored documents carry checksums verified on every read (issue 18, item 1).
+
+The reproducer: one flipped byte inside a stored body (``[6,1,8,32]`` -> ``[6,1,9,32]``)
+passed ``PRAGMA integrity_check`` and was served by search with exit 0. Now every read
+of a damaged row is a ``CorruptionError`` naming the table and key, and a load rewrites
+it and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import zlib
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from store_helpers import cmd, put, rows, setup_docs
+from typer.testing import CliRunner
+
+import cairn
+from cairn.errors import CorruptionError
+from cairn.graph import EndpointIdentity, SemanticGraph
+from cairn.search.contracts import SearchRequest
+from cairn.store import Database, DeleteDocument, DocumentAccess, PutDocument
+from cairn.store.load import load_semantic_graph, repair_collector
+
+
+def _flip(path: Path, collection: str, doc_id: str, old: bytes, new: bytes) -> None:
+    """Change stored body bytes behind the store's back (what a bad disk does)."""
+    with closing(sqlite3.connect(path)) as conn:
+        (body,) = conn.execute(
+            "SELECT body FROM documents WHERE collection = ? AND id = ?", (collection, doc_id)
+        ).fetchone()
+        assert old in bytes(body)
+        damaged = bytes(body).replace(old, new, 1)
+        conn.execute(
+            "UPDATE documents SET body = ? WHERE collection = ? AND id = ?",
+            (damaged, collection, doc_id),
+        )
+        conn.commit()
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def _oracle(collection: str, doc_id: str, revision: int, owner: object, body: bytes) -> int:
+    """The checksum written down independently of the code: CRC-32 of the body seeded
+    with the CRC-32 of the JSON header of the row's key and policy columns."""
+    header = json.dumps([collection, doc_id, revision, owner, None, False, False])
+    return zlib.crc32(body, zlib.crc32(header.replace(" ", "").encode()))
+
+
+def test_every_written_row_carries_its_checksum(db: Database) -> None:
+    setup_docs(db)
+    db.command(cmd(put("docs", "a", "alpha"), PutDocument("docs", "b", {"text": "beta"})))
+    db.command(cmd(PutDocument("docs", "c", {"text": "x"}, access=DocumentAccess("ann"))))
+    db.command(cmd(DeleteDocument("docs", "b")))
+    stored = rows(db.path, "SELECT id, revision, owner, body, checksum FROM documents")
+    for doc_id, revision, owner, body, checksum in stored:
+        if body is None:
+            header = json.dumps(["docs", doc_id, revision, owner, None, True, True])
+            expected = zlib.crc32(b"", zlib.crc32(header.replace(" ", "").encode()))
+        else:
+            expected = _oracle("docs", doc_id, revision, owner, bytes(body))
+        assert checksum == expected, doc_id
+
+
+def test_a_flipped_body_byte_is_named_on_every_read(tmp_path: Path) -> None:
+    path = tmp_path / "cairn.db"
+    with cairn.open(path) as db:
+        setup_docs(db)
+        body = {"text": "needle in the range", "range": [6, 1, 8, 32]}
+        db.command(cmd(PutDocument("docs", "a", body), put("docs", "b", "needle too")))
+    _flip(path, "docs", "a", b"[6,1,8,32]", b"[6,1,9,32]")
+    with cairn.open(path) as db:
+        with pytest.raises(CorruptionError) as caught:
+            db.get_document("docs", "a")
+        assert caught.value.details == {"table": "documents", "collection": "docs", "id": "a"}
+        request = SearchRequest("main", "docs", text_field="/text", text="needle")
+        with pytest.raises(CorruptionError, match="document docs/a is damaged"):
+            db.search(request)  # never served as an answer
+        assert db.get_document("docs", "b").body == {"text": "needle too"}  # others are fine
+
+
+def _graph() -> SemanticGraph:
+    graph = SemanticGraph()
+    stable = EndpointIdentity.stable()
+    graph.add_node("file:a.py", "file", identity=stable, attributes={"path": "a.py"})
+    graph.add_node("function:a.py#f", "function", identity=stable, attributes={"name": "f"})
+    graph.add_fact("file:a.py", "function:a.py#f", "contains")
+    return graph
+
+
+def test_a_load_rewrites_a_damaged_document_and_says_so(db: Database) -> None:
+    load_semantic_graph(db, _graph(), checkpoint=False, pack=False)
+    (collection, doc_id) = rows(
+        db.path, "SELECT collection, id FROM documents WHERE id = 'function:a.py#f'"
+    )[0]
+    _flip(db.path, collection, doc_id, b'"f"', b'"g"')
+    repaired: list[dict[str, str]] = []
+    receipt = load_semantic_graph(
+        db, _graph(), checkpoint=False, pack=False, on_repair=repair_collector(repaired)
+    )
+    assert repaired == [{"table": "documents", "resource": collection, "id": doc_id}]
+    assert [(m.kind, m.id) for m in receipt.mutations if m.kind == "put_document"] == [
+        ("put_document", doc_id)
+    ]
+    assert db.get_document(collection, doc_id).body["name"] == "f"
+    again: list[dict[str, str]] = []
+    position = db.position
+    load_semantic_graph(
+        db, _graph(), checkpoint=False, pack=False, on_repair=repair_collector(again)
+    )
+    assert again == [] and db.position == position  # repaired for good: nothing to do
+
+
+def test_cairn_load_names_what_it_repaired(tmp_path: Path) -> None:
+    from cairn.artifact import write_artifact
+    from cairn.cli import app
+
+    artifact, path = tmp_path / "graph.cairn", tmp_path / "cairn.db"
+    write_artifact(artifact, _graph(), generated_at="2024-01-01T00:00:00Z")
+    runner = CliRunner()
+    first = runner.invoke(app, ["load", str(artifact), "--db", str(path), "--json"])
+    assert first.exit_code == 0, first.output
+    collection = rows(path, "SELECT collection FROM documents WHERE id = 'function:a.py#f'")
+    _flip(path, collection[0][0], "function:a.py#f", b'"f"', b'"g"')
+    second = runner.invoke(app, ["load", str(artifact), "--db", str(path), "--json"])
+    assert second.exit_code == 0, second.output
+    summary = json.loads(second.stdout)
+    assert summary["repaired"] == [
+        {"table": "documents", "resource": collection[0][0], "id": "function:a.py#f"}
+    ]
+    assert summary["changes"] >= 1

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 import cairn
 from cairn.errors import CorruptionError
-from cairn.graph import EndpointIdentity, SemanticGraph
+from cairn.graph import EndpointIdentity, OccurrenceInput, SemanticGraph, SourceRange
 from cairn.search.contracts import SearchRequest
 from cairn.store import Database, DeleteDocument, DocumentAccess, PutDocument
 from cairn.store.load import load_semantic_graph, repair_collector
@@ -86,7 +86,14 @@ def _graph() -> SemanticGraph:
     stable = EndpointIdentity.stable()
     graph.add_node("file:a.py", "file", identity=stable, attributes={"path": "a.py"})
     graph.add_node("function:a.py#f", "function", identity=stable, attributes={"name": "f"})
-    graph.add_fact("file:a.py", "function:a.py#f", "contains")
+    site = OccurrenceInput(
+        adapter_id="python",
+        strategy="ast",
+        source_file="a.py",
+        source_range=SourceRange(3, 1, 3, 20),
+        site_kind="site",
+    )
+    graph.add_fact("file:a.py", "function:a.py#f", "contains", occurrence=site)
     return graph
 
 
@@ -131,3 +138,95 @@ def test_cairn_load_names_what_it_repaired(tmp_path: Path) -> None:
         {"table": "documents", "resource": collection[0][0], "id": "function:a.py#f"}
     ]
     assert summary["changes"] >= 1
+
+
+def _flip_fact(path: Path, sql: str, *parameters: object) -> None:
+    """Change a fact or occurrence row behind the store's back."""
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute(sql, parameters).rowcount == 1
+        conn.commit()
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def _fact_db(path: Path) -> None:
+    from cairn.store import ConfigureGraph, EntityRef, PutFact
+
+    with cairn.open(path) as db:
+        setup_docs(db)
+        db.command(cmd(put("docs", "a", "alpha"), put("docs", "b", "beta"), put("docs", "c", "x")))
+        db.command(cmd(ConfigureGraph("code")))
+        db.command(cmd(PutFact("code", EntityRef("docs", "a"), EntityRef("docs", "b"), "calls")))
+
+
+def test_a_redirected_fact_endpoint_is_named_not_walked(tmp_path: Path) -> None:
+    from cairn.search.traverse import TraverseRequest, traverse
+    from cairn.store import EntityRef
+
+    path = tmp_path / "cairn.db"
+    _fact_db(path)
+    # The edge a -> b now claims a -> c: a valid page, a wrong answer if it were served.
+    _flip_fact(path, "UPDATE facts SET target_id = 'c' WHERE graph = 'code'")
+    with cairn.open(path) as db:
+        request = TraverseRequest("main", "code", (EntityRef("docs", "a"),))
+        with pytest.raises(CorruptionError) as caught:
+            traverse(db, request)
+        assert caught.value.details["table"] == "facts"
+        assert caught.value.details["graph"] == "code"
+
+
+def test_a_load_rewrites_damaged_facts_and_occurrences(db: Database) -> None:
+    load_semantic_graph(db, _graph(), checkpoint=False, pack=False)
+    (fact_id,) = rows(db.path, "SELECT id FROM facts")[0]
+    _flip_fact(db.path, "UPDATE facts SET revision = revision + 7")
+    repaired: list[dict[str, str]] = []
+    load_semantic_graph(
+        db, _graph(), checkpoint=False, pack=False, on_repair=repair_collector(repaired)
+    )
+    assert repaired == [{"table": "facts", "resource": "code", "id": fact_id}]
+    (occurrence_id,) = rows(db.path, "SELECT id FROM occurrences")[0]
+    _flip_fact(db.path, "UPDATE occurrences SET parts = CAST(replace(parts, '3', '4') AS BLOB)")
+    repaired.clear()
+    load_semantic_graph(
+        db, _graph(), checkpoint=False, pack=False, on_repair=repair_collector(repaired)
+    )
+    expected = {"table": "occurrences", "resource": "code", "id": f"{fact_id}/{occurrence_id}"}
+    assert repaired == [expected]
+    again: list[dict[str, str]] = []
+    position = db.position
+    load_semantic_graph(
+        db, _graph(), checkpoint=False, pack=False, on_repair=repair_collector(again)
+    )
+    assert again == [] and db.position == position
+
+
+def test_a_blob_turned_to_text_is_damage_not_a_type_error(tmp_path: Path) -> None:
+    path = tmp_path / "cairn.db"
+    with cairn.open(path) as db:
+        setup_docs(db)
+        db.command(cmd(put("docs", "a", "alpha")))
+    with closing(sqlite3.connect(path)) as conn:  # same bytes, now with a TEXT type
+        conn.execute("UPDATE documents SET body = CAST(body AS TEXT), checksum = checksum + 1")
+        conn.commit()
+    with cairn.open(path) as db, pytest.raises(CorruptionError, match="docs/a is damaged"):
+        db.get_document("docs", "a")
+
+
+def test_fact_checksums_cover_what_a_walk_serves() -> None:
+    from cairn.store.checksums import fact_checksum, occurrence_checksum
+
+    ends = ("docs", "a", "docs", "b")
+    base = fact_checksum("code", "sf_1", ends, "calls", 3, None, 1, False)
+    changed = [
+        fact_checksum("other", "sf_1", ends, "calls", 3, None, 1, False),
+        fact_checksum("code", "sf_2", ends, "calls", 3, None, 1, False),
+        fact_checksum("code", "sf_1", ("docs", "a", "docs", "c"), "calls", 3, None, 1, False),
+        fact_checksum("code", "sf_1", ends, "imports", 3, None, 1, False),
+        fact_checksum("code", "sf_1", ends, "calls", 4, None, 1, False),
+        fact_checksum("code", "sf_1", ends, "calls", 3, b"{}", 1, False),
+        fact_checksum("code", "sf_1", ends, "calls", 3, None, 2, False),
+        fact_checksum("code", "sf_1", ends, "calls", 3, None, 1, True),
+    ]
+    assert base not in changed and len(set(changed)) == len(changed)
+    occurrence = occurrence_checksum("code", "sf_1", "oc_1", 1, b"[1]")
+    assert occurrence != occurrence_checksum("code", "sf_1", "oc_1", 1, b"[2]")
+    assert occurrence != occurrence_checksum("code", "sf_1", "oc_2", 1, b"[1]")

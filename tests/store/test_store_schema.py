@@ -51,7 +51,7 @@ def tables(path: Path) -> set[str]:
 
 def test_migrations_are_numbered_one_to_latest_without_gaps() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
-    assert LATEST_SCHEMA_VERSION == 6
+    assert LATEST_SCHEMA_VERSION == 7
     assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
 
 
@@ -68,6 +68,7 @@ def test_fresh_file_has_every_table_and_the_latest_version(db_path: Path) -> Non
         (4, "lean_vectors"),
         (5, "lean_facts"),
         (6, "document_checksums"),
+        (7, "fact_checksums"),
     ]
     assert {"fact_shapes", "occurrence_shapes"} <= tables(db_path)
 
@@ -109,9 +110,10 @@ _DELETED_RECORD = b'{"a deleted fact":"schema 4 kept its last record"}'
 
 
 def _downgrade_checksums(path: Path) -> None:
-    """Rewrite a file the way schema 5 stored it: documents without checksums."""
+    """Rewrite a file the way schema 5 stored it: records without checksums."""
     with closing(sqlite3.connect(path)) as conn:
-        conn.execute("ALTER TABLE documents DROP COLUMN checksum")
+        for table in ("documents", "facts", "occurrences"):
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN checksum")
         conn.execute("DELETE FROM schema_version WHERE version > 5")
         conn.commit()
 
@@ -192,7 +194,7 @@ def test_a_file_that_cannot_be_migrated_is_refused_untouched_with_what_to_do(
     with pytest.raises(CorruptionError) as caught:
         store.open(db_path)
     message = caught.value.message
-    assert "from schema 4 to 6" in message and "not live" in message
+    assert "from schema 4 to 7" in message and "not live" in message
     assert "cairn index" in message and "Nothing was changed" in message
     assert caught.value.details["schema_version"] == 4
     with closing(sqlite3.connect(db_path)) as conn:
@@ -311,20 +313,21 @@ def test_migrate_reports_before_and_after_and_is_idempotent(db_path: Path) -> No
         assert migrate(conn, target=3) == (2, 3)
         assert migrate(conn, target=4) == (3, 4)
         assert migrate(conn, target=5) == (4, 5)
-        assert migrate(conn) == (5, 6)
-        assert migrate(conn) == (6, 6)
+        assert migrate(conn, target=6) == (5, 6)
+        assert migrate(conn) == (6, 7)
+        assert migrate(conn) == (7, 7)
 
 
 def test_newer_file_is_refused_and_left_untouched(db_path: Path) -> None:
     with store.open(db_path):
         pass
     with closing(sqlite3.connect(db_path)) as conn:
-        conn.execute("INSERT INTO schema_version (version, name) VALUES (7, 'from_the_future')")
+        conn.execute("INSERT INTO schema_version (version, name) VALUES (8, 'from_the_future')")
         conn.commit()
-    with pytest.raises(UnsupportedCapabilityError, match="schema version 7") as info:
+    with pytest.raises(UnsupportedCapabilityError, match="schema version 8") as info:
         store.open(db_path)
-    assert info.value.details == {"schema_version": 7, "supported": 6}
-    assert rows(db_path, "SELECT max(version) FROM schema_version") == [(7,)]
+    assert info.value.details == {"schema_version": 8, "supported": 7}
+    assert rows(db_path, "SELECT max(version) FROM schema_version") == [(8,)]
 
 
 def test_a_foreign_sqlite_file_is_not_taken_over(db_path: Path) -> None:

@@ -28,8 +28,17 @@ import numpy.typing as npt
 from cairn.graph.model import Direction
 from cairn.graph.registry import REGISTRY
 from cairn.index.limits import ADJACENCY_REBUILD_FRACTION, ADJACENCY_REBUILD_MIN_TAIL
+from cairn.store.checksums import stored_bytes, verify_fact
 
-__all__ = ["ALIVE", "UNDIRECTED_RELATIONS", "GraphColumn", "GraphView", "undirected_codes"]
+__all__ = [
+    "ALIVE",
+    "FACT_ROW_COLUMNS",
+    "UNDIRECTED_RELATIONS",
+    "GraphColumn",
+    "GraphView",
+    "undirected_codes",
+    "verify_fact_row",
+]
 
 
 UNDIRECTED_RELATIONS = frozenset(
@@ -175,6 +184,29 @@ class GraphView:
         return mask
 
 
+FACT_ROW_COLUMNS = (
+    "id, source_collection, source_id, target_collection, target_id, relation, shape, "
+    "record, revision, deleted, checksum"
+)
+"""The fact columns the adjacency reads: the edge, and what its checksum covers."""
+
+
+def verify_fact_row(
+    graph: str,
+    fact_id: str,
+    ends: tuple[str, str, str, str],
+    relation: str,
+    shape: int | None,
+    record: bytes | None,
+    revision: int,
+    deleted: int,
+    checksum: int | None,
+) -> None:
+    """``verify_fact`` of one stored row as SQLite hands it over."""
+    data = stored_bytes(record)
+    verify_fact(graph, fact_id, ends, relation, shape, data, revision, bool(deleted), checksum)
+
+
 class GraphColumn:
     """The edge rows of one graph, caught up from SQLite on demand (under the owner's lock)."""
 
@@ -222,11 +254,15 @@ class GraphColumn:
     def load(self, conn: sqlite3.Connection, position: int, horizon: int, node: NodeOf) -> None:
         """First use: every live fact of the snapshot, exact from ``position`` on."""
         rows = conn.execute(
-            "SELECT id, source_collection, source_id, target_collection, target_id, relation "
-            "FROM facts WHERE graph = ? AND deleted = 0 ORDER BY id",
+            f"SELECT {FACT_ROW_COLUMNS} FROM facts WHERE graph = ? AND deleted = 0 ORDER BY id",
             (self.name,),
         ).fetchall()
-        edges = [(fid, node(sc, si), node(tc, ti), rel) for fid, sc, si, tc, ti, rel in rows]
+        edges = []
+        for fid, sc, si, tc, ti, rel, shape, record, revision, deleted, checksum in rows:
+            verify_fact_row(
+                self.name, fid, (sc, si, tc, ti), rel, shape, record, revision, deleted, checksum
+            )
+            edges.append((fid, node(sc, si), node(tc, ti), rel))
         self._append(edges, np.full(len(edges), position, dtype=np.int64))
         if position > horizon:
             self._inexact.append((horizon, position))
@@ -234,9 +270,9 @@ class GraphColumn:
 
     def catch_up(self, conn: sqlite3.Connection, position: int, node: NodeOf) -> None:
         """Apply the fact changes of the snapshot after ``self.position`` (see module doc)."""
+        columns = ", ".join(f"f.{name}" for name in FACT_ROW_COLUMNS.split(", "))
         rows = conn.execute(
-            "SELECT c.position, f.id, f.source_collection, f.source_id, f.target_collection, "
-            "f.target_id, f.relation, f.deleted FROM changes AS c JOIN facts AS f "
+            f"SELECT c.position, {columns} FROM changes AS c JOIN facts AS f "
             "ON f.graph = c.resource AND f.id = c.id "
             "WHERE c.kind = 'fact' AND c.resource = ? AND c.position > ? "
             "ORDER BY c.position, c.ordinal",
@@ -244,7 +280,11 @@ class GraphColumn:
         ).fetchall()
         first: dict[str, int] = {}
         last: dict[str, tuple[int, tuple[str, str, str, str, str], bool]] = {}
-        for at, fid, sc, si, tc, ti, relation, deleted in rows:
+        for at, fid, sc, si, tc, ti, relation, shape, record, revision, deleted, checksum in rows:
+            ends = (sc, si, tc, ti)
+            verify_fact_row(
+                self.name, fid, ends, relation, shape, record, revision, deleted, checksum
+            )
             first.setdefault(fid, at)
             last[fid] = (at, (sc, si, tc, ti, relation), bool(deleted))
         born: list[tuple[str, int, int, str]] = []

@@ -12,9 +12,10 @@ for determinism.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from cairn.errors import NotFoundError
-from cairn.index.adjacency import UNDIRECTED_RELATIONS
+from cairn.index.adjacency import FACT_ROW_COLUMNS, UNDIRECTED_RELATIONS, verify_fact_row
 from cairn.index.cut import IndexCut
 from cairn.store.commands import EntityRef
 from cairn.store.policy import Capability, holds_any, require
@@ -77,23 +78,58 @@ def _edges(cut: IndexCut, graph: str, vertex: EntityRef, *, outgoing: bool) -> t
 
 
 def _sql_edges(cut: IndexCut, graph: str, vertex: EntityRef, *, outgoing: bool) -> tuple[Edge, ...]:
-    """The same edges read from the cut's SQLite snapshot (always exact)."""
+    """The same edges read from the cut's SQLite snapshot (always exact; every row read
+    is checked against its checksum)."""
     near, far = ("source", "target") if outgoing else ("target", "source")
-    rows = cut.conn.execute(
-        f"SELECT {far}_collection, {far}_id, relation, id FROM facts "
+    rows = _checked(
+        cut,
+        graph,
         f"WHERE graph = ? AND {near}_collection = ? AND {near}_id = ? AND deleted = 0",
         (graph, vertex.collection, vertex.id),
-    ).fetchall()
+    )
+    found = [(row[far], row) for row in rows]
     # Undirected facts leave both endpoints (stored once, endpoints sorted): the walk
     # also takes them from the far side, a self-loop once (as ``GraphView.walk``).
-    back = cut.conn.execute(
-        f"SELECT {near}_collection, {near}_id, relation, id FROM facts "
+    back = _checked(
+        cut,
+        graph,
         f"WHERE graph = ? AND {far}_collection = ? AND {far}_id = ? AND deleted = 0 "
         f"AND NOT ({near}_collection = ? AND {near}_id = ?)",
         (graph, vertex.collection, vertex.id, vertex.collection, vertex.id),
-    ).fetchall()
-    rows.extend(row for row in back if row[2] in UNDIRECTED_RELATIONS)
-    return tuple(sorted(Edge(EntityRef(c, i), relation, fid) for c, i, relation, fid in rows))
+    )
+    found.extend((row[near], row) for row in back if row["relation"] in UNDIRECTED_RELATIONS)
+    return tuple(sorted(Edge(end, row["relation"], row["id"]) for end, row in found))
+
+
+def _checked(
+    cut: IndexCut, graph: str, where: str, parameters: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """The fact rows ``where`` selects, each verified against its checksum."""
+    found: list[dict[str, Any]] = []
+    for (
+        fid,
+        sc,
+        si,
+        tc,
+        ti,
+        relation,
+        shape,
+        record,
+        revision,
+        deleted,
+        checksum,
+    ) in cut.conn.execute(f"SELECT {FACT_ROW_COLUMNS} FROM facts {where}", parameters):
+        ends = (sc, si, tc, ti)
+        verify_fact_row(graph, fid, ends, relation, shape, record, revision, deleted, checksum)
+        found.append(
+            {
+                "id": fid,
+                "relation": relation,
+                "source": EntityRef(sc, si),
+                "target": EntityRef(tc, ti),
+            }
+        )
+    return found
 
 
 def out_edges(cut: IndexCut, graph: str, source: EntityRef) -> tuple[Edge, ...]:

@@ -32,7 +32,13 @@ from cairn.errors import (
 from cairn.graph.model import Direction, EndpointIdentity, SemanticFact, thaw
 from cairn.graph.multigraph import AdmissionOutcome, SemanticGraph
 from cairn.graph.registry import REGISTRY_ID
-from cairn.store.checksums import document_checksum, verify_document
+from cairn.store.checksums import (
+    document_checksum,
+    fact_checksum,
+    occurrence_checksum,
+    stored_bytes,
+    verify_document,
+)
 from cairn.store.commands import (
     CommandRequest,
     ConfigureCollection,
@@ -127,7 +133,7 @@ def load_document(conn: sqlite3.Connection, collection: str, doc_id: str) -> Doc
     if row is None:
         return None
     slot, revision, body, owner, project, deleted, position, checksum = row
-    data = None if body is None else bytes(body)
+    data = stored_bytes(body)
     verify_document(collection, doc_id, revision, owner, project, bool(deleted), data, checksum)
     return DocumentRow(
         collection, doc_id, slot, revision, _json(body), owner, project, bool(deleted), position
@@ -547,22 +553,24 @@ class Applier:
     ) -> None:
         first, second = endpoints
         (shape,) = self._fact_shapes.ids([stored.shape])
+        ends = (first.collection, first.id, second.collection, second.id)
+        checksum = fact_checksum(
+            graph, fact_id, ends, relation, shape, stored.record, revision, False
+        )
         self.conn.execute(
             "INSERT OR REPLACE INTO facts (graph, id, source_collection, source_id, "
             "target_collection, target_id, relation, shape, record, revision, deleted, "
-            "position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+            "position, checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
             (
                 graph,
                 fact_id,
-                first.collection,
-                first.id,
-                second.collection,
-                second.id,
+                *ends,
                 relation,
                 shape,
                 stored.record,
                 revision,
                 self.position,
+                checksum,
             ),
         )
         self.conn.execute(
@@ -570,9 +578,17 @@ class Applier:
         )
         shapes = self._occurrence_shapes.ids(item.shape for item in stored.occurrences)
         self.conn.executemany(
-            "INSERT INTO occurrences (graph, fact_id, id, shape, parts) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO occurrences (graph, fact_id, id, shape, parts, checksum) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             [
-                (graph, fact_id, item.id, number, item.parts)
+                (
+                    graph,
+                    fact_id,
+                    item.id,
+                    number,
+                    item.parts,
+                    occurrence_checksum(graph, fact_id, item.id, number, item.parts),
+                )
                 for item, number in zip(stored.occurrences, shapes, strict=True)
             ],
         )
@@ -622,7 +638,8 @@ class Applier:
     def delete_fact(self, mutation: DeleteFact) -> MutationOutcome:
         self._graph(mutation.graph, Capability.GRAPH_WRITE)
         row = self.conn.execute(
-            "SELECT revision, deleted FROM facts WHERE graph = ? AND id = ?",
+            "SELECT revision, deleted, source_collection, source_id, target_collection, "
+            "target_id, relation FROM facts WHERE graph = ? AND id = ?",
             (mutation.graph, mutation.fact_id),
         ).fetchone()
         if row is None or row[1]:
@@ -631,10 +648,14 @@ class Applier:
                 details={"graph": mutation.graph, "fact_id": mutation.fact_id},
             )
         revision = int(row[0]) + 1
+        ends = (row[2], row[3], row[4], row[5])
+        checksum = fact_checksum(
+            mutation.graph, mutation.fact_id, ends, row[6], None, None, revision, True
+        )
         self.conn.execute(
             "UPDATE facts SET revision = ?, deleted = 1, position = ?, shape = NULL, "
-            "record = NULL WHERE graph = ? AND id = ?",
-            (revision, self.position, mutation.graph, mutation.fact_id),
+            "record = NULL, checksum = ? WHERE graph = ? AND id = ?",
+            (revision, self.position, checksum, mutation.graph, mutation.fact_id),
         )
         self.conn.execute(
             "DELETE FROM occurrences WHERE graph = ? AND fact_id = ?",

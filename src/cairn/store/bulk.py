@@ -31,7 +31,7 @@ from cairn.canonical import canonical_bytes
 from cairn.errors import ConflictError, CorruptionError, MissingEndpointError, ValidationError
 from cairn.graph.model import SemanticFact
 from cairn.store.apply import Applier, _denied, field_text, vector_pointer
-from cairn.store.checksums import document_checksum
+from cairn.store.checksums import document_checksum, fact_checksum, occurrence_checksum
 from cairn.store.commands import (
     EntityRef,
     Mutation,
@@ -464,25 +464,35 @@ class BulkApplier(Applier):
             # Shapes are numbered in the row path's order: the fact's, then its occurrences'.
             (shape,) = self._fact_shapes.ids([stored.shape])
             numbers = self._occurrence_shapes.ids(o.shape for o in stored.occurrences)
+            ends = (first.collection, first.id, second.collection, second.id)
+            relation = item.fact.relation
+            checksum = fact_checksum(
+                graph, item.fact.id, ends, relation, shape, stored.record, revision, False
+            )
             facts.append(
                 (
                     graph,
                     item.fact.id,
-                    first.collection,
-                    first.id,
-                    second.collection,
-                    second.id,
-                    item.fact.relation,
+                    *ends,
+                    relation,
                     shape,
                     stored.record,
                     revision,
                     self.position,
+                    checksum,
                 )
             )
             if found is not None:
                 cleared.append((graph, item.fact.id))
             occurrences.extend(
-                (graph, item.fact.id, o.id, number, o.parts)
+                (
+                    graph,
+                    item.fact.id,
+                    o.id,
+                    number,
+                    o.parts,
+                    occurrence_checksum(graph, item.fact.id, o.id, number, o.parts),
+                )
                 for o, number in zip(stored.occurrences, numbers, strict=True)
             )
             changes.append(("fact", graph, item.fact.id, revision, None, None))
@@ -491,13 +501,14 @@ class BulkApplier(Applier):
         conn.executemany(
             "INSERT OR REPLACE INTO facts (graph, id, source_collection, source_id, "
             "target_collection, target_id, relation, shape, record, revision, deleted, "
-            "position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+            "position, checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
             facts,
         )
         conn.executemany("DELETE FROM occurrences WHERE graph = ? AND fact_id = ?", cleared)
         occurrences.sort(key=lambda row: (row[1], row[2]))  # key order: B-tree appends
         conn.executemany(
-            "INSERT INTO occurrences (graph, fact_id, id, shape, parts) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO occurrences (graph, fact_id, id, shape, parts, checksum) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             occurrences,
         )
         self._changes(changes)

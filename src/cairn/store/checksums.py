@@ -1,5 +1,5 @@
-"""Record checksums: every stored document row carries a CRC-32 of what a reader is
-served, verified whenever the row is read (issue 18).
+"""Record checksums: every stored document, fact and occurrence row carries a CRC-32 of
+what a reader is served, verified whenever the row is read (issue 18).
 
 SQLite's ``integrity_check`` sees pages, not meaning: a flipped bit inside a body is a
 valid page holding a wrong answer. So each row stores ``crc32(body, crc32(header))``
@@ -18,7 +18,30 @@ import orjson
 
 from cairn.errors import CorruptionError
 
-__all__ = ["document_checksum", "verify_document"]
+__all__ = [
+    "damaged",
+    "document_checksum",
+    "fact_checksum",
+    "occurrence_checksum",
+    "stored_bytes",
+    "verify_document",
+    "verify_fact",
+]
+
+
+def stored_bytes(value: object) -> bytes | None:
+    """A BLOB column's value as bytes (None stays None), whatever type SQLite hands back.
+
+    A damaged record header can turn a BLOB into TEXT or a number; its bytes then go to
+    the checksum like any others (and fail it), never to a ``TypeError``.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    return repr(value).encode("ascii")
 
 
 def document_checksum(
@@ -53,3 +76,59 @@ def verify_document(
             "its contents (restore a backup, or re-run the load or cairn index that wrote it)",
             details={"table": "documents", "collection": collection, "id": doc_id},
         )
+
+
+def _row_checksum(header: list[object], payload: bytes | None) -> int:
+    """CRC-32 of ``payload`` seeded with the CRC-32 of the row's JSON header."""
+    return zlib.crc32(payload or b"", zlib.crc32(orjson.dumps([*header, payload is None])))
+
+
+def fact_checksum(
+    graph: str,
+    fact_id: str,
+    endpoints: tuple[str, str, str, str],
+    relation: str,
+    shape: int | None,
+    record: bytes | None,
+    revision: int,
+    deleted: bool,
+) -> int:
+    """The checksum stored with a fact row: its key, endpoints ``(source collection,
+    source ID, target collection, target ID)``, relation, shape number, record (None when
+    a shape stands for it or the fact is deleted), revision and tombstone flag."""
+    header: list[object] = ["facts", graph, fact_id, *endpoints, relation, shape, revision]
+    return _row_checksum([*header, deleted], record)
+
+
+def occurrence_checksum(
+    graph: str, fact_id: str, occurrence_id: str, shape: int | None, parts: bytes
+) -> int:
+    """The checksum stored with an occurrence row: its key, shape number and parts."""
+    return _row_checksum(["occurrences", graph, fact_id, occurrence_id, shape], parts)
+
+
+def damaged(table: str, resource: str, key: str, *, what: str) -> CorruptionError:
+    """The error for a row whose checksum fails (``what``: how the row is named)."""
+    column = "graph" if table in ("facts", "occurrences") else "collection"
+    return CorruptionError(
+        f"{what} is damaged: its stored checksum does not match its contents (restore a "
+        "backup, or re-run the load or cairn index that wrote it)",
+        details={"table": table, column: resource, "id": key},
+    )
+
+
+def verify_fact(
+    graph: str,
+    fact_id: str,
+    endpoints: tuple[str, str, str, str],
+    relation: str,
+    shape: int | None,
+    record: bytes | None,
+    revision: int,
+    deleted: bool,
+    stored: int | None,
+) -> None:
+    """Raise ``CorruptionError`` unless ``stored`` is the fact row's checksum."""
+    actual = fact_checksum(graph, fact_id, endpoints, relation, shape, record, revision, deleted)
+    if stored != actual:
+        raise damaged("facts", graph, fact_id, what=f"fact {fact_id} of graph {graph!r}")

@@ -52,7 +52,12 @@ from cairn.graph.model import Node, SemanticFact, thaw
 from cairn.graph.multigraph import SemanticGraph
 from cairn.store.apply import field_text, load_collection
 from cairn.store.bulk import BulkApplier, BulkDocument, BulkFact, BulkVector, lookup_chunks
-from cairn.store.checksums import document_checksum
+from cairn.store.checksums import (
+    document_checksum,
+    fact_checksum,
+    occurrence_checksum,
+    stored_bytes,
+)
 from cairn.store.commands import (
     CommitReceipt,
     ConfigureCollection,
@@ -708,7 +713,7 @@ class _Plan:
                     f"AND d.id IN ({_in_clause(chunk)})",
                     (VECTOR_FIELD, space, collection, *chunk),
                 ):
-                    data = None if body is None else bytes(body)
+                    data = stored_bytes(body)
                     ref = EntityRef(collection, doc_id)
                     if checksum != document_checksum(
                         collection, doc_id, revision, owner, project, False, data
@@ -724,31 +729,48 @@ class _Plan:
         facts: Sequence[BulkFact],
         shapes: tuple[Mapping[int, bytes], Mapping[int, bytes]],
     ) -> dict[str, tuple[tuple[EntityRef, EntityRef], StoredFact]]:
-        """The live stored facts among ``facts``: endpoints and record parts."""
+        """The live stored facts among ``facts``: endpoints and record parts.
+
+        A fact or occurrence row whose checksum fails is reported to ``on_repair`` and
+        left out, so the load rewrites the fact whole.
+        """
         graph = self.wanted.graph
         fact_shapes, occurrence_shapes = shapes
         rows: list[tuple[Any, ...]] = []
         for chunk in lookup_chunks([item.fact.id for item in facts]):
-            rows.extend(
-                conn.execute(
-                    "SELECT id, source_collection, source_id, target_collection, target_id, "
-                    f"shape, record FROM facts WHERE graph = ? AND deleted = 0 "
-                    f"AND id IN ({_in_clause(chunk)})",
-                    (graph, *chunk),
-                )
-            )
+            for row in conn.execute(
+                "SELECT id, source_collection, source_id, target_collection, target_id, "
+                "relation, shape, record, revision, checksum FROM facts WHERE graph = ? "
+                f"AND deleted = 0 AND id IN ({_in_clause(chunk)})",
+                (graph, *chunk),
+            ):
+                fact_id, sc, si, tc, ti, relation, shape, record, revision, checksum = row
+                data = stored_bytes(record)
+                ends = (sc, si, tc, ti)
+                if checksum != fact_checksum(
+                    graph, fact_id, ends, relation, shape, data, revision, False
+                ):
+                    self.on_repair("facts", graph, fact_id)  # rewritten: not "stored"
+                    continue
+                rows.append((fact_id, sc, si, tc, ti, shape, data))
         occurrences: dict[str, list[StoredOccurrence]] = {}
+        damaged: set[str] = set()
         for chunk in lookup_chunks([row[0] for row in rows]):
-            for fact_id, occurrence_id, shape, parts in conn.execute(
-                f"SELECT fact_id, id, shape, parts FROM occurrences WHERE graph = ? "
+            for fact_id, occurrence_id, shape, parts, checksum in conn.execute(
+                f"SELECT fact_id, id, shape, parts, checksum FROM occurrences WHERE graph = ? "
                 f"AND fact_id IN ({_in_clause(chunk)}) ORDER BY fact_id, id",
                 (graph, *chunk),
             ):
+                data = stored_bytes(parts) or b""
+                if checksum != occurrence_checksum(graph, fact_id, occurrence_id, shape, data):
+                    self.on_repair("occurrences", graph, f"{fact_id}/{occurrence_id}")
+                    damaged.add(fact_id)  # the fact is rewritten with all its occurrences
+                    continue
                 occurrences.setdefault(fact_id, []).append(
                     StoredOccurrence(
                         occurrence_id,
                         shape_of(occurrence_shapes, shape, f"occurrence {occurrence_id}"),
-                        bytes(parts),
+                        data,
                     )
                 )
         return {
@@ -756,11 +778,12 @@ class _Plan:
                 (EntityRef(sc, si), EntityRef(tc, ti)),
                 StoredFact(
                     shape_of(fact_shapes, shape, f"fact {fact_id}"),
-                    None if record is None else bytes(record),
+                    record,
                     tuple(occurrences.get(fact_id, ())),
                 ),
             )
             for fact_id, sc, si, tc, ti, shape, record in rows
+            if fact_id not in damaged
         }
 
     def _embed(

@@ -21,7 +21,7 @@ from cairn.errors import CairnError, NotFoundError
 from cairn.graph.model import freeze
 from cairn.store.apply import load_collection, load_document, load_field_policies
 from cairn.store.cache import Memo
-from cairn.store.checksums import document_checksum
+from cairn.store.checksums import document_checksum, stored_bytes
 from cairn.store.commands import ConfigureCollection, EntityRef
 from cairn.store.limits import SQLITE_PARAMETER_BATCH, check_identifier
 from cairn.store.policy import (
@@ -177,9 +177,10 @@ def read_documents_sized(
                 f"WHERE collection = ? AND deleted = 0 AND id IN ({marks})",
                 (collection, *batch),
             ).fetchall()
-            for doc_id, revision, data, owner, project, checksum in rows:
+            for doc_id, revision, stored_body, owner, project, checksum in rows:
+                data = stored_bytes(stored_body)
                 if data is None or checksum != document_checksum(
-                    collection, doc_id, revision, owner, project, False, bytes(data)
+                    collection, doc_id, revision, owner, project, False, data
                 ):
                     continue  # read_document raises the CorruptionError for it
                 if not row_visible(cut.principal, cut.database, collection, owner, project):

@@ -43,7 +43,12 @@ import numpy as np
 import orjson
 
 from cairn.errors import CorruptionError, UnsupportedCapabilityError
-from cairn.store.checksums import document_checksum
+from cairn.store.checksums import (
+    document_checksum,
+    fact_checksum,
+    occurrence_checksum,
+    stored_bytes,
+)
 from cairn.store.faults import rollback
 from cairn.store.records import Shapes, split_fact, split_occurrence
 from cairn.store.vectorstore import write_vectors
@@ -428,7 +433,7 @@ def _checksum_documents(conn: sqlite3.Connection) -> None:
                     owner,
                     project,
                     bool(deleted),
-                    None if body is None else bytes(body),
+                    stored_bytes(body),
                 ),
                 collection,
                 doc_id,
@@ -443,6 +448,54 @@ _DOCUMENT_CHECKSUMS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     _checksum_documents,
 )
 
+
+def _checksum_facts(conn: sqlite3.Connection) -> None:
+    """Give every fact row and occurrence row its checksum (``cairn.store.checksums``)."""
+    facts = conn.execute(
+        "SELECT graph, id, source_collection, source_id, target_collection, target_id, "
+        "relation, shape, record, revision, deleted FROM facts"
+    ).fetchall()
+    conn.executemany(
+        "UPDATE facts SET checksum = ? WHERE graph = ? AND id = ?",
+        [
+            (
+                fact_checksum(
+                    graph,
+                    fact_id,
+                    (sc, si, tc, ti),
+                    relation,
+                    shape,
+                    stored_bytes(record),
+                    revision,
+                    bool(deleted),
+                ),
+                graph,
+                fact_id,
+            )
+            for graph, fact_id, sc, si, tc, ti, relation, shape, record, revision, deleted in facts
+        ],
+    )
+    occurrences = conn.execute("SELECT graph, fact_id, id, shape, parts FROM occurrences")
+    conn.executemany(
+        "UPDATE occurrences SET checksum = ? WHERE graph = ? AND fact_id = ? AND id = ?",
+        [
+            (
+                occurrence_checksum(graph, fact_id, oid, shape, stored_bytes(parts) or b""),
+                graph,
+                fact_id,
+                oid,
+            )
+            for graph, fact_id, oid, shape, parts in occurrences.fetchall()
+        ],
+    )
+
+
+_FACT_CHECKSUMS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
+    "ALTER TABLE facts ADD COLUMN checksum INTEGER",
+    "ALTER TABLE occurrences ADD COLUMN checksum INTEGER",
+    _checksum_facts,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _INITIAL),
     Migration(2, "text_index", _TEXT_INDEX),
@@ -450,6 +503,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "lean_vectors", _LEAN_VECTORS),
     Migration(5, "lean_facts", _LEAN_FACTS),
     Migration(6, "document_checksums", _DOCUMENT_CHECKSUMS),
+    Migration(7, "fact_checksums", _FACT_CHECKSUMS),
 )
 """Every migration, in order; versions are 1, 2, ... without gaps."""
 

@@ -385,6 +385,58 @@ def stats_command(db: DbOption = None, as_json: JsonFlag = False) -> None:
             console.print(f"{key}: {value}")
 
 
+@app.command("check")
+def check_command(db: DbOption = None, as_json: JsonFlag = False) -> None:
+    """Verify a database record by record: SQLite's integrity check, then every checksum.
+
+    Exits 1 when anything is damaged, naming each damaged record by table and key.
+    """
+    from cairn.store.check import check_file
+    from cairn.store.locate import resolve_database
+
+    console = Console(stderr=True)
+    try:
+        target = resolve_database(db)
+        with console.status("checking") as status:
+
+            def progress(table: str, rows: int) -> None:
+                status.update(f"checking {table}: {rows:,} rows")
+
+            report = check_file(target, progress=progress if console.is_terminal else _silent)
+    except CairnError as error:
+        fail(error)
+        return
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        _print_check(report)
+    if not report.ok:
+        raise typer.Exit(code=1)
+
+
+def _silent(table: str, rows: int) -> None:
+    """No progress off a terminal."""
+
+
+def _print_check(report: Any) -> None:
+    console = Console()
+    table = Table(title=f"cairn check {report.path}")
+    for column in ("table", "rows", "damaged", "first damaged"):
+        table.add_column(column, justify="right" if column in ("rows", "damaged") else "left")
+    for name, found in report.tables.items():
+        first = ", ".join(found.examples[:3])
+        table.add_row(name, f"{found.rows:,}", str(found.damaged), escape(first))
+    console.print(table)
+    console.print(f"SQLite integrity_check: {escape('; '.join(report.integrity))}")
+    if report.ok:
+        console.print("[bold green]ok[/]: every record verifies")
+        return
+    console.print(
+        "[bold red]damaged[/]: re-run the load or `cairn index` that wrote the database "
+        "(it rewrites damaged records and names them), or restore a backup"
+    )
+
+
 @app.command("mcp")
 def mcp_command(
     db: DbOption = None,

@@ -13,6 +13,7 @@ import sqlite3
 import zlib
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from store_helpers import cmd, put, rows, setup_docs
@@ -230,3 +231,58 @@ def test_fact_checksums_cover_what_a_walk_serves() -> None:
     occurrence = occurrence_checksum("code", "sf_1", "oc_1", 1, b"[1]")
     assert occurrence != occurrence_checksum("code", "sf_1", "oc_1", 1, b"[2]")
     assert occurrence != occurrence_checksum("code", "sf_1", "oc_2", 1, b"[1]")
+
+
+def _check(path: Path) -> tuple[int, dict[str, Any]]:
+    from cairn.cli import app
+
+    result = CliRunner().invoke(app, ["check", "--db", str(path), "--json"])
+    return result.exit_code, json.loads(result.stdout) if result.stdout.strip() else {}
+
+
+def test_cairn_check_names_every_damaged_record(tmp_path: Path) -> None:
+    from cairn.store import PutVector, VectorField, VectorSpace
+    from cairn.store.commands import ConfigureCollection, Metric
+
+    path = tmp_path / "cairn.db"
+    _fact_db(path)
+    space = VectorSpace("toy", 2, Metric.COSINE, "toy", "1")
+    with cairn.open(path) as db:
+        vectors = ConfigureCollection("vecs", ("/text",), (VectorField("v", space),))
+        db.command(cmd(vectors, PutDocument("vecs", "x", {"text": "x"})))
+        db.command(cmd(PutVector("vecs", "x", "v", (1.0, 0.5))))
+    code, report = _check(path)
+    assert code == 0 and report["ok"] is True
+    assert report["integrity_check"] == ["ok"]
+    assert {name: t["rows"] for name, t in report["tables"].items()} == {
+        "documents": 4,
+        "facts": 1,
+        "occurrences": 0,
+        "vector_blocks": 1,
+    }
+    _flip(path, "docs", "b", b"beta", b"beto")
+    _flip_fact(path, "UPDATE facts SET relation = 'imports'")
+    _flip_fact(path, "UPDATE vector_blocks SET checksum = checksum + 1")
+    code, report = _check(path)
+    assert code == 1 and report["ok"] is False
+    damaged = {name: (t["damaged"], t["examples"]) for name, t in report["tables"].items()}
+    fact_id = rows(path, "SELECT id FROM facts")[0][0]
+    assert damaged == {
+        "documents": (1, ["docs/b"]),
+        "facts": (1, [f"code/{fact_id}"]),
+        "occurrences": (0, []),
+        "vector_blocks": (1, ["block 1"]),
+    }
+
+
+def test_cairn_check_refuses_what_it_cannot_check(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.db"
+    with closing(sqlite3.connect(junk)) as conn:
+        conn.execute("CREATE TABLE t (x)")
+        conn.commit()
+    code, _ = _check(junk)
+    assert code != 0
+    from cairn.cli import app
+
+    result = CliRunner().invoke(app, ["check", "--db", str(junk)])
+    assert "not a Cairn database" in result.output

@@ -35,6 +35,7 @@ __all__ = [
     "MAX_PATCH_OPERATIONS",
     "MAX_PROJECTS_PER_PRINCIPAL",
     "MAX_PROVEN_KEYS",
+    "MAX_REPORTED_DAMAGE",
     "MAX_SNIPPET_CHARS",
     "MAX_TEXT_FIELDS",
     "MAX_VECTOR_DIMENSION",
@@ -100,6 +101,9 @@ MAX_API_KEYS_PER_PRINCIPAL = 16
 
 MAX_FIELD_POLICIES = 256
 """Most field policies on one resource."""
+
+MAX_REPORTED_DAMAGE = 20
+"""Damaged records ``cairn check`` names per table (the count is always complete)."""
 
 MAX_PROVEN_KEYS = 1024
 """Slow (PBKDF2) keys one open handle remembers as proven (least recently proven leave)."""

@@ -1,0 +1,200 @@
+"""``cairn check``: verify a whole database file, record by record, in one read snapshot.
+
+It runs SQLite's own ``integrity_check`` (pages, indexes), then reads every row that
+carries a checksum (documents, facts, occurrences, vector blocks) and checks it, and
+reports each damaged record by table and key, up to ``MAX_REPORTED_DAMAGE`` per table
+with the full count. Nothing is written; a damaged record is repaired by re-running the
+load or ``cairn index`` that wrote it (which rewrites it and says so) or by restoring a
+backup.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cairn.errors import CorruptionError, UnsupportedCapabilityError, ValidationError
+from cairn.store.checksums import (
+    document_checksum,
+    fact_checksum,
+    occurrence_checksum,
+    stored_bytes,
+)
+from cairn.store.faults import sqlite_error
+from cairn.store.limits import MAX_REPORTED_DAMAGE
+from cairn.store.schema import LATEST_SCHEMA_VERSION, schema_version
+from cairn.store.vectorstore import decode_block, spaces
+
+__all__ = ["CHECKED_TABLES", "CheckProgress", "CheckReport", "check_file"]
+
+CHECKED_TABLES = ("documents", "facts", "occurrences", "vector_blocks")
+"""The tables whose every row ``check_file`` verifies, in the order it reads them."""
+
+CheckProgress = Callable[[str, int], None]
+"""Told ``(table, rows checked so far)`` as a check goes (every ``_PROGRESS_EVERY`` rows)."""
+
+_PROGRESS_EVERY = 10_000
+
+
+@dataclass
+class TableReport:
+    """One table's rows checked, how many were damaged, and the first damaged keys."""
+
+    rows: int = 0
+    damaged: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def damage(self, key: str) -> None:
+        self.damaged += 1
+        if len(self.examples) < MAX_REPORTED_DAMAGE:
+            self.examples.append(key)
+
+
+@dataclass
+class CheckReport:
+    """What ``check_file`` found: SQLite's own findings and every table's damage."""
+
+    path: str
+    integrity: list[str]
+    tables: dict[str, TableReport]
+
+    @property
+    def ok(self) -> bool:
+        """Whether nothing at all was found wrong."""
+        return self.integrity == ["ok"] and not any(t.damaged for t in self.tables.values())
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON form (``cairn check --json``)."""
+        return {
+            "path": self.path,
+            "ok": self.ok,
+            "integrity_check": self.integrity,
+            "tables": {
+                name: {"rows": t.rows, "damaged": t.damaged, "examples": t.examples}
+                for name, t in self.tables.items()
+            },
+        }
+
+
+def _quiet(table: str, rows: int) -> None:
+    """The progress of a check nobody watches."""
+
+
+def check_file(path: str | Path, progress: CheckProgress = _quiet) -> CheckReport:
+    """Verify the database file ``path`` (read only; it must exist and be a Cairn file)."""
+    target = Path(path)
+    if not target.is_file():
+        raise CorruptionError(f"{str(target)!r} is not a database file")
+    try:
+        conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise sqlite_error(exc, "check", target) from exc
+    with closing(conn):
+        try:
+            conn.execute("BEGIN")  # one snapshot for every table
+            _check_version(conn, target)
+            integrity = [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
+            tables = {
+                "documents": _walk(progress, "documents", _documents(conn)),
+                "facts": _walk(progress, "facts", _facts(conn)),
+                "occurrences": _walk(progress, "occurrences", _occurrences(conn)),
+                "vector_blocks": _walk(progress, "vector_blocks", _blocks(conn)),
+            }
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise sqlite_error(exc, "check", target) from exc
+    return CheckReport(str(target), integrity, tables)
+
+
+def _check_version(conn: sqlite3.Connection, target: Path) -> None:
+    """Refuse a file this build cannot check as it is (never misread an older layout)."""
+    try:
+        found = schema_version(conn)
+    except CorruptionError as exc:
+        raise CorruptionError(f"{str(target)!r} is not a Cairn database: {exc.message}") from exc
+    if found < LATEST_SCHEMA_VERSION:
+        raise ValidationError(
+            f"the database has schema version {found}; this Cairn checks version "
+            f"{LATEST_SCHEMA_VERSION}. Open it once (for example `cairn stats --db PATH`) to "
+            "migrate it, then check it.",
+            details={"schema_version": found, "supported": LATEST_SCHEMA_VERSION},
+        )
+    if found > LATEST_SCHEMA_VERSION:
+        raise UnsupportedCapabilityError(
+            f"the database has schema version {found}; this Cairn reads versions up to "
+            f"{LATEST_SCHEMA_VERSION}. Upgrade Cairn to check it.",
+            details={"schema_version": found, "supported": LATEST_SCHEMA_VERSION},
+        )
+
+
+def _walk(progress: CheckProgress, table: str, rows: Iterator[tuple[str, bool]]) -> TableReport:
+    report = TableReport()
+    for key, good in rows:
+        report.rows += 1
+        if not good:
+            report.damage(key)
+        if report.rows % _PROGRESS_EVERY == 0:
+            progress(table, report.rows)
+    progress(table, report.rows)
+    return report
+
+
+def _documents(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:
+    for collection, doc_id, revision, owner, project, deleted, body, checksum in conn.execute(
+        "SELECT collection, id, revision, owner, project, deleted, body, checksum "
+        "FROM documents ORDER BY collection, id"
+    ):
+        data = stored_bytes(body)
+        expected = document_checksum(
+            collection, doc_id, revision, owner, project, bool(deleted), data
+        )
+        yield f"{collection}/{doc_id}", checksum == expected
+
+
+def _facts(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:
+    for row in conn.execute(
+        "SELECT graph, id, source_collection, source_id, target_collection, target_id, "
+        "relation, shape, record, revision, deleted, checksum FROM facts ORDER BY graph, id"
+    ):
+        graph, fact_id, sc, si, tc, ti, relation, shape, record, revision, deleted, checksum = row
+        expected = fact_checksum(
+            graph,
+            fact_id,
+            (sc, si, tc, ti),
+            relation,
+            shape,
+            stored_bytes(record),
+            revision,
+            bool(deleted),
+        )
+        yield f"{graph}/{fact_id}", checksum == expected
+
+
+def _occurrences(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:
+    for graph, fact_id, occurrence_id, shape, parts, checksum in conn.execute(
+        "SELECT graph, fact_id, id, shape, parts, checksum FROM occurrences "
+        "ORDER BY graph, fact_id, id"
+    ):
+        data = stored_bytes(parts) or b""
+        expected = occurrence_checksum(graph, fact_id, occurrence_id, shape, data)
+        yield f"{graph}/{fact_id}/{occurrence_id}", checksum == expected
+
+
+def _blocks(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:
+    known = spaces(conn)
+    for first, space, count, codec, checksum, data in conn.execute(
+        "SELECT first_row, space, rows, codec, checksum, data FROM vector_blocks ORDER BY first_row"
+    ):
+        found = known.get(space)
+        try:
+            if found is None:
+                raise CorruptionError(f"vector block {first} names unknown space {space}")
+            decode_block(first, codec, checksum, stored_bytes(data) or b"", count, found.dimension)
+        except CorruptionError:
+            yield f"block {first}", False
+            continue
+        yield f"block {first}", True

@@ -434,7 +434,7 @@ def test_a_first_load_groups_postings_like_the_sorting_path(
     assert sorted(fresh._text) == keys and len(keys) >= 2  # docs /text, notes /text, /title
     for key in keys:
         plain = _TextField()
-        plain.add(*_unpack([row for row in rows if (row[1], row[2]) == key]))
+        plain.add(*_unpack(key, [row for row in rows if (row[1], row[2]) == key], 2**31))
         grouped, expected = fresh._text[key].export(), plain.export()
         assert grouped.keys() == expected.keys()
         for name, array in expected.items():

@@ -286,3 +286,25 @@ def test_cairn_check_refuses_what_it_cannot_check(tmp_path: Path) -> None:
 
     result = CliRunner().invoke(app, ["check", "--db", str(junk)])
     assert "not a Cairn database" in result.output
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE doc_terms SET term_ids = X'FFFFFF7F'",  # a term ID past the stored terms
+        "UPDATE doc_terms SET term_ids = X'010000'",  # a ragged blob
+        "UPDATE doc_terms SET counts = X'00000000'",  # a zero count
+    ],
+)
+def test_damaged_postings_are_named_and_never_size_an_allocation(
+    tmp_path: Path, damage: str
+) -> None:
+    path = tmp_path / "cairn.db"
+    with cairn.open(path) as db:
+        setup_docs(db)
+        db.command(cmd(put("docs", "a", "alpha")))
+    _flip_fact(path, damage)  # one row: the only document's postings
+    request = SearchRequest("main", "docs", text_field="/text", text="alpha")
+    with cairn.open(path) as db, pytest.raises(CorruptionError) as caught:
+        db.search(request)
+    assert caught.value.details == {"table": "doc_terms", "collection": "docs", "field": "/text"}

@@ -28,7 +28,7 @@ import dataclasses
 import itertools
 import sqlite3
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
@@ -46,7 +46,14 @@ from cairn.index.limits import (
     TEXT_LOAD_ROWS,
 )
 from cairn.index.memo import ArrayMemo, Arrays
-from cairn.index.postings import GroupedField, group_order, grouped_fields, narrowest
+from cairn.index.postings import (
+    GroupedField,
+    checked_postings,
+    group_order,
+    grouped_fields,
+    narrowest,
+    top_term_id,
+)
 from cairn.index.quantized import encode_rows
 from cairn.index.snapshot import read_snapshot
 from cairn.store.cache import Memo
@@ -928,9 +935,10 @@ class Columns:
             (self._last_slot, self.horizon),
         )
         packed: dict[tuple[str, str], list[_Packed]] = {}
+        top_term = top_term_id(conn)
         while rows := cursor.fetchmany(TEXT_LOAD_ROWS):
             for key, items in itertools.groupby(rows, key=_text_key):
-                packed.setdefault(key, []).append(_unpack(items))
+                packed.setdefault(key, []).append(_unpack(key, list(items), top_term))
             del rows
         for key, parts in packed.items():
             self._text.setdefault(key, _TextField()).add(*_joined(parts))
@@ -1083,13 +1091,14 @@ def _text_key(row: tuple[Any, ...]) -> tuple[str, str]:
     return row[1], row[2]
 
 
-def _unpack(items: Iterable[tuple[Any, ...]]) -> _Packed:
-    """Concatenate packed ``doc_terms`` rows into flat arrays with one numpy pass each."""
-    listed = list(items)
+def _unpack(key: tuple[str, str], listed: list[tuple[Any, ...]], top_term: int) -> _Packed:
+    """Concatenate packed ``doc_terms`` rows into flat arrays with one numpy pass each
+    (``CorruptionError`` if they cannot be postings: ``postings.checked_postings``)."""
     slots = np.asarray([item[0] for item in listed], dtype=np.int64)
     lengths = np.asarray([item[3] for item in listed], dtype=np.float64)
-    terms = np.frombuffer(b"".join(item[4] for item in listed), dtype="<u4").astype(np.uint32)
-    counts = np.frombuffer(b"".join(item[5] for item in listed), dtype="<u4").astype(np.uint32)
+    found_terms, found_counts = checked_postings(key, listed, 4, 5, top_term)
+    terms = found_terms.astype(np.uint32)
+    counts = found_counts.astype(np.uint32)
     sizes = np.asarray([len(item[4]) // 4 for item in listed], dtype=np.int64)
     narrow = len(slots) == 0 or int(slots.max()) <= _MAX_UINT32
     posting_slots = slots.astype(np.uint32) if narrow else slots

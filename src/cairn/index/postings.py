@@ -20,9 +20,18 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from cairn.errors import CorruptionError
 from cairn.index.limits import TEXT_LOAD_ROWS
+from cairn.store.checksums import stored_bytes
 
-__all__ = ["GroupedField", "group_order", "grouped_fields", "narrowest"]
+__all__ = [
+    "GroupedField",
+    "checked_postings",
+    "group_order",
+    "grouped_fields",
+    "narrowest",
+    "top_term_id",
+]
 
 _NARROW = (np.uint8, np.uint16, np.uint32)
 _KEY = itemgetter(0, 1)
@@ -77,6 +86,34 @@ def _batches(
             yield key, list(items)
 
 
+def checked_postings(
+    key: tuple[str, str], rows: list[tuple[Any, ...]], term_at: int, count_at: int, top_term: int
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
+    """The term IDs and counts of ``rows`` (blobs at ``term_at`` and ``count_at``), or
+    ``CorruptionError`` naming ``doc_terms`` if they cannot be postings of this file:
+    blobs of unequal or ragged length, a term ID past the stored terms (``top_term``),
+    a zero count. A damaged blob must never size an allocation."""
+    term_bytes = b"".join(stored_bytes(row[term_at]) or b"" for row in rows)
+    count_bytes = b"".join(stored_bytes(row[count_at]) or b"" for row in rows)
+    ragged = len(term_bytes) != len(count_bytes) or len(term_bytes) % 4
+    terms = np.frombuffer(term_bytes[: len(term_bytes) // 4 * 4], dtype="<u4")
+    counts = np.frombuffer(count_bytes[: len(count_bytes) // 4 * 4], dtype="<u4")
+    if ragged or (len(terms) and (int(terms.max()) > top_term or int(counts.min()) == 0)):
+        collection, field = key
+        raise CorruptionError(
+            f"the text postings of {collection!r} field {field} are damaged (doc_terms "
+            "rows that no write could have made); re-run the load or cairn index that "
+            "wrote the database, or restore a backup",
+            details={"table": "doc_terms", "collection": collection, "field": field},
+        )
+    return terms, counts
+
+
+def top_term_id(conn: sqlite3.Connection) -> int:
+    """The largest stored term ID (0 when there are none)."""
+    return int(conn.execute("SELECT coalesce(max(id), 0) FROM terms").fetchone()[0])
+
+
 class _Sizes:
     """First-pass totals of one field: postings per term, the largest slot and count."""
 
@@ -85,9 +122,8 @@ class _Sizes:
         self.top_slot = 0
         self.top_count = 0
 
-    def add(self, rows: list[tuple[Any, ...]]) -> None:
-        terms = np.frombuffer(b"".join(row[3] for row in rows), dtype="<u4")
-        counts = np.frombuffer(b"".join(row[4] for row in rows), dtype="<u4")
+    def add(self, key: tuple[str, str], rows: list[tuple[Any, ...]], top_term: int) -> None:
+        terms, counts = checked_postings(key, rows, 3, 4, top_term)
         found = np.bincount(terms) if len(terms) else np.zeros(0, dtype=np.int64)
         if len(found) > len(self.per_term):
             found[: len(self.per_term)] += self.per_term
@@ -154,8 +190,9 @@ def grouped_fields(
     """Every ``(collection, field)`` of the ``doc_terms`` rows matching ``where`` (over
     ``d`` = doc_terms, ``s`` = slots), its postings grouped by term, in two passes."""
     sizes: dict[tuple[str, str], _Sizes] = {}
+    top_term = top_term_id(conn)
     for key, rows in _batches(conn, "d.slot, d.term_ids, d.counts", where, params):
-        sizes.setdefault(key, _Sizes()).add(rows)
+        sizes.setdefault(key, _Sizes()).add(key, rows, top_term)
     placers = {key: _Placer(found) for key, found in sizes.items()}
     columns = "d.slot, d.term_ids, d.counts, d.length"
     for key, rows in _batches(conn, columns, where, params):

@@ -48,6 +48,19 @@ SPACE = VectorSpace("toy", 2, Metric.COSINE, "toy-model", "1")
 TEXT = "/text"
 VECTOR = "embedding"
 GRAPH = "code"
+MCP_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+"""A raw MCP ``initialize`` request, for checks below the official client."""
+MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
+"""The ``Accept`` header streamable HTTP requires."""
 SERVER_START_SECONDS = 30.0
 SERVER_STOP_SECONDS = 10.0
 _IDS = itertools.count(50_000)

@@ -25,7 +25,15 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from server_helpers import GRAPH, ServerProcess, open_corpus, ref, serve_process
+from server_helpers import (
+    GRAPH,
+    MCP_ACCEPT,
+    MCP_INITIALIZE,
+    ServerProcess,
+    open_corpus,
+    ref,
+    serve_process,
+)
 from server_surfaces import Row, embedded, raw_http, table, via_async, via_client, via_mcp
 
 from cairn.client import AsyncClient, Client
@@ -220,17 +228,8 @@ def test_policy_change_write_and_revoked_key_agree(stack: Stack) -> None:
     # MCP over stdio refuses the revoked key on the call; over HTTP the transport itself
     # answers 401 with WWW-Authenticate: no session, no tool list (issue 18).
     assert _mcp_stdio(stack, key, rows[:1]) == [{"error": "unauthenticated"}]
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
-    mcp_headers = {"Accept": "application/json, text/event-stream"}
+    initialize = MCP_INITIALIZE
+    mcp_headers = MCP_ACCEPT
     with httpx.Client(base_url=stack.server.url) as http:
         for headers in ({"Authorization": f"Bearer {key}"}, {}):
             response = http.post("/mcp/", json=initialize, headers={**mcp_headers, **headers})

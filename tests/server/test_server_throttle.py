@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import Corpus
 from fastapi.testclient import TestClient
+from server_helpers import MCP_ACCEPT, MCP_INITIALIZE
 
 from cairn.errors import BudgetExceededError
 from cairn.server.http import create_app
@@ -63,17 +64,8 @@ def test_http_refuses_a_client_after_repeated_failures(corpus: Corpus) -> None:
 
 
 def test_mcp_over_http_needs_a_key_at_the_transport(http: TestClient, corpus: Corpus) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
-    accept = {"Accept": "application/json, text/event-stream"}
+    initialize = MCP_INITIALIZE
+    accept = MCP_ACCEPT
     for headers in ({}, {"Authorization": "Bearer cairn_nobody.guess"}, {"Authorization": "x"}):
         response = http.post("/mcp/", json=initialize, headers={**accept, **headers})
         assert response.status_code == 401

@@ -19,8 +19,9 @@ from typing import Any
 
 from cairn.errors import CorruptionError, UnsupportedCapabilityError, ValidationError
 from cairn.store.checksums import (
+    FACT_ROW,
     document_checksum,
-    fact_checksum,
+    fact_row_checksum,
     occurrence_checksum,
     stored_bytes,
 )
@@ -156,22 +157,10 @@ def _documents(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:
 
 
 def _facts(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:
-    for row in conn.execute(
-        "SELECT graph, id, source_collection, source_id, target_collection, target_id, "
-        "relation, shape, record, revision, deleted, checksum FROM facts ORDER BY graph, id"
+    for *row, checksum in conn.execute(
+        f"SELECT {FACT_ROW}, checksum FROM facts ORDER BY graph, id"
     ):
-        graph, fact_id, sc, si, tc, ti, relation, shape, record, revision, deleted, checksum = row
-        expected = fact_checksum(
-            graph,
-            fact_id,
-            (sc, si, tc, ti),
-            relation,
-            shape,
-            stored_bytes(record),
-            revision,
-            bool(deleted),
-        )
-        yield f"{graph}/{fact_id}", checksum == expected
+        yield f"{row[0]}/{row[1]}", checksum == fact_row_checksum(tuple(row))
 
 
 def _occurrences(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:

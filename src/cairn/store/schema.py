@@ -44,8 +44,9 @@ import orjson
 
 from cairn.errors import CorruptionError, UnsupportedCapabilityError
 from cairn.store.checksums import (
+    FACT_ROW,
     document_checksum,
-    fact_checksum,
+    fact_row_checksum,
     occurrence_checksum,
     stored_bytes,
 )
@@ -451,29 +452,10 @@ _DOCUMENT_CHECKSUMS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
 
 def _checksum_facts(conn: sqlite3.Connection) -> None:
     """Give every fact row and occurrence row its checksum (``cairn.store.checksums``)."""
-    facts = conn.execute(
-        "SELECT graph, id, source_collection, source_id, target_collection, target_id, "
-        "relation, shape, record, revision, deleted FROM facts"
-    ).fetchall()
+    facts = conn.execute(f"SELECT {FACT_ROW} FROM facts").fetchall()
     conn.executemany(
         "UPDATE facts SET checksum = ? WHERE graph = ? AND id = ?",
-        [
-            (
-                fact_checksum(
-                    graph,
-                    fact_id,
-                    (sc, si, tc, ti),
-                    relation,
-                    shape,
-                    stored_bytes(record),
-                    revision,
-                    bool(deleted),
-                ),
-                graph,
-                fact_id,
-            )
-            for graph, fact_id, sc, si, tc, ti, relation, shape, record, revision, deleted in facts
-        ],
+        [(fact_row_checksum(row), row[0], row[1]) for row in facts],
     )
     occurrences = conn.execute("SELECT graph, fact_id, id, shape, parts FROM occurrences")
     conn.executemany(

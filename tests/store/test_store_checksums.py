@@ -256,6 +256,7 @@ def test_cairn_check_names_every_damaged_record(tmp_path: Path) -> None:
     assert report["integrity_check"] == ["ok"]
     assert {name: t["rows"] for name, t in report["tables"].items()} == {
         "documents": 4,
+        "slots": 4,
         "facts": 1,
         "occurrences": 0,
         "vector_blocks": 1,
@@ -269,6 +270,7 @@ def test_cairn_check_names_every_damaged_record(tmp_path: Path) -> None:
     fact_id = rows(path, "SELECT id FROM facts")[0][0]
     assert damaged == {
         "documents": (1, ["docs/b"]),
+        "slots": (0, []),
         "facts": (1, [f"code/{fact_id}"]),
         "occurrences": (0, []),
         "vector_blocks": (1, ["block 1"]),
@@ -308,3 +310,28 @@ def test_damaged_postings_are_named_and_never_size_an_allocation(
     with cairn.open(path) as db, pytest.raises(CorruptionError) as caught:
         db.search(request)
     assert caught.value.details == {"table": "doc_terms", "collection": "docs", "field": "/text"}
+
+
+def test_cairn_check_holds_slots_to_their_documents(tmp_path: Path) -> None:
+    from cairn.store import ConfigureCollection
+
+    path = tmp_path / "cairn.db"
+    with cairn.open(path) as db:  # history: overwrites, deletes, a re-index, a compaction
+        setup_docs(db)
+        db.command(cmd(*(put("docs", f"d{i}", f"t {i}") for i in range(6))))
+        db.command(cmd(put("docs", "d1", "again"), DeleteDocument("docs", "d2")))
+        db.command(cmd(ConfigureCollection("docs", ("/text", "/title"))))
+        db.compact()
+    code, report = _check(path)
+    assert code == 0, report
+    (slot,) = rows(path, "SELECT slot FROM documents WHERE id = 'd3'")[0]
+    _flip_fact(path, "UPDATE slots SET id = 'd9' WHERE slot = ?", slot)  # search would serve d9
+    code, report = _check(path)
+    assert code == 1
+    assert report["tables"]["slots"]["damaged"] == 1
+    assert report["tables"]["slots"]["examples"] == [f"slot {slot}"]
+    assert report["tables"]["documents"]["damaged"] == 0
+    _flip_fact(path, "UPDATE slots SET id = 'd3', death = 1 WHERE slot = ?", slot)
+    code, report = _check(path)  # now d3 has no live slot at all
+    assert code == 1
+    assert report["tables"]["slots"]["examples"] == [f"docs/d3 (slot {slot} missing or ended)"]

@@ -32,8 +32,9 @@ from cairn.store.vectorstore import decode_block, spaces
 
 __all__ = ["CHECKED_TABLES", "CheckProgress", "CheckReport", "check_file"]
 
-CHECKED_TABLES = ("documents", "facts", "occurrences", "vector_blocks")
-"""The tables whose every row ``check_file`` verifies, in the order it reads them."""
+CHECKED_TABLES = ("documents", "slots", "facts", "occurrences", "vector_blocks")
+"""The tables whose every row ``check_file`` verifies, in the order it reads them
+(``slots`` against the documents: no checksum of its own)."""
 
 CheckProgress = Callable[[str, int], None]
 """Told ``(table, rows checked so far)`` as a check goes (every ``_PROGRESS_EVERY`` rows)."""
@@ -101,6 +102,7 @@ def check_file(path: str | Path, progress: CheckProgress = _quiet) -> CheckRepor
             integrity = [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
             tables = {
                 "documents": _walk(progress, "documents", _documents(conn)),
+                "slots": _walk(progress, "slots", _slots(conn)),
                 "facts": _walk(progress, "facts", _facts(conn)),
                 "occurrences": _walk(progress, "occurrences", _occurrences(conn)),
                 "vector_blocks": _walk(progress, "vector_blocks", _blocks(conn)),
@@ -154,6 +156,25 @@ def _documents(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:
             collection, doc_id, revision, owner, project, bool(deleted), data
         )
         yield f"{collection}/{doc_id}", checksum == expected
+
+
+def _slots(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:
+    """Every slot row, judged against the documents (whose checksums cover the same key,
+    revision, owner and project): a live slot must be its live document's slot with the
+    same values, a dead one is history; then every live document without such a slot."""
+    for row in conn.execute(
+        "SELECT s.slot, s.collection, s.id, s.revision, s.owner, s.project, s.death, "
+        "d.collection, d.id, d.revision, d.owner, d.project, d.deleted "
+        "FROM slots AS s LEFT JOIN documents AS d ON d.slot = s.slot ORDER BY s.slot"
+    ):
+        slot, death, document = row[0], row[6], row[7:]
+        live = death is None
+        yield f"slot {slot}", not live or (document[:5] == row[1:6] and document[5] == 0)
+    for collection, doc_id, slot in conn.execute(
+        "SELECT d.collection, d.id, d.slot FROM documents AS d WHERE d.deleted = 0 "
+        "AND NOT EXISTS (SELECT 1 FROM slots AS s WHERE s.slot = d.slot AND s.death IS NULL)"
+    ):
+        yield f"{collection}/{doc_id} (slot {slot} missing or ended)", False
 
 
 def _facts(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:

@@ -74,11 +74,7 @@ def verify_document(
     """Raise ``CorruptionError`` unless ``stored`` is the row's checksum."""
     actual = document_checksum(collection, doc_id, revision, owner, project, deleted, body)
     if stored != actual:
-        raise CorruptionError(
-            f"document {collection}/{doc_id} is damaged: its stored checksum does not match "
-            "its contents (restore a backup, or re-run the load or cairn index that wrote it)",
-            details={"table": "documents", "collection": collection, "id": doc_id},
-        )
+        raise damaged("documents", collection, doc_id, what=f"document {collection}/{doc_id}")
 
 
 def _row_checksum(header: list[object], payload: bytes | None) -> int:

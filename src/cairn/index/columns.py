@@ -71,6 +71,8 @@ __all__ = [
 
 ALIVE = np.iinfo(np.int64).max
 """The death position of a slot nobody has replaced or deleted yet."""
+VECTOR_LOAD_RUN_ROWS = 4096
+"""Most vector rows a load appends in one step (bounds the temporary copy of a run)."""
 
 _T = TypeVar("_T")
 
@@ -960,6 +962,11 @@ class Columns:
         numbers, row_spaces = wanted[:, 0], wanted[:, 1]
         known = spaces(conn)
         loaded = np.zeros(len(numbers), dtype=np.bool_)
+        # Consecutive blocks of one key are appended together: a history of single-row
+        # writes is thousands of one-row blocks, and each append has a fixed cost.
+        run: list[tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]] = []
+        run_key: VectorKey | None = None
+        run_dimension = run_rows = 0
         for block in iter_blocks(conn, self._last_vector_row, known):
             count = len(block.matrix)
             begin, end = np.searchsorted(numbers, [block.first, block.first + count])
@@ -969,26 +976,41 @@ class Columns:
                 raise CorruptionError(f"vector block {block.first} and its rows disagree")
             stored = known[block.space]
             key: VectorKey = (stored.collection, stored.field, stored.space)
-            column = self._vectors.get(key)
-            if column is None:
-                column = _VectorColumn(stored.dimension)
-                self._vectors[key] = column
-                self._vector_key_codes[key] = len(self._vector_keys)
-                self._vector_keys.append(key)
+            if run_key is not None and (key != run_key or run_rows >= VECTOR_LOAD_RUN_ROWS):
+                self._append_vectors(run_key, run_dimension, run)
+                run, run_rows = [], 0
+            run_key, run_dimension = key, stored.dimension
             picked = wanted[begin:end]
-            first = column.extend(
-                block.matrix[picked[:, 0] - block.first],
-                picked[:, 2].copy(),
-                picked[:, 3].copy(),
-            )
-            row_ids = picked[:, 0]
-            self._row_column.put(row_ids, self._vector_key_codes[key])
-            self._row_index.put(row_ids, np.arange(first, first + len(picked), dtype=np.int64))
+            run.append((block.matrix[picked[:, 0] - block.first], picked))
+            run_rows += len(picked)
             loaded[begin:end] = True
+        if run_key is not None:
+            self._append_vectors(run_key, run_dimension, run)
         if not loaded.all():
             missing = int(numbers[np.argmin(loaded)])
             raise CorruptionError(f"vector row {missing} has no stored values")
         self._last_vector_row = int(numbers[-1])
+
+    def _append_vectors(
+        self,
+        key: VectorKey,
+        dimension: int,
+        run: list[tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]],
+    ) -> None:
+        """Append the picked rows of a run of blocks of ``key`` (each ``(values, meta)``,
+        meta rows ``(row, space, slot, birth)``) to its column in one step."""
+        column = self._vectors.get(key)
+        if column is None:
+            column = _VectorColumn(dimension)
+            self._vectors[key] = column
+            self._vector_key_codes[key] = len(self._vector_keys)
+            self._vector_keys.append(key)
+        values = run[0][0] if len(run) == 1 else np.concatenate([part[0] for part in run])
+        picked = run[0][1] if len(run) == 1 else np.concatenate([part[1] for part in run])
+        first = column.extend(values, picked[:, 2].copy(), picked[:, 3].copy())
+        row_ids = picked[:, 0]
+        self._row_column.put(row_ids, self._vector_key_codes[key])
+        self._row_index.put(row_ids, np.arange(first, first + len(picked), dtype=np.int64))
 
     def _load_vector_deaths(self, conn: sqlite3.Connection) -> None:
         rows = conn.execute(

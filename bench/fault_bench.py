@@ -168,6 +168,21 @@ def damaged_copy(source: Path, target: Path, position: int, mask: int | None) ->
     target.write_bytes(bytes(data))
 
 
+def page_owners(path: Path) -> tuple[int, dict[int, str]]:
+    """``(page size, page number -> table or index)`` of a SQLite file (empty otherwise):
+    where each damaged byte landed, for the report."""
+    import sqlite3
+    from contextlib import closing
+
+    if path.suffix != ".db":
+        return 1, {}
+    with closing(sqlite3.connect(path)) as conn:
+        size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+        return size, {
+            int(page): str(name) for name, page in conn.execute("SELECT name, pageno FROM dbstat")
+        }
+
+
 def run_file(
     source: Path,
     answers: Callable[[Path], dict[str, Any]],
@@ -176,6 +191,7 @@ def run_file(
 ) -> tuple[Counter[str], list[dict[str, Any]]]:
     """Damage ``source`` at each position; count outcomes and keep every bad case."""
     intact = answers(source)
+    page_size, owners = page_owners(source)
     counts: Counter[str] = Counter()
     bad: list[dict[str, Any]] = []
     for index, (position, mask) in enumerate(positions):
@@ -185,10 +201,10 @@ def run_file(
             outcome, why = classify(intact, answers(copy))
         except Exception as exc:  # the suite's point: anything uncaught is counted
             outcome = "traceback"
-            bad.append({"position": position, "mask": mask, "error": repr(exc)[:300]})
-        else:
-            if outcome == "wrong":
-                bad.append({"position": position, "mask": mask, "why": why})
+            why = repr(exc)[:300]
+        if outcome in ("wrong", "traceback"):
+            where = owners.get(position // page_size + 1, "")
+            bad.append({"position": position, "mask": mask, "in": where, "why": why})
         counts[outcome] += 1
         for leftover in scratch.glob(f"{index}{source.suffix}*"):
             leftover.unlink()

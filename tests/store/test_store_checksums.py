@@ -335,3 +335,30 @@ def test_cairn_check_holds_slots_to_their_documents(tmp_path: Path) -> None:
     code, report = _check(path)  # now d3 has no live slot at all
     assert code == 1
     assert report["tables"]["slots"]["examples"] == [f"docs/d3 (slot {slot} missing or ended)"]
+
+
+@pytest.mark.parametrize(
+    ("table", "assignment", "key"),
+    [
+        ("documents", "deleted = 1", "id = 'function:a.py#f'"),
+        ("documents", "collection = 'files2'", "id = 'file:a.py'"),
+        ("facts", "deleted = 1", "relation = 'contains'"),
+        ("facts", "graph = 'codf'", "relation = 'contains'"),
+    ],
+)
+def test_stats_count_only_verified_rows(
+    db: Database, table: str, assignment: str, key: str
+) -> None:
+    from cairn.store.stats import database_stats
+
+    load_semantic_graph(db, _graph(), checkpoint=False, pack=False)
+    intact = database_stats(db).to_json()
+    assert {c["name"]: c["documents"] for c in intact["collections"]}["symbols"] == 1
+    assert intact["graphs"] == [{"name": "code", "facts": 1}]
+    with closing(sqlite3.connect(db.path)) as conn:
+        # A damaged column, exactly as the bytes would read after a flip on disk.
+        assert conn.execute(f"UPDATE {table} SET {assignment} WHERE {key}").rowcount == 1
+        conn.commit()
+    with pytest.raises(CorruptionError, match="is damaged") as caught:
+        database_stats(db)  # never a smaller count
+    assert caught.value.details["table"] == table

@@ -28,7 +28,7 @@ import numpy.typing as npt
 from cairn.graph.model import Direction
 from cairn.graph.registry import REGISTRY
 from cairn.index.limits import ADJACENCY_REBUILD_FRACTION, ADJACENCY_REBUILD_MIN_TAIL
-from cairn.store.checksums import stored_bytes, verify_fact
+from cairn.store.checksums import damaged, stored_bytes, verify_fact
 
 __all__ = [
     "ALIVE",
@@ -253,16 +253,18 @@ class GraphColumn:
 
     def load(self, conn: sqlite3.Connection, position: int, horizon: int, node: NodeOf) -> None:
         """First use: every live fact of the snapshot, exact from ``position`` on."""
-        rows = conn.execute(
-            f"SELECT {FACT_ROW_COLUMNS} FROM facts WHERE graph = ? AND deleted = 0 ORDER BY id",
-            (self.name,),
-        ).fetchall()
+        # The whole table, filtered after each row is verified: a filter in SQL would
+        # silently skip a row whose tombstone or graph bytes were damaged (and a damaged
+        # key stops a key-range scan early), where the checksum names it.
+        rows = conn.execute(f"SELECT graph, {FACT_ROW_COLUMNS} FROM facts NOT INDEXED").fetchall()
         edges = []
-        for fid, sc, si, tc, ti, rel, shape, record, revision, deleted, checksum in rows:
+        for graph, fid, sc, si, tc, ti, rel, shape, record, revision, deleted, checksum in rows:
             verify_fact_row(
-                self.name, fid, (sc, si, tc, ti), rel, shape, record, revision, deleted, checksum
+                graph, fid, (sc, si, tc, ti), rel, shape, record, revision, deleted, checksum
             )
-            edges.append((fid, node(sc, si), node(tc, ti), rel))
+            if graph == self.name and not deleted:
+                edges.append((fid, node(sc, si), node(tc, ti), rel))
+        edges.sort(key=lambda edge: edge[0])
         self._append(edges, np.full(len(edges), position, dtype=np.int64))
         if position > horizon:
             self._inexact.append((horizon, position))
@@ -272,7 +274,7 @@ class GraphColumn:
         """Apply the fact changes of the snapshot after ``self.position`` (see module doc)."""
         columns = ", ".join(f"f.{name}" for name in FACT_ROW_COLUMNS.split(", "))
         rows = conn.execute(
-            f"SELECT c.position, {columns} FROM changes AS c JOIN facts AS f "
+            f"SELECT c.position, c.id, {columns} FROM changes AS c LEFT JOIN facts AS f "
             "ON f.graph = c.resource AND f.id = c.id "
             "WHERE c.kind = 'fact' AND c.resource = ? AND c.position > ? "
             "ORDER BY c.position, c.ordinal",
@@ -280,7 +282,25 @@ class GraphColumn:
         ).fetchall()
         first: dict[str, int] = {}
         last: dict[str, tuple[int, tuple[str, str, str, str, str], bool]] = {}
-        for at, fid, sc, si, tc, ti, relation, shape, record, revision, deleted, checksum in rows:
+        for (
+            at,
+            named,
+            fid,
+            sc,
+            si,
+            tc,
+            ti,
+            relation,
+            shape,
+            record,
+            revision,
+            deleted,
+            checksum,
+        ) in rows:
+            if fid is None:  # the change log names a fact the table does not hold
+                raise damaged(
+                    "facts", self.name, named, what=f"fact {named} of graph {self.name!r}"
+                )
             ends = (sc, si, tc, ti)
             verify_fact_row(
                 self.name, fid, ends, relation, shape, record, revision, deleted, checksum

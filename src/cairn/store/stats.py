@@ -6,7 +6,9 @@ read, and the live facts of every graph it may read. Counts never leak what the
 principal could not read: a collection without ``query``/``documents_read`` (or a graph
 without ``graph_read``) is left out, rows hidden by row policy are not counted, and a
 fact counts only when both its endpoints are visible. A principal without any read
-grant on the database is refused (``PermissionDeniedError``).
+grant on the database is refused (``PermissionDeniedError``). Every row counted is
+verified against its checksum first, so damage reads as ``CorruptionError``, never as a
+smaller number.
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cairn.errors import PermissionDeniedError, ValidationError
-from cairn.store.policy import Capability, Principal, pattern_matches
+from cairn.store.checksums import (
+    FACT_ROW,
+    damaged,
+    fact_row_checksum,
+    stored_bytes,
+    verify_document,
+)
+from cairn.store.policy import Capability, Principal, pattern_matches, row_visible
 from cairn.store.reads import ReadCut
 from cairn.store.schema import schema_version
 
@@ -106,12 +115,15 @@ def database_stats(
             )
         names = [row[0] for row in cut.conn.execute("SELECT name FROM collections ORDER BY name")]
         readable = [name for name in names if _can(actor, cut.database, name, *_READ)]
-        collections = tuple(CollectionStats(name, _documents(cut, name)) for name in readable)
-        graphs = tuple(
-            GraphStats(name, _facts(cut, name, readable))
+        visible = _visible_documents(cut, readable)
+        collections = tuple(CollectionStats(name, len(visible[name])) for name in readable)
+        graph_names = [
+            name
             for (name,) in cut.conn.execute("SELECT name FROM graphs ORDER BY name").fetchall()
             if _can(actor, cut.database, name, Capability.GRAPH_READ)
-        )
+        ]
+        facts = _visible_facts(cut, graph_names, visible)
+        graphs = tuple(GraphStats(name, facts[name]) for name in graph_names)
         return DatabaseStats(
             cut.database,
             str(db.incarnation),
@@ -134,61 +146,49 @@ def _can(principal: Principal, database: str, resource: str, *any_of: Capability
     return any(cap in held for cap in any_of)
 
 
-def _restricted(cut: ReadCut, collection: str) -> bool:
-    principal = cut.principal
-    return principal.restrict_rows and not principal.is_admin(cut.database, collection)
+def _visible_documents(cut: ReadCut, readable: list[str]) -> dict[str, set[str]]:
+    """Collection -> IDs of its live documents the principal may see, every row verified.
+
+    The whole table is read and each row checked against its checksum before it counts
+    (``cairn.store.checksums``): a count filtered in SQL would silently drop a row whose
+    collection, tombstone or owner byte was damaged (and a damaged index would answer for
+    the table), so a damaged row raises ``CorruptionError`` instead of changing a number.
+    """
+    wanted = set(readable)
+    visible: dict[str, set[str]] = {name: set() for name in readable}
+    for collection, doc_id, revision, owner, project, deleted, body, checksum in cut.conn.execute(
+        "SELECT collection, id, revision, owner, project, deleted, body, checksum "
+        "FROM documents NOT INDEXED"
+    ):
+        verify_document(
+            collection,
+            doc_id,
+            revision,
+            owner,
+            project,
+            bool(deleted),
+            stored_bytes(body),
+            checksum,
+        )
+        if (
+            not deleted
+            and collection in wanted
+            and row_visible(cut.principal, cut.database, collection, owner, project)
+        ):
+            visible[collection].add(doc_id)
+    return visible
 
 
-def _row_clause(cut: ReadCut, alias: str) -> tuple[str, list[Any]]:
-    """SQL for the row policy of a restricted principal over the table ``alias``."""
-    principal = cut.principal
-    parts: list[str] = []
-    params: list[Any] = []
-    if principal.owner_id is not None:
-        parts.append(f"{alias}.owner = ?")
-        params.append(principal.owner_id)
-    projects = sorted(principal.projects)
-    if projects:
-        parts.append(f"{alias}.project IN ({', '.join('?' * len(projects))})")
-        params.extend(projects)
-    return ("(" + " OR ".join(parts) + ")" if parts else "0"), params
-
-
-def _documents(cut: ReadCut, collection: str) -> int:
-    sql = "SELECT COUNT(*) FROM documents d WHERE d.collection = ? AND d.deleted = 0"
-    params: list[Any] = [collection]
-    if _restricted(cut, collection):
-        clause, extra = _row_clause(cut, "d")
-        sql += f" AND {clause}"
-        params.extend(extra)
-    return int(cut.conn.execute(sql, params).fetchone()[0])
-
-
-def _visible_clause(cut: ReadCut, alias: str, readable: list[str]) -> tuple[str, list[Any]]:
-    """SQL: the row ``alias`` is in a readable collection and passes row policy."""
-    open_ = [name for name in readable if not _restricted(cut, name)]
-    closed = [name for name in readable if _restricted(cut, name)]
-    parts: list[str] = []
-    params: list[Any] = []
-    if open_:
-        parts.append(f"{alias}.collection IN ({', '.join('?' * len(open_))})")
-        params.extend(open_)
-    if closed:
-        clause, extra = _row_clause(cut, alias)
-        parts.append(f"({alias}.collection IN ({', '.join('?' * len(closed))}) AND {clause})")
-        params.extend([*closed, *extra])
-    return ("(" + " OR ".join(parts) + ")" if parts else "0"), params
-
-
-def _facts(cut: ReadCut, graph: str, readable: list[str]) -> int:
-    source, source_params = _visible_clause(cut, "s", readable)
-    target, target_params = _visible_clause(cut, "t", readable)
-    sql = (
-        "SELECT COUNT(*) FROM facts f "
-        "JOIN documents s ON s.collection = f.source_collection AND s.id = f.source_id "
-        "JOIN documents t ON t.collection = f.target_collection AND t.id = f.target_id "
-        "WHERE f.graph = ? AND f.deleted = 0 AND s.deleted = 0 AND t.deleted = 0 "
-        f"AND {source} AND {target}"
-    )
-    row = cut.conn.execute(sql, [graph, *source_params, *target_params]).fetchone()
-    return int(row[0])
+def _visible_facts(cut: ReadCut, graphs: list[str], visible: dict[str, set[str]]) -> dict[str, int]:
+    """Graph -> its live facts whose two endpoints are visible, every row verified."""
+    counts = dict.fromkeys(graphs, 0)
+    for *row, checksum in cut.conn.execute(f"SELECT {FACT_ROW}, checksum FROM facts NOT INDEXED"):
+        graph, fact_id, deleted = row[0], row[1], row[-1]
+        if checksum != fact_row_checksum(tuple(row)):
+            raise damaged("facts", graph, fact_id, what=f"fact {fact_id} of graph {graph!r}")
+        if deleted or graph not in counts:
+            continue
+        source, target = visible.get(row[2]), visible.get(row[4])
+        if source is not None and target is not None and row[3] in source and row[5] in target:
+            counts[graph] += 1
+    return counts

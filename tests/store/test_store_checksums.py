@@ -362,3 +362,19 @@ def test_stats_count_only_verified_rows(
     with pytest.raises(CorruptionError, match="is damaged") as caught:
         database_stats(db)  # never a smaller count
     assert caught.value.details["table"] == table
+
+
+def test_a_damaged_document_key_is_damage_not_absence(db: Database) -> None:
+    load_semantic_graph(db, _graph(), checkpoint=False, pack=False)
+    with closing(sqlite3.connect(db.path)) as conn:
+        conn.execute("UPDATE documents SET id = 'function:a.py#g' WHERE id = 'function:a.py#f'")
+        conn.commit()
+    with pytest.raises(CorruptionError, match="live slot") as caught:
+        db.get_document("symbols", "function:a.py#f")  # was: not found
+    assert caught.value.details == {
+        "table": "documents",
+        "collection": "symbols",
+        "id": "function:a.py#f",
+    }
+    with pytest.raises(cairn.NotFoundError):
+        db.get_document("symbols", "function:a.py#h")  # truly absent stays not found

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from cairn.canonical import canonical_bytes
-from cairn.errors import CairnError, NotFoundError
+from cairn.errors import CairnError, CorruptionError, NotFoundError
 from cairn.graph.model import freeze
 from cairn.store.apply import load_collection, load_document, load_field_policies
 from cairn.store.cache import Memo
@@ -123,6 +123,8 @@ def read_document(cut: ReadCut, collection: str, doc_id: str) -> DocumentResult:
     check_identifier(doc_id, "document id")
     require_collection(cut, collection, *READ_CAPABILITIES)
     row = load_document(cut.conn, collection, doc_id)
+    if row is None:
+        _check_absent(cut, collection, doc_id)
     if (
         row is None
         or not row.live
@@ -138,6 +140,25 @@ def read_document(cut: ReadCut, collection: str, doc_id: str) -> DocumentResult:
     return DocumentResult(
         EntityRef(collection, doc_id), row.revision, freeze(body), bool(removed), removed
     )
+
+
+def _check_absent(cut: ReadCut, collection: str, doc_id: str) -> None:
+    """Raise ``CorruptionError`` if a live slot names a document the table lacks.
+
+    Document rows are never removed (a delete leaves a tombstone), so a missing row with
+    a live slot is a damaged key, not an absent document: saying "not found" would be a
+    wrong answer. Only the not-found path pays for this scan of the live slots.
+    """
+    found = cut.conn.execute(
+        "SELECT slot FROM slots WHERE death IS NULL AND collection = ? AND id = ?",
+        (collection, doc_id),
+    ).fetchone()
+    if found is not None:
+        raise CorruptionError(
+            f"document {collection}/{doc_id} is damaged: its live slot {found[0]} has no "
+            "stored row (restore a backup, or re-run the load or cairn index that wrote it)",
+            details={"table": "documents", "collection": collection, "id": doc_id},
+        )
 
 
 def read_documents(cut: ReadCut, refs: Sequence[EntityRef]) -> list[DocumentResult | None]:

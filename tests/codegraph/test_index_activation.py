@@ -81,6 +81,35 @@ def test_git_ignores_the_index_folder_but_a_users_gitignore_is_kept(tmp_path: Pa
     assert not (other / ".gitignore").exists()
 
 
+def test_a_full_disk_while_writing_the_gitignore_is_storage_full_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import io
+
+    from cairn.errors import StorageFullError
+
+    root = repository(tmp_path)
+    real_open = Path.open
+
+    class FullDisk(io.BytesIO):
+        def write(self, data: object) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def full_open(self: Path, mode: str = "r", *args: object, **kwargs: object) -> object:
+        handle = real_open(self, mode, *args, **kwargs)  # type: ignore[call-overload]
+        if self.name == ".gitignore" and "x" in mode:
+            handle.close()  # the file now exists, empty: as a real ENOSPC leaves it
+            return FullDisk()
+        return handle
+
+    monkeypatch.setattr(Path, "open", full_open)
+    with pytest.raises(StorageFullError) as caught:
+        write_index(index_repository(root), generated_at="2026-01-01T00:00:00Z")
+    assert caught.value.code == "storage_full" and caught.value.details["errno"] == "ENOSPC"
+    assert not (root / ".cairn" / ".gitignore").exists()  # not kept, half-written, forever
+
+
 def test_a_foreign_graph_json_stops_the_write_before_anything_is_written(
     tmp_path: Path,
 ) -> None:

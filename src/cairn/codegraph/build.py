@@ -42,7 +42,7 @@ from cairn.codegraph.scan import (
     scan_repository,
 )
 from cairn.codegraph.wire import gc_paused, worker_initializer, worker_tick
-from cairn.errors import ValidationError
+from cairn.errors import ValidationError, os_error
 from cairn.graph import SemanticGraph, build_receipt, fully_stable_facts
 
 __all__ = [
@@ -328,11 +328,19 @@ def _ignore_derived(target: Path) -> None:
     """Give a ``.cairn`` folder a ``.gitignore`` of ``*`` unless it has one already."""
     if target.name != DEFAULT_OUT_DIRNAME:
         return
+    path = target / GITIGNORE_FILENAME
     try:
-        with (target / GITIGNORE_FILENAME).open("xb") as handle:
-            handle.write(GITIGNORE_BYTES)
+        handle = path.open("xb")
     except FileExistsError:
         return  # the user's (or an earlier run's): left as it is
+    except OSError as exc:
+        raise os_error(exc, f"cannot create {path}", path) from exc
+    try:
+        with handle:
+            handle.write(GITIGNORE_BYTES)
+    except OSError as exc:  # a full disk: no half-written file stays to be kept forever
+        path.unlink(missing_ok=True)
+        raise os_error(exc, f"cannot write {path}", path) from exc
 
 
 def write_index(
@@ -358,7 +366,10 @@ def write_index(
     from cairn.canonical import canonical_bytes
 
     target = Path(out_dir) if out_dir is not None else result.root / DEFAULT_OUT_DIRNAME
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise os_error(exc, f"cannot create {target}", target) from exc
     _ignore_derived(target)
     graph_path = target / GRAPH_FILENAME
     activated = activate_folder(

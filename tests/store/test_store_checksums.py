@@ -378,3 +378,29 @@ def test_a_damaged_document_key_is_damage_not_absence(db: Database) -> None:
     }
     with pytest.raises(cairn.NotFoundError):
         db.get_document("symbols", "function:a.py#h")  # truly absent stays not found
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "UPDATE slots SET id = 'b2' WHERE id = 'b' AND death IS NULL",  # a key flipped
+        "UPDATE slots SET death = 2 WHERE id = 'b' AND death IS NULL",  # a live slot ended
+        "UPDATE slots SET death = NULL WHERE id = 'c'",  # a deleted one revived
+        "UPDATE documents SET slot = 99 WHERE id = 'b'",  # a document's slot redirected
+    ],
+)
+def test_damaged_slots_are_named_at_open_not_served(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "cairn.db"
+    with cairn.open(path) as db:
+        setup_docs(db)
+        db.command(cmd(put("docs", "a", "needle one"), put("docs", "b", "needle two")))
+        db.command(cmd(put("docs", "c", "needle three")))
+        db.command(cmd(DeleteDocument("docs", "c")))
+    request = SearchRequest("main", "docs", text_field="/text", text="needle")
+    with cairn.open(path) as db:
+        assert sorted(hit.document.ref.id for hit in db.search(request)) == ["a", "b"]
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute(damage).rowcount == 1
+        conn.commit()
+    with cairn.open(path) as db, pytest.raises(CorruptionError, match="is damaged"):
+        db.search(request)  # never a hit on a missing document, never one silently lost

@@ -386,23 +386,39 @@ def stats_command(db: DbOption = None, as_json: JsonFlag = False) -> None:
 
 
 @app.command("check")
-def check_command(db: DbOption = None, as_json: JsonFlag = False) -> None:
+def check_command(
+    db: DbOption = None,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            "--against",
+            help="A graph.cairn the database should hold: also report how they differ.",
+        ),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
     """Verify a database record by record: SQLite's integrity check, then every checksum.
 
-    Exits 1 when anything is damaged, naming each damaged record by table and key.
+    With --against, also compare it with a graph.cairn (verified first): every document,
+    vector and fact a load of that artifact would write, add or remove. Exits 1 when
+    anything is damaged or differs, naming each record by table and key.
     """
+    from cairn.artifact.reader import read_artifact
     from cairn.store.check import check_file
     from cairn.store.locate import resolve_database
 
     console = Console(stderr=True)
     try:
-        target = resolve_database(db)
+        target = resolve_database(db, artifact=against)
+        graph = read_artifact(against).graph if against is not None else None
         with console.status("checking") as status:
 
             def progress(table: str, rows: int) -> None:
                 status.update(f"checking {table}: {rows:,} rows")
 
-            report = check_file(target, progress=progress if console.is_terminal else _silent)
+            report = check_file(
+                target, progress=progress if console.is_terminal else _silent, against=graph
+            )
     except CairnError as error:
         fail(error)
         return
@@ -428,13 +444,29 @@ def _print_check(report: Any) -> None:
         table.add_row(name, f"{found.rows:,}", str(found.damaged), escape(first))
     console.print(table)
     console.print(f"SQLite integrity_check: {escape('; '.join(report.integrity))}")
+    if report.against is not None:
+        _print_agreement(console, report.against)
     if report.ok:
         console.print("[bold green]ok[/]: every record verifies")
         return
     console.print(
-        "[bold red]damaged[/]: re-run the load or `cairn index` that wrote the database "
-        "(it rewrites damaged records and names them), or restore a backup"
+        "[bold red]damaged or different[/]: re-run the load or `cairn index` that wrote the "
+        "database (it rewrites damaged records and names them), or restore a backup"
     )
+
+
+def _print_agreement(console: Console, agreement: Any) -> None:
+    if agreement.agrees:
+        console.print("against the graph: [bold green]agrees[/] (a load would change nothing)")
+        return
+    table = Table(title="differences from the graph")
+    for column in ("difference", "count", "first"):
+        table.add_column(column, justify="right" if column == "count" else "left")
+    for kind, count in agreement.counts.items():
+        if count:
+            first = ", ".join(agreement.examples.get(kind, [])[:3])
+            table.add_row(kind.replace("_", " "), f"{count:,}", escape(first))
+    console.print(table)
 
 
 @app.command("mcp")

@@ -404,3 +404,43 @@ def test_damaged_slots_are_named_at_open_not_served(tmp_path: Path, damage: str)
         conn.commit()
     with cairn.open(path) as db, pytest.raises(CorruptionError, match="is damaged"):
         db.search(request)  # never a hit on a missing document, never one silently lost
+
+
+def test_cairn_check_against_the_artifact_names_every_difference(tmp_path: Path) -> None:
+    from cairn.artifact import write_artifact
+    from cairn.cli import app
+
+    artifact, path = tmp_path / "graph.cairn", tmp_path / "cairn.db"
+    write_artifact(artifact, _graph(), generated_at="2024-01-01T00:00:00Z")
+    runner = CliRunner()
+    assert runner.invoke(app, ["load", str(artifact), "--db", str(path)]).exit_code == 0
+
+    def check() -> tuple[int, dict[str, Any]]:
+        argv = ["check", "--db", str(path), "--against", str(artifact), "--json"]
+        result = runner.invoke(app, argv)
+        return result.exit_code, json.loads(result.stdout)
+
+    code, report = check()
+    assert (code, report["ok"], report["against"]["agrees"]) == (0, True, True)
+    assert all(kind["count"] == 0 for kind in report["against"]["differences"].values())
+    # The database drifts from its artifact: one document rewritten and its checksum made
+    # to match (no damage: a different, valid record), one fact deleted behind the store.
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("DELETE FROM facts")
+        conn.commit()
+    with cairn.open(path) as db:
+        db.command(cmd(PutDocument("files", "file:a.py", {"path": "b.py"})))
+        db.command(cmd(PutDocument("files", "file:new.py", {"path": "new.py"})))
+    code, report = check()
+    assert code == 1 and report["ok"] is False and report["against"]["agrees"] is False
+    found = {
+        kind: item["examples"]
+        for kind, item in report["against"]["differences"].items()
+        if item["count"]
+    }
+    fact_id = next(iter(_graph().facts())).id
+    assert found == {
+        "documents_differ": ["files/file:a.py"],
+        "documents_extra": ["files/file:new.py"],
+        "facts_missing": [fact_id],
+    }

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.errors import CorruptionError, UnsupportedCapabilityError, ValidationError
 from cairn.store.checksums import (
@@ -27,8 +27,12 @@ from cairn.store.checksums import (
 )
 from cairn.store.faults import sqlite_error
 from cairn.store.limits import MAX_REPORTED_DAMAGE
+from cairn.store.load import GraphAgreement, compare_semantic_graph
 from cairn.store.schema import LATEST_SCHEMA_VERSION, schema_version
 from cairn.store.vectorstore import decode_block, spaces
+
+if TYPE_CHECKING:
+    from cairn.graph.multigraph import SemanticGraph
 
 __all__ = ["CHECKED_TABLES", "CheckProgress", "CheckReport", "check_file"]
 
@@ -58,16 +62,19 @@ class TableReport:
 
 @dataclass
 class CheckReport:
-    """What ``check_file`` found: SQLite's own findings and every table's damage."""
+    """What ``check_file`` found: SQLite's own findings, every table's damage and, when
+    asked, how the database differs from a graph (``against``)."""
 
     path: str
     integrity: list[str]
     tables: dict[str, TableReport]
+    against: GraphAgreement | None = None
 
     @property
     def ok(self) -> bool:
         """Whether nothing at all was found wrong."""
-        return self.integrity == ["ok"] and not any(t.damaged for t in self.tables.values())
+        sound = self.integrity == ["ok"] and not any(t.damaged for t in self.tables.values())
+        return sound and (self.against is None or self.against.agrees)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form (``cairn check --json``)."""
@@ -79,6 +86,7 @@ class CheckReport:
                 name: {"rows": t.rows, "damaged": t.damaged, "examples": t.examples}
                 for name, t in self.tables.items()
             },
+            **({} if self.against is None else {"against": self.against.to_json()}),
         }
 
 
@@ -86,8 +94,15 @@ def _quiet(table: str, rows: int) -> None:
     """The progress of a check nobody watches."""
 
 
-def check_file(path: str | Path, progress: CheckProgress = _quiet) -> CheckReport:
-    """Verify the database file ``path`` (read only; it must exist and be a Cairn file)."""
+def check_file(
+    path: str | Path,
+    progress: CheckProgress = _quiet,
+    *,
+    against: SemanticGraph | None = None,
+) -> CheckReport:
+    """Verify the database file ``path`` (read only; it must exist and be a Cairn file),
+    and with ``against`` how it differs from that graph (what a load would change), all
+    in one read snapshot."""
     target = Path(path)
     if not target.is_file():
         raise CorruptionError(f"{str(target)!r} is not a database file")
@@ -107,10 +122,14 @@ def check_file(path: str | Path, progress: CheckProgress = _quiet) -> CheckRepor
                 "occurrences": _walk(progress, "occurrences", _occurrences(conn)),
                 "vector_blocks": _walk(progress, "vector_blocks", _blocks(conn)),
             }
+            agreement = None
+            if against is not None:
+                progress("against the graph", 0)
+                agreement = compare_semantic_graph(conn, against)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise sqlite_error(exc, "check", target) from exc
-    return CheckReport(str(target), integrity, tables)
+    return CheckReport(str(target), integrity, tables, agreement)
 
 
 def _check_version(conn: sqlite3.Connection, target: Path) -> None:

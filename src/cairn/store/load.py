@@ -29,7 +29,7 @@ import struct
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import groupby
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -80,6 +80,7 @@ from cairn.store.limits import (
     MAX_LOAD_FIELD_CHARS,
     MAX_LOAD_NODES,
     MAX_LOAD_OCCURRENCES,
+    MAX_REPORTED_DAMAGE,
     MAX_SNIPPET_CHARS,
     check_identifier,
 )
@@ -99,6 +100,7 @@ if TYPE_CHECKING:
     from cairn.store.database import Database, PrincipalLike
 
 __all__ = [
+    "AGREEMENT_KINDS",
     "BODY_ATTRIBUTES",
     "DEFAULT_GRAPH",
     "FAMILIES",
@@ -109,9 +111,11 @@ __all__ = [
     "OTHER_COLLECTION",
     "TEXT_FIELD",
     "VECTOR_FIELD",
+    "GraphAgreement",
     "LoadProgress",
     "RepairReport",
     "collection_of",
+    "compare_semantic_graph",
     "load_semantic_graph",
     "load_summary",
     "node_body",
@@ -613,6 +617,41 @@ class _Plan:
         command_id = uuid.uuid5(_FINGERPRINT_NAMESPACE, fingerprint)
         return Planned(command_id, fingerprint, tuple(outcomes))
 
+    def disagreement(self, conn: sqlite3.Connection) -> GraphAgreement:
+        """Where the stored state differs from the wanted one, by the very diff ``_apply``
+        applies, without writing anything (``cairn check --against``)."""
+        wanted, found = self.wanted, GraphAgreement()
+        names = {config.name for config in wanted.collections}
+        if load_collection(conn, OTHER_COLLECTION) is not None:
+            names.add(OTHER_COLLECTION)
+        for config in wanted.collections:
+            if load_collection(conn, config.name) != config:
+                found.note("collections", config.name)
+        if conn.execute("SELECT 1 FROM graphs WHERE name = ?", (wanted.graph,)).fetchone() is None:
+            found.note("graphs", wanted.graph)
+        for fact_id in self._facts_gone(conn):
+            found.note("facts_extra", fact_id)
+        for collection, doc_id in self._documents_gone(conn, tuple(sorted(names))):
+            found.note("documents_extra", f"{collection}/{doc_id}")
+        encoder = _Encoder(wanted)
+        for documents in encoder.documents():
+            stored = self._stored_documents(conn, documents)
+            for doc in documents:
+                data, current = stored.get(doc.ref, _NOT_STORED)
+                key = f"{doc.ref.collection}/{doc.ref.id}"
+                if data != doc.data:
+                    found.note("documents_missing" if data is None else "documents_differ", key)
+                elif not current:
+                    found.note("vectors_missing", key)
+        shapes = read_shapes(conn, "fact_shapes"), read_shapes(conn, "occurrence_shapes")
+        for facts in encoder.facts():
+            stored_facts = self._stored_facts(conn, facts, shapes)
+            for item in facts:
+                held = stored_facts.get(item.fact.id)
+                if held != (item.endpoints, item.stored):
+                    found.note("facts_missing" if held is None else "facts_differ", item.fact.id)
+        return found
+
     def _put_documents(
         self, applier: BulkApplier, puts: Sequence[BulkDocument]
     ) -> list[MutationOutcome]:
@@ -843,6 +882,72 @@ def _text_counts(
         if pointer == TEXT_FIELD:
             return terms, counts
     return None
+
+
+AGREEMENT_KINDS = (
+    "collections",
+    "graphs",
+    "documents_missing",
+    "documents_differ",
+    "documents_extra",
+    "vectors_missing",
+    "facts_missing",
+    "facts_differ",
+    "facts_extra",
+)
+"""The ways a database can disagree with a graph, in report order."""
+
+
+@dataclass
+class GraphAgreement:
+    """How a database differs from a graph: per kind, a count and the first keys."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(AGREEMENT_KINDS, 0))
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def agrees(self) -> bool:
+        """Whether a load of the graph would change nothing."""
+        return not any(self.counts.values())
+
+    def note(self, kind: str, key: str) -> None:
+        self.counts[kind] += 1
+        shown = self.examples.setdefault(kind, [])
+        if len(shown) < MAX_REPORTED_DAMAGE:
+            shown.append(key)
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON form."""
+        return {
+            "agrees": self.agrees,
+            "differences": {
+                kind: {"count": count, "examples": self.examples.get(kind, [])}
+                for kind, count in self.counts.items()
+            },
+        }
+
+
+def compare_semantic_graph(
+    conn: sqlite3.Connection,
+    graph: SemanticGraph,
+    *,
+    graph_name: str = DEFAULT_GRAPH,
+    embedder: Embedder | None = None,
+    on_repair: RepairReport | None = None,
+) -> GraphAgreement:
+    """How the database read through ``conn`` (inside one read transaction) differs from
+    what ``load_semantic_graph(graph)`` would make it hold: the load's own diff, nothing
+    written. Damaged stored records are told to ``on_repair`` and count as differing."""
+    if not isinstance(graph, SemanticGraph):
+        raise ValidationError("compare_semantic_graph() takes a SemanticGraph")
+    if embedder is None:
+        from cairn.embed import HashingEmbedder
+
+        embedder = HashingEmbedder()
+    with _gc_paused():
+        wanted = _wanted(graph, graph_name, embedder.space)
+        plan = _Plan(wanted, embedder, "", on_repair=on_repair or _unreported)
+        return plan.disagreement(conn)
 
 
 def load_semantic_graph(

@@ -444,3 +444,41 @@ def test_cairn_check_against_the_artifact_names_every_difference(tmp_path: Path)
         "documents_extra": ["files/file:new.py"],
         "facts_missing": [fact_id],
     }
+
+
+def _rewrite_first_rowid(path: Path, table: str, rowid: int) -> None:
+    """Change the rowid of the first cell of ``table``'s root leaf page in the file's
+    bytes (what a flipped bit does): B-tree order breaks where SQL cannot reach."""
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        (root,) = conn.execute(
+            "SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)
+        ).fetchone()
+    data = bytearray(path.read_bytes())
+    page = (root - 1) * page_size
+    assert data[page] == 0x0D  # a table leaf
+    first_cell = page + int.from_bytes(data[page + 8 : page + 10], "big")
+    assert data[first_cell] < 0x80 and data[first_cell + 1] < 0x80  # one-byte varints
+    data[first_cell + 1] = rowid
+    path.write_bytes(bytes(data))
+
+
+def test_damaged_vector_rows_are_named_on_every_read(tmp_path: Path) -> None:
+    from cairn.store import PutVector, VectorField, VectorSpace
+    from cairn.store.commands import ConfigureCollection, Metric
+
+    path = tmp_path / "cairn.db"
+    space = VectorSpace("toy", 2, Metric.COSINE, "toy", "1")
+    with cairn.open(path) as db:
+        vectors = ConfigureCollection("vecs", ("/text",), (VectorField("v", space),))
+        db.command(cmd(vectors, put("vecs", "x", "x"), put("vecs", "y", "y")))
+        db.command(
+            cmd(PutVector("vecs", "x", "v", (1.0, 0.5)), PutVector("vecs", "y", "v", (0.5, 1.0)))
+        )
+    _rewrite_first_rowid(path, "vector_rows", 9)  # rows now read 9, 2: out of order
+    request = SearchRequest("main", "vecs", text_field="/text", text="x")
+    with cairn.open(path) as db:
+        for _ in range(2):  # the same named error again: no half-loaded state is kept
+            with pytest.raises(CorruptionError, match="vector rows are damaged"):
+                db.search(request)

@@ -750,7 +750,11 @@ class Columns:
                     self._load_vectors(conn)
                     self._load_vector_deaths(conn)
             except (sqlite3.Error, ValueError) as exc:
+                self._forget()
                 raise CorruptionError(f"cannot load the in-memory columns: {exc}") from exc
+            except BaseException:
+                self._forget()
+                raise
             self._last_slot = len(self._ids) - 1
             self._last_vector_row = max(self._last_vector_row, _max_row(conn))
             self.position = self._vector_position = position
@@ -868,6 +872,11 @@ class Columns:
             bound = vectors.slots.view()
             if count and (int(bound.min()) < 1 or int(bound.max()) >= size):
                 raise ValueError("vector slots")
+
+    def _forget(self) -> None:
+        """Drop a half-done load (call under the lock): the next read loads again from
+        nothing and meets the same error, never a half-loaded state's consequences."""
+        self._adopt(Columns(self.horizon, vectors=self.vectors))
 
     def _adopt(self, other: Columns) -> None:
         """Take ``other``'s state (call under the lock; locks and memos stay ours)."""
@@ -1000,6 +1009,8 @@ class Columns:
             return
         wanted = np.asarray(meta, dtype=np.int64)
         numbers, row_spaces = wanted[:, 0], wanted[:, 1]
+        if np.any(np.diff(numbers) <= 0) or any(type(row[0]) is not int for row in meta):
+            raise CorruptionError("vector rows are damaged: their numbers are not whole and unique")
         known = spaces(conn)
         loaded = np.zeros(len(numbers), dtype=np.bool_)
         # Consecutive blocks of one key are appended together: a history of single-row

@@ -75,7 +75,32 @@ def sample_documents(path: Path) -> list[tuple[str, str]]:
         ]
 
 
-def _database_questions(refs: list[tuple[str, str]]) -> dict[str, Callable[[Any], Any]]:
+TEXT_QUERY = "graph fact"
+"""The text search every round asks (words of Cairn's own code)."""
+HYBRID_QUERY = "semantic graph admission"
+"""The hybrid search every round asks."""
+
+
+def walk_seed(path: Path) -> tuple[str, str]:
+    """The traverse seed: the file with the most outgoing facts in the intact file."""
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(path)) as conn:
+        row = conn.execute(
+            "SELECT source_collection, source_id FROM facts WHERE deleted = 0 "
+            "AND source_collection = 'files' GROUP BY source_collection, source_id "
+            "ORDER BY count(*) DESC, source_id LIMIT 1"
+        ).fetchone()
+    return str(row[0]), str(row[1])
+
+
+def _database_questions(
+    refs: list[tuple[str, str]],
+    seed_ref: tuple[str, str],
+    text_query: str = TEXT_QUERY,
+    hybrid_query: str = HYBRID_QUERY,
+) -> dict[str, Callable[[Any], Any]]:
     from cairn.embed import HashingEmbedder
     from cairn.search.contracts import SearchRequest
     from cairn.search.traverse import TraverseRequest, traverse
@@ -84,21 +109,19 @@ def _database_questions(refs: list[tuple[str, str]]) -> dict[str, Callable[[Any]
     from cairn.store.stats import database_stats
 
     embedder = HashingEmbedder()
-    vector = tuple(float(x) for x in embedder.embed(["semantic graph admission"])[0])
-    text = SearchRequest("main", "symbols", text_field="/text", text="graph fact", limit=10)
+    vector = tuple(float(x) for x in embedder.embed([hybrid_query])[0])
+    text = SearchRequest("main", "symbols", text_field="/text", text=text_query, limit=10)
     hybrid = SearchRequest(
         "main",
         "symbols",
         text_field="/text",
-        text="semantic graph admission",
+        text=hybrid_query,
         vector_field="embedding",
         vector=vector,
         space=embedder.space,
         limit=10,
     )
-
-    seed = EntityRef("files", "file:graph/multigraph.py")
-    walk = TraverseRequest("main", "code", (seed,), max_depth=2)
+    walk = TraverseRequest("main", "code", (EntityRef(*seed_ref),), max_depth=2)
     return {
         "documents": lambda db: [to_json(db.get_document(c, i)) for c, i in refs],
         "text": lambda db: [to_json(hit) for hit in db.search(text)],
@@ -108,7 +131,7 @@ def _database_questions(refs: list[tuple[str, str]]) -> dict[str, Callable[[Any]
     }
 
 
-def database_answers(path: Path, refs: list[tuple[str, str]]) -> dict[str, Any]:
+def database_answers(path: Path, questions: dict[str, Callable[[Any], Any]]) -> dict[str, Any]:
     """Each question's answer on ``path`` (a CairnError is an answer too: its class)."""
     import cairn
 
@@ -118,7 +141,7 @@ def database_answers(path: Path, refs: list[tuple[str, str]]) -> dict[str, Any]:
     except CairnError as error:
         return {"open": error}
     with db:
-        for name, ask in _database_questions(refs).items():
+        for name, ask in questions.items():
             try:
                 answers[name] = orjson.dumps(ask(db), option=orjson.OPT_SORT_KEYS)
             except CairnError as error:
@@ -235,9 +258,9 @@ def main() -> int:
         database, artifact = build_corpus(scratch, REPO / "src" / "cairn")
         runs = scratch / "runs"
         runs.mkdir()
-        refs = sample_documents(database)
+        questions = _database_questions(sample_documents(database), walk_seed(database))
         for label, path, answers in (
-            ("cairn.db", database, lambda found: database_answers(found, refs)),
+            ("cairn.db", database, lambda found: database_answers(found, questions)),
             ("graph.cairn", artifact, artifact_answers),
         ):
             positions = sample(path.stat().st_size, args.positions, rng)

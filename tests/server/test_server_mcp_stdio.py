@@ -132,7 +132,12 @@ def test_tools_are_listed_with_contract_schemas(replies: list[Any]) -> None:
     ]
     search_schema = schemas["cairn_search"]
     assert search_schema["required"] == ["collection"]
-    assert search_schema["properties"]["limit"] == {"type": "integer", "default": 10}
+    assert search_schema["properties"]["limit"] == {  # the bounds admission checks (item 12)
+        "type": "integer",
+        "default": 10,
+        "minimum": 1,
+        "maximum": 1000,
+    }
     graph_schema = schemas["cairn_search_graph"]
     assert set(graph_schema["properties"]) == {
         "version",

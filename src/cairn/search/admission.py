@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from cairn.canonical import FAST_FLOAT_MAX, FAST_FLOAT_MIN, canonical_bytes, fits_float
+from cairn.canonical import FAST_FLOAT_MAX, FAST_FLOAT_MIN, canonical_bytes
 from cairn.errors import BudgetExceededError, CanonicalizationError, ValidationError
 from cairn.search.contracts import (
     EntityRef,
@@ -27,23 +27,14 @@ from cairn.search.contracts import (
 )
 from cairn.search.limits import (
     MAX_ALLOWED_IDS,
-    MAX_DEPTH,
-    MAX_EDGES,
-    MAX_LABELS,
-    MAX_LIMIT,
     MAX_REQUEST_BYTES,
     MAX_SEEDS,
     MAX_TEXT_BYTES,
-    MAX_VERTICES,
-    MIN_DEPTH,
-    MIN_EDGES,
-    MIN_FUSION_K,
-    MIN_LIMIT,
-    MIN_VERTICES,
     SEARCH_REQUEST_VERSION,
 )
+from cairn.search.rules import rule
 from cairn.search.wire import to_wire
-from cairn.store.limits import MAX_VECTOR_VALUE, check_identifier
+from cairn.store.limits import check_identifier
 
 __all__ = [
     "admit_graph_search",
@@ -156,7 +147,7 @@ def admit_graph_search(request: GraphSearchRequest) -> int:
         if not isinstance(request.retriever, GraphRetriever):
             raise _fail("retriever must be a GraphRetriever")
         _check_walk(request.retriever.walk, "retriever")
-        _check_weight(request.retriever.weight, "retriever.weight")
+        rule("GraphRetriever", "weight").check(request.retriever.weight, "retriever.weight")
     if request.expansion is not None:
         _check_expansion(request.expansion)
     return _check_size(request)
@@ -177,11 +168,8 @@ def _check_search(search: SearchRequest, *, retriever_present: bool) -> None:
     has_vector = _check_vector(search)
     if not (has_text or has_vector or retriever_present):
         raise _fail("text or vector may be omitted only when a graph retriever is present")
-    _check_int(search.limit, MIN_LIMIT, MAX_LIMIT, "limit")
-    if type(search.fusion_k) is not int or search.fusion_k < MIN_FUSION_K:
-        raise _fail(f"fusion_k must be an integer >= {MIN_FUSION_K}", field="fusion_k")
-    _check_weight(search.text_weight, "text_weight")
-    _check_weight(search.vector_weight, "vector_weight")
+    for name in ("limit", "fusion_k", "text_weight", "vector_weight"):
+        rule("SearchRequest", name).check(getattr(search, name), name)
     if type(search.explain) is not bool:
         raise _fail("explain must be a boolean")
     if search.allowed_ids is not None:
@@ -225,40 +213,21 @@ def _check_vector(search: SearchRequest) -> bool:
         # Integers compare exactly (no float conversion, which could overflow).
         if type(value) not in (int, float) or (type(value) is float and not math.isfinite(value)):
             raise _fail("vector values must be finite numbers", field="vector")
-        if abs(value) > MAX_VECTOR_VALUE:
-            raise _fail(
-                f"vector values must be within ±{MAX_VECTOR_VALUE} (vectors are float32)",
-                field="vector",
-            )
+    rule("SearchRequest", "vector").check(vector, "vector")
     return True
 
 
-def _check_weight(value: object, what: str) -> None:
-    # An integer past float range (``10**400``) is no weight a float can hold.
-    if type(value) not in (int, float) or not fits_float(value) or value < 0:  # type: ignore[arg-type,operator]
-        huge = type(value) is int and not fits_float(value)
-        shown = "an integer past float range" if huge else repr(value)
-        raise _fail(f"{what} must be a finite number >= 0, got {shown}", field=what)
+def _check_caps(record: str, value: GraphWalkSpec | GraphExpansion, where: str) -> None:
+    for name in ("max_depth", "max_vertices", "max_edges"):
+        rule(record, name).check(getattr(value, name), f"{where}.{name}")
 
 
-def _check_int(value: object, low: int, high: int, what: str) -> None:
-    if type(value) is not int or not low <= value <= high:
-        raise _fail(f"{what} must be an integer in {low}..{high}, got {value!r}", field=what)
-
-
-def _check_caps(depth: object, vertices: object, edges: object, where: str) -> None:
-    _check_int(depth, MIN_DEPTH, MAX_DEPTH, f"{where}.max_depth")
-    _check_int(vertices, MIN_VERTICES, MAX_VERTICES, f"{where}.max_vertices")
-    _check_int(edges, MIN_EDGES, MAX_EDGES, f"{where}.max_edges")
-
-
-def _check_labels(labels: object, where: str) -> None:
+def _check_labels(record: str, labels: object, where: str) -> None:
     if labels is None:
         return
     if not isinstance(labels, tuple):
         raise _fail(f"{where}.labels must be an array or null")
-    if len(labels) > MAX_LABELS:
-        raise _fail(f"{where}.labels holds {len(labels)} labels; at most {MAX_LABELS}")
+    rule(record, "labels").check(labels, f"{where}.labels")
     for label in labels:
         check_identifier(label, f"{where} label")
 
@@ -267,11 +236,12 @@ def _check_walk(walk: GraphWalkSpec, where: str) -> None:
     if not isinstance(walk, GraphWalkSpec):
         raise _fail(f"{where}.walk must be a GraphWalkSpec")
     check_identifier(walk.graph, f"{where}.graph")
-    _check_caps(walk.max_depth, walk.max_vertices, walk.max_edges, where)
-    _check_labels(walk.labels, where)
+    _check_caps("GraphWalkSpec", walk, where)
+    _check_labels("GraphWalkSpec", walk.labels, where)
     seeds = walk.seeds
-    if not isinstance(seeds, tuple) or not seeds:
+    if not isinstance(seeds, tuple):
         raise _fail(f"{where}.seeds must be a non-empty array")
+    rule("GraphWalkSpec", "seeds").check(seeds, f"{where}.seeds")
     limit = min(walk.max_vertices, MAX_SEEDS)
     if len(seeds) > limit:
         raise _fail(f"{where} has {len(seeds)} seeds; at most {limit} (max_vertices) allowed")
@@ -286,8 +256,8 @@ def _check_expansion(expansion: GraphExpansion) -> None:
     if not isinstance(expansion, GraphExpansion):
         raise _fail("expansion must be a GraphExpansion")
     check_identifier(expansion.graph, "expansion.graph")
-    _check_caps(expansion.max_depth, expansion.max_vertices, expansion.max_edges, "expansion")
-    _check_labels(expansion.labels, "expansion")
+    _check_caps("GraphExpansion", expansion, "expansion")
+    _check_labels("GraphExpansion", expansion.labels, "expansion")
 
 
 def _check_allowed_ids(allowed: Sequence[str]) -> None:

@@ -13,6 +13,7 @@ import typing
 from enum import Enum
 from typing import Any
 
+from cairn.search.rules import with_rules
 from cairn.search.wire import contract_hints
 
 __all__ = ["json_schema"]
@@ -50,7 +51,7 @@ def _record(cls: Any) -> dict[str, Any]:
     }
     if doc:
         schema["description"] = doc[0]
-    return schema
+    return with_rules(schema, cls.__name__)  # the bounds admission checks, stated
 
 
 def _plain(value: Any) -> bool:

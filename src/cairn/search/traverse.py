@@ -42,16 +42,10 @@ from cairn.search.engine import LABEL_FIELD
 from cairn.search.limits import (
     DEFAULT_MAX_EDGES,
     DEFAULT_MAX_VERTICES,
-    MAX_DEPTH,
-    MAX_EDGES,
-    MAX_LABELS,
     MAX_REQUEST_BYTES,
     MAX_SEEDS,
-    MAX_VERTICES,
-    MIN_DEPTH,
-    MIN_EDGES,
-    MIN_VERTICES,
 )
+from cairn.search.rules import rule
 from cairn.search.walk import VertexVisibility
 from cairn.search.wire import TYPE_KEY, from_wire, to_json
 from cairn.store.limits import check_identifier
@@ -301,13 +295,6 @@ def traverse_result_from_json(data: Any) -> TraverseResult:
 
 
 # ---------------------------------------------------------------- admission
-def _check_range(value: int, low: int, high: int, what: str) -> None:
-    if type(value) is not int or not low <= value <= high:
-        raise ValidationError(
-            f"{what} must be an integer in {low}..{high}, got {value!r}", details={"field": what}
-        )
-
-
 def _check_refs(refs: Sequence[EntityRef], what: str) -> None:
     for ref in refs:
         if not isinstance(ref, EntityRef):
@@ -322,11 +309,11 @@ def admit_traverse(request: TraverseRequest) -> int:
         raise ValidationError("expected a TraverseRequest")
     check_identifier(request.database, "database")
     check_identifier(request.graph, "graph")
-    _check_range(request.max_depth, MIN_DEPTH, MAX_DEPTH, "max_depth")
-    _check_range(request.max_vertices, MIN_VERTICES, MAX_VERTICES, "max_vertices")
-    _check_range(request.max_edges, MIN_EDGES, MAX_EDGES, "max_edges")
-    if not isinstance(request.seeds, tuple) or not request.seeds:
+    for name in ("max_depth", "max_vertices", "max_edges"):
+        rule("TraverseRequest", name).check(getattr(request, name), name)
+    if not isinstance(request.seeds, tuple):
         raise ValidationError("seeds must be a non-empty array", details={"field": "seeds"})
+    rule("TraverseRequest", "seeds").check(request.seeds, "seeds")
     limit = min(request.max_vertices, MAX_SEEDS)
     if len(request.seeds) > limit:
         raise ValidationError(
@@ -340,11 +327,7 @@ def admit_traverse(request: TraverseRequest) -> int:
     if request.relations is not None:
         if not isinstance(request.relations, tuple):
             raise ValidationError("relations must be an array or null")
-        if len(request.relations) > MAX_LABELS:
-            raise ValidationError(
-                f"relations holds {len(request.relations)} labels; at most {MAX_LABELS}",
-                details={"field": "relations", "limit": MAX_LABELS},
-            )
+        rule("TraverseRequest", "relations").check(request.relations, "relations")
         for label in request.relations:
             check_identifier(label, "relation")
     if type(request.include_documents) is not bool:

@@ -3,8 +3,11 @@
 Request bodies are parsed by the strict wire codec (``cairn.search.wire``,
 ``command_from_json``), never by FastAPI, so the schemas here only document them: the
 search and traverse records are rendered from their dataclasses (pydantic's JSON
-Schema generator over the type hints), the rest are written out. Request records
-carry an optional ``type`` tag and reject unknown fields, as the codec does.
+Schema generator over the type hints), and each field's bounds are merged in from the
+very rule objects admission checks it with (``cairn.search.rules``), so the document
+is never looser than the server where JSON Schema can say it; the rest are written
+out. Request records carry an optional ``type`` tag and reject unknown fields, as the
+codec does.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from cairn.search.contracts import (
     SearchRequest,
     SqlGraphSearchRequest,
 )
+from cairn.search.rules import RULES, with_rules
 from cairn.search.traverse import (
     TRAVERSE_REQUEST_ALIAS,
     TRAVERSE_RESULT_ALIAS,
@@ -310,6 +314,10 @@ def _components() -> dict[str, dict[str, Any]]:
         request_defs[name] = schema
     for name, schema in request_defs.items():
         found[name] = _strict(schema, None) if "properties" in schema else schema
+    for name in list(found):
+        record = name.removesuffix(BODY_SUFFIX)
+        if record in RULES:
+            found[name] = with_rules(found[name], record)
     found.update(_WRITTEN)
     return found
 

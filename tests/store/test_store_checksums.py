@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import uuid
 import zlib
 from contextlib import closing
 from pathlib import Path
@@ -260,6 +261,12 @@ def test_cairn_check_names_every_damaged_record(tmp_path: Path) -> None:
         "facts": 1,
         "occurrences": 0,
         "vector_blocks": 1,
+        "collections": 2,
+        "graphs": 1,
+        "principals": 0,
+        "policies": 0,
+        "api_keys": 0,
+        "commands": 6,
     }
     _flip(path, "docs", "b", b"beta", b"beto")
     _flip_fact(path, "UPDATE facts SET relation = 'imports'")
@@ -274,6 +281,9 @@ def test_cairn_check_names_every_damaged_record(tmp_path: Path) -> None:
         "facts": (1, [f"code/{fact_id}"]),
         "occurrences": (0, []),
         "vector_blocks": (1, ["block 1"]),
+        **{table: (0, []) for table in ("collections", "graphs", "principals", "policies")},
+        "api_keys": (0, []),
+        "commands": (0, []),
     }
 
 
@@ -482,3 +492,61 @@ def test_damaged_vector_rows_are_named_on_every_read(tmp_path: Path) -> None:
         for _ in range(2):  # the same named error again: no half-loaded state is kept
             with pytest.raises(CorruptionError, match="vector rows are damaged"):
                 db.search(request)
+
+
+def _asks(db: Any, token: str, kind: str) -> Any:
+    """The read each kind of damage must stop."""
+    if kind == "principals":
+        return db.principal("reader")  # never read as a grant it was not given
+    if kind == "collections":
+        return db.search(SearchRequest("main", "docs", text_field="/text", text="alpha"))
+    if kind == "api_keys":
+        return db.authenticate(token)
+    return db.stored_outcome(uuid.UUID(int=7))
+
+
+@pytest.mark.parametrize(
+    ("kind", "statement", "named"),
+    [
+        (
+            "principals",
+            "UPDATE principals SET record = replace(record, 'query', 'admin')",
+            "principal 'reader' is damaged",
+        ),
+        (
+            "collections",
+            "UPDATE collections SET config = replace(config, '/text', '/test')",
+            "collection 'docs' is damaged",
+        ),
+        ("api_keys", "UPDATE api_keys SET verifier = verifier || 'x'", "api key .* is damaged"),
+        (
+            "commands",
+            "UPDATE commands SET position = position + 1 WHERE command_id = "
+            "'00000000-0000-0000-0000-000000000007'",
+            "stored outcome of command .* is damaged",
+        ),
+    ],
+)
+def test_damaged_configuration_keys_and_receipts_are_named(
+    tmp_path: Path, kind: str, statement: str, named: str
+) -> None:
+    from cairn.store import ConfigurePrincipal, Grant, issue_api_key
+    from cairn.store.policy import Capability
+
+    path = tmp_path / "cairn.db"
+    with cairn.open(path) as db:
+        setup_docs(db)
+        issued = issue_api_key()
+        grant = Grant("main", "docs", frozenset({Capability.QUERY}))
+        db.command(cmd(ConfigurePrincipal("reader", (grant,), api_keys=(issued.verifier,))))
+        db.command(cmd(put("docs", "a", "alpha"), command_id=uuid.UUID(int=7)))
+        _asks(db, issued.token, kind)  # intact: answers
+    with closing(sqlite3.connect(path)) as conn:
+        # The row still parses after the damage: only its checksum can tell.
+        assert conn.execute(statement).rowcount == 1
+        conn.commit()
+    with cairn.open(path) as db, pytest.raises(CorruptionError, match=named) as caught:
+        _asks(db, issued.token, kind)
+    assert caught.value.details["table"] == kind
+    code, report = _check(path)
+    assert code == 1 and report["tables"][kind]["damaged"] == 1

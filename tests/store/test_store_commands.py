@@ -248,8 +248,10 @@ def test_a_long_outcome_is_stored_compressed_and_replays_byte_identically(
     with closing(sqlite3.connect(db_path)) as conn:
         conn.execute("UPDATE commands SET outcome = ? WHERE position = 2", (raw[:-9],))
         conn.commit()
-    with pytest.raises(CorruptionError, match="does not decompress"):
+    # The row's checksum names the damage before the bytes are even unpacked.
+    with pytest.raises(CorruptionError, match="stored outcome of command .* is damaged") as caught:
         db.command(request)
+    assert caught.value.details == {"table": "commands", "command_id": str(request.command_id)}
 
 
 def test_same_id_from_a_rebuilt_request_is_still_the_same_command(db: Database) -> None:

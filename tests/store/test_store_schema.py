@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import uuid
 from contextlib import closing
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def tables(path: Path) -> set[str]:
 
 def test_migrations_are_numbered_one_to_latest_without_gaps() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
-    assert LATEST_SCHEMA_VERSION == 7
+    assert LATEST_SCHEMA_VERSION == 8
     assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
 
 
@@ -69,6 +70,7 @@ def test_fresh_file_has_every_table_and_the_latest_version(db_path: Path) -> Non
         (5, "lean_facts"),
         (6, "document_checksums"),
         (7, "fact_checksums"),
+        (8, "record_checksums"),
     ]
     assert {"fact_shapes", "occurrence_shapes"} <= tables(db_path)
 
@@ -111,8 +113,9 @@ _DELETED_RECORD = b'{"a deleted fact":"schema 4 kept its last record"}'
 
 def _downgrade_checksums(path: Path) -> None:
     """Rewrite a file the way schema 5 stored it: records without checksums."""
+    records = ("collections", "graphs", "principals", "policies", "api_keys", "commands")
     with closing(sqlite3.connect(path)) as conn:
-        for table in ("documents", "facts", "occurrences"):
+        for table in ("documents", "facts", "occurrences", *records):
             conn.execute(f"ALTER TABLE {table} DROP COLUMN checksum")
         conn.execute("DELETE FROM schema_version WHERE version > 5")
         conn.commit()
@@ -194,7 +197,7 @@ def test_a_file_that_cannot_be_migrated_is_refused_untouched_with_what_to_do(
     with pytest.raises(CorruptionError) as caught:
         store.open(db_path)
     message = caught.value.message
-    assert "from schema 4 to 7" in message and "not live" in message
+    assert "from schema 4 to 8" in message and "not live" in message
     assert "cairn index" in message and "Nothing was changed" in message
     assert caught.value.details["schema_version"] == 4
     with closing(sqlite3.connect(db_path)) as conn:
@@ -314,20 +317,21 @@ def test_migrate_reports_before_and_after_and_is_idempotent(db_path: Path) -> No
         assert migrate(conn, target=4) == (3, 4)
         assert migrate(conn, target=5) == (4, 5)
         assert migrate(conn, target=6) == (5, 6)
-        assert migrate(conn) == (6, 7)
-        assert migrate(conn) == (7, 7)
+        assert migrate(conn, target=7) == (6, 7)
+        assert migrate(conn) == (7, 8)
+        assert migrate(conn) == (8, 8)
 
 
 def test_newer_file_is_refused_and_left_untouched(db_path: Path) -> None:
     with store.open(db_path):
         pass
     with closing(sqlite3.connect(db_path)) as conn:
-        conn.execute("INSERT INTO schema_version (version, name) VALUES (8, 'from_the_future')")
+        conn.execute("INSERT INTO schema_version (version, name) VALUES (9, 'from_the_future')")
         conn.commit()
-    with pytest.raises(UnsupportedCapabilityError, match="schema version 8") as info:
+    with pytest.raises(UnsupportedCapabilityError, match="schema version 9") as info:
         store.open(db_path)
-    assert info.value.details == {"schema_version": 8, "supported": 7}
-    assert rows(db_path, "SELECT max(version) FROM schema_version") == [(8,)]
+    assert info.value.details == {"schema_version": 9, "supported": 8}
+    assert rows(db_path, "SELECT max(version) FROM schema_version") == [(9,)]
 
 
 def test_a_foreign_sqlite_file_is_not_taken_over(db_path: Path) -> None:
@@ -343,3 +347,39 @@ def test_a_file_that_is_not_sqlite_is_corruption(db_path: Path) -> None:
     db_path.write_bytes(b"this is not a database file at all" * 100)
     with pytest.raises(CorruptionError):
         store.open(db_path)
+
+
+def test_version_seven_rows_get_their_record_checksums(db_path: Path) -> None:
+    from cairn.store import ConfigurePrincipal, Grant, issue_api_key
+    from cairn.store.check import check_file
+    from cairn.store.policy import Capability
+
+    with store.open(db_path) as db:
+        setup_docs(db)
+        grant = Grant("main", "docs", frozenset({Capability.QUERY}))
+        issued = issue_api_key()
+        db.command(cmd(ConfigurePrincipal("reader", (grant,), api_keys=(issued.verifier,))))
+        db.command(cmd(put("docs", "a", "alpha")))
+        outcomes = rows(db_path, "SELECT command_id, outcome FROM commands ORDER BY position")
+    with closing(sqlite3.connect(db_path)) as conn:  # the file as schema 7 wrote it
+        for table in ("collections", "graphs", "principals", "policies", "api_keys", "commands"):
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN checksum")
+        conn.execute("DELETE FROM schema_version WHERE version = 8")
+        conn.commit()
+    with store.open(db_path) as db:
+        assert db.schema_version == 8
+        assert db.principal("reader").id == "reader"
+        assert db.authenticate(issued.token).id == "reader"
+        for command_id, outcome in outcomes:
+            assert db.stored_outcome(uuid.UUID(command_id)) == store_unpacked(outcome)
+    report = check_file(db_path)
+    assert report.ok and report.tables["commands"].rows == len(outcomes) == 3
+    assert report.tables["principals"].rows == 1 and report.tables["api_keys"].rows == 1
+
+
+def store_unpacked(outcome: bytes) -> bytes:
+    """A stored outcome as ``stored_outcome`` returns it (packed ones are zlib)."""
+    import zlib
+
+    data = bytes(outcome)
+    return data if data.startswith(b"{") else zlib.decompress(data)

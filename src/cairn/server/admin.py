@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.errors import ConflictError, NotFoundError, ValidationError
 from cairn.store.apply import load_field_policies, load_principal
+from cairn.store.checksums import verify_key
 from cairn.store.commands import (
     CommandRequest,
     CommitReceipt,
@@ -80,10 +81,12 @@ def _require_principal_admin(cut: ReadCut) -> None:
 
 def _keys(cut: ReadCut, principal_id: str) -> tuple[ApiKeyVerifier, ...]:
     rows = cut.conn.execute(
-        "SELECT key_id, verifier FROM api_keys WHERE principal = ? ORDER BY key_id",
+        "SELECT key_id, verifier, checksum FROM api_keys WHERE principal = ? ORDER BY key_id",
         (principal_id,),
     ).fetchall()
-    return tuple(ApiKeyVerifier(key_id, verifier) for key_id, verifier in rows)
+    for key_id, verifier, checksum in rows:
+        verify_key(key_id, principal_id, verifier, checksum)
+    return tuple(ApiKeyVerifier(key_id, verifier) for key_id, verifier, _ in rows)
 
 
 def _load(cut: ReadCut, principal_id: str) -> Principal:

@@ -33,10 +33,14 @@ from cairn.graph.model import Direction, EndpointIdentity, SemanticFact, thaw
 from cairn.graph.multigraph import AdmissionOutcome, SemanticGraph
 from cairn.graph.registry import REGISTRY_ID
 from cairn.store.checksums import (
+    CONFIG_KEYS,
+    config_checksum,
     document_checksum,
     fact_checksum,
+    key_checksum,
     occurrence_checksum,
     stored_bytes,
+    verify_config,
     verify_document,
 )
 from cairn.store.commands import (
@@ -140,22 +144,35 @@ def load_document(conn: sqlite3.Connection, collection: str, doc_id: str) -> Doc
     )
 
 
+def _config_record(conn: sqlite3.Connection, table: str, name: str) -> bytes | None:
+    """The verified record of configuration row ``name`` of ``table``, or None."""
+    key, column = CONFIG_KEYS[table], _RECORD_COLUMN[table]
+    row = conn.execute(
+        f"SELECT revision, {column}, checksum FROM {table} WHERE {key} = ?", (name,)
+    ).fetchone()
+    if row is None:
+        return None
+    data = stored_bytes(row[1])
+    verify_config(table, name, row[0], data, row[2])
+    return data
+
+
 def load_collection(conn: sqlite3.Connection, name: str) -> ConfigureCollection | None:
     """The configuration of collection ``name``, or None."""
-    row = conn.execute("SELECT config FROM collections WHERE name = ?", (name,)).fetchone()
-    return None if row is None else ConfigureCollection.from_json(_json(row[0]))
+    data = _config_record(conn, "collections", name)
+    return None if data is None else ConfigureCollection.from_json(_json(data))
 
 
 def load_field_policies(conn: sqlite3.Connection, resource: str) -> tuple[FieldPolicy, ...]:
     """The field policies configured on ``resource`` (none when unconfigured)."""
-    row = conn.execute("SELECT record FROM policies WHERE resource = ?", (resource,)).fetchone()
-    return () if row is None else ConfigurePolicy.from_json(_json(row[0])).fields
+    data = _config_record(conn, "policies", resource)
+    return () if data is None else ConfigurePolicy.from_json(_json(data)).fields
 
 
 def load_principal(conn: sqlite3.Connection, principal_id: str) -> Principal | None:
     """The stored principal ``principal_id``, or None."""
-    row = conn.execute("SELECT record FROM principals WHERE id = ?", (principal_id,)).fetchone()
-    return None if row is None else Principal.from_json(_json(row[0]))
+    data = _config_record(conn, "principals", principal_id)
+    return None if data is None else Principal.from_json(_json(data))
 
 
 def field_text(value: Any) -> str | None:
@@ -667,10 +684,11 @@ class Applier:
     # ----------------------------------------------------------- configuration
     def _upsert(self, table: str, key: str, name: str, record: dict[str, Any]) -> int:
         revision = _revision_of(self.conn, table, name) + 1
+        data = canonical_bytes(record)
         self.conn.execute(
-            f"INSERT OR REPLACE INTO {table} ({key}, {_RECORD_COLUMN[table]}, revision, position) "
-            "VALUES (?, ?, ?, ?)",
-            (name, canonical_bytes(record), revision, self.position),
+            f"INSERT OR REPLACE INTO {table} ({key}, {_RECORD_COLUMN[table]}, revision, position, "
+            "checksum) VALUES (?, ?, ?, ?, ?)",
+            (name, data, revision, self.position, config_checksum(table, name, revision, data)),
         )
         self._change(table, table, name, revision)
         return revision
@@ -771,8 +789,15 @@ class Applier:
                     details={"key_id": key.key_id},
                 )
             self.conn.execute(
-                "INSERT INTO api_keys (key_id, principal, verifier, position) VALUES (?, ?, ?, ?)",
-                (key.key_id, mutation.id, key.verifier, self.position),
+                "INSERT INTO api_keys (key_id, principal, verifier, position, checksum) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (
+                    key.key_id,
+                    mutation.id,
+                    key.verifier,
+                    self.position,
+                    key_checksum(key.key_id, mutation.id, key.verifier),
+                ),
             )
         return MutationOutcome(mutation.kind, "principals", mutation.id, revision)
 

@@ -19,9 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.errors import CorruptionError, UnsupportedCapabilityError, ValidationError
 from cairn.store.checksums import (
+    CONFIG_KEYS,
     FACT_ROW,
+    command_checksum,
+    config_checksum,
     document_checksum,
     fact_row_checksum,
+    key_checksum,
     occurrence_checksum,
     stored_bytes,
 )
@@ -36,7 +40,19 @@ if TYPE_CHECKING:
 
 __all__ = ["CHECKED_TABLES", "CheckProgress", "CheckReport", "check_file"]
 
-CHECKED_TABLES = ("documents", "slots", "facts", "occurrences", "vector_blocks")
+CHECKED_TABLES = (
+    "documents",
+    "slots",
+    "facts",
+    "occurrences",
+    "vector_blocks",
+    "collections",
+    "graphs",
+    "principals",
+    "policies",
+    "api_keys",
+    "commands",
+)
 """The tables whose every row ``check_file`` verifies, in the order it reads them
 (``slots`` against the documents: no checksum of its own)."""
 
@@ -121,6 +137,9 @@ def check_file(
                 "facts": _walk(progress, "facts", _facts(conn)),
                 "occurrences": _walk(progress, "occurrences", _occurrences(conn)),
                 "vector_blocks": _walk(progress, "vector_blocks", _blocks(conn)),
+                **{table: _walk(progress, table, _configs(conn, table)) for table in CONFIG_KEYS},
+                "api_keys": _walk(progress, "api_keys", _keys(conn)),
+                "commands": _walk(progress, "commands", _commands(conn)),
             }
             agreement = None
             if against is not None:
@@ -227,3 +246,39 @@ def _blocks(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:
             yield f"block {first}", False
             continue
         yield f"block {first}", True
+
+
+def _configs(conn: sqlite3.Connection, table: str) -> Iterator[tuple[str, bool]]:
+    key = CONFIG_KEYS[table]
+    column = "config" if table in ("collections", "graphs") else "record"
+    for name, revision, record, checksum in conn.execute(
+        f"SELECT {key}, revision, {column}, checksum FROM {table} ORDER BY {key}"
+    ):
+        yield str(name), checksum == config_checksum(table, name, revision, stored_bytes(record))
+
+
+def _keys(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:
+    for key_id, principal, verifier, checksum in conn.execute(
+        "SELECT key_id, principal, verifier, checksum FROM api_keys ORDER BY key_id"
+    ):
+        yield str(key_id), checksum == key_checksum(key_id, principal, verifier)
+
+
+def _commands(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:
+    for (
+        principal,
+        database,
+        command_id,
+        fingerprint,
+        ok,
+        position,
+        outcome,
+        checksum,
+    ) in conn.execute(
+        "SELECT principal, database, command_id, fingerprint, ok, position, outcome, "
+        "checksum FROM commands ORDER BY position, command_id"
+    ):
+        expected = command_checksum(
+            principal, database, command_id, fingerprint, ok, position, stored_bytes(outcome)
+        )
+        yield f"{principal}/{command_id}", checksum == expected

@@ -20,15 +20,22 @@ import orjson
 from cairn.errors import CorruptionError
 
 __all__ = [
+    "CONFIG_KEYS",
     "FACT_ROW",
+    "command_checksum",
+    "config_checksum",
     "damaged",
     "document_checksum",
     "fact_checksum",
     "fact_row_checksum",
+    "key_checksum",
     "occurrence_checksum",
     "stored_bytes",
+    "verify_command",
+    "verify_config",
     "verify_document",
     "verify_fact",
+    "verify_key",
 ]
 
 
@@ -153,3 +160,81 @@ def verify_fact(
     actual = fact_checksum(graph, fact_id, endpoints, relation, shape, record, revision, deleted)
     if stored != actual:
         raise damaged("facts", graph, fact_id, what=f"fact {fact_id} of graph {graph!r}")
+
+
+CONFIG_KEYS = {"collections": "name", "graphs": "name", "principals": "id", "policies": "resource"}
+"""The configuration tables whose rows carry a checksum, and each one's key column."""
+
+
+def config_checksum(table: str, name: str, revision: int, record: bytes | None) -> int:
+    """The checksum stored with a configuration row (collection, graph, principal or
+    field policy): its table, key, revision and canonical record."""
+    return _row_checksum([table, name, revision], record)
+
+
+def verify_config(
+    table: str, name: str, revision: int, record: bytes | None, stored: int | None
+) -> None:
+    """Raise ``CorruptionError`` unless ``stored`` is the configuration row's checksum.
+
+    A principal's grants and a collection's fields decide what is served and to whom:
+    a damaged one is never read as a looser (or stricter) rule.
+    """
+    if stored != config_checksum(table, name, revision, record):
+        column = CONFIG_KEYS[table]
+        raise CorruptionError(
+            f"{table[:-1]} {name!r} is damaged: its stored checksum does not match its "
+            "contents (restore a backup)",
+            details={"table": table, column: name},
+        )
+
+
+def key_checksum(key_id: str, principal: str, verifier: str) -> int:
+    """The checksum stored with an API key row: its ID, principal and verifier."""
+    return _row_checksum(["api_keys", key_id, principal], verifier.encode("utf-8", "replace"))
+
+
+def verify_key(key_id: str, principal: str, verifier: str, stored: int | None) -> None:
+    """Raise ``CorruptionError`` unless ``stored`` is the API key row's checksum."""
+    if stored != key_checksum(key_id, principal, verifier):
+        raise CorruptionError(
+            f"api key {key_id!r} is damaged: its stored checksum does not match its contents "
+            "(issue the principal a new key)",
+            details={"table": "api_keys", "key_id": key_id},
+        )
+
+
+def command_checksum(
+    principal: str,
+    database: str,
+    command_id: str,
+    fingerprint: str,
+    ok: int,
+    position: int,
+    outcome: bytes | None,
+) -> int:
+    """The checksum stored with a command's outcome row: its key, fingerprint, success
+    flag, position and the stored (possibly packed) outcome bytes."""
+    header: list[object] = ["commands", principal, database, command_id, fingerprint, ok]
+    return _row_checksum([*header, position], outcome)
+
+
+def verify_command(
+    principal: str,
+    database: str,
+    command_id: str,
+    fingerprint: str,
+    ok: int,
+    position: int,
+    outcome: bytes | None,
+    stored: int | None,
+) -> None:
+    """Raise ``CorruptionError`` unless ``stored`` is the outcome row's checksum: a
+    damaged receipt is never replayed as the command's answer."""
+    actual = command_checksum(principal, database, command_id, fingerprint, ok, position, outcome)
+    if stored != actual:
+        raise CorruptionError(
+            f"the stored outcome of command {command_id} is damaged: its stored checksum does "
+            "not match its contents",
+            details={"table": "commands", "command_id": command_id},
+        )

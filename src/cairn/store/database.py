@@ -39,6 +39,7 @@ from cairn.errors import (
 )
 from cairn.store.apply import apply_command, load_principal, set_position
 from cairn.store.cache import Memo
+from cairn.store.checksums import command_checksum, stored_bytes, verify_command, verify_key
 from cairn.store.commands import (
     CommandRequest,
     CommitReceipt,
@@ -254,6 +255,24 @@ def open_as(
     return kind(file, writer, meta["database"], uuid.UUID(meta["incarnation"]))
 
 
+def stored_command(
+    conn: sqlite3.Connection, principal: str, database: str, command_id: str
+) -> tuple[str, bool, bytes] | None:
+    """``(fingerprint, ok, stored outcome bytes)`` of a command, verified against the
+    row's checksum (``CorruptionError`` naming the command if damaged), or None."""
+    row = conn.execute(
+        "SELECT fingerprint, ok, position, outcome, checksum FROM commands "
+        "WHERE principal = ? AND database = ? AND command_id = ?",
+        (principal, database, command_id),
+    ).fetchone()
+    if row is None:
+        return None
+    fingerprint, ok, position, outcome, checksum = row
+    data = stored_bytes(outcome) or b""
+    verify_command(principal, database, command_id, fingerprint, ok, position, data, checksum)
+    return str(fingerprint), bool(ok), data
+
+
 class Database:
     """An open Cairn database file: commands, principals and reads under one name."""
 
@@ -387,8 +406,10 @@ class Database:
         key_id, secret = parse_api_key(api_key)
         with self._reader() as conn:
             row = conn.execute(
-                "SELECT principal, verifier FROM api_keys WHERE key_id = ?", (key_id,)
+                "SELECT principal, verifier, checksum FROM api_keys WHERE key_id = ?", (key_id,)
             ).fetchone()
+            if row is not None:
+                verify_key(key_id, row[0], row[1], row[2])  # a damaged verifier is named
             if not self._keys.check(key_id, secret, None if row is None else row[1]):
                 raise UnauthenticatedError(_BAD_KEY)
             return self._resolve(conn, row[0], moment)
@@ -512,14 +533,10 @@ class Database:
         conn.execute("BEGIN IMMEDIATE")
         try:
             actor = self._resolve(conn, principal, now)
-            stored = conn.execute(
-                "SELECT fingerprint, outcome FROM commands "
-                "WHERE principal = ? AND database = ? AND command_id = ?",
-                (actor.id, request.database, str(request.command_id)),
-            ).fetchone()
+            stored = stored_command(conn, actor.id, request.database, str(request.command_id))
             if stored is not None:
                 conn.execute("ROLLBACK")
-                return self._replay(request, fingerprint, stored[0], stored[1])
+                return self._replay(request, fingerprint, stored[0], stored[2])
             return self._apply(conn, request, size, fingerprint, actor)
         except BaseException:
             rollback(conn)
@@ -576,17 +593,18 @@ class Database:
         outcome: bytes,
         position: int,
     ) -> None:
+        packed = pack_outcome(outcome)
+        key = (actor.id, request.database, str(request.command_id))
         conn.execute(
             "INSERT INTO commands (principal, database, command_id, fingerprint, ok, outcome, "
-            "position) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "position, checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                actor.id,
-                request.database,
-                str(request.command_id),
+                *key,
                 fingerprint,
                 int(ok),
-                pack_outcome(outcome),
+                packed,
                 position,
+                command_checksum(*key, fingerprint, int(ok), position, packed),
             ),
         )
 
@@ -619,14 +637,10 @@ class Database:
                 last = int(_meta(conn)["position"])
                 command_id, fingerprint, outcomes = plan(conn, actor, last + 1)
                 if not outcomes:
-                    stored = conn.execute(
-                        "SELECT fingerprint, outcome FROM commands WHERE principal = ? "
-                        "AND database = ? AND command_id = ? AND ok = 1",
-                        (actor.id, self._name, str(command_id)),
-                    ).fetchone()
+                    stored = stored_command(conn, actor.id, self._name, str(command_id))
                     conn.execute("ROLLBACK")
-                    if stored is not None and stored[0] == fingerprint:
-                        replayed = read_outcome(stored[1], str(command_id))
+                    if stored is not None and stored[1] and stored[0] == fingerprint:
+                        replayed = read_outcome(stored[2], str(command_id))
                         if not isinstance(replayed, CommitReceipt):
                             raise CorruptionError(
                                 f"the stored outcome of internal command {command_id} is "
@@ -639,16 +653,17 @@ class Database:
                 set_position(conn, last + 1)
                 token = CommitToken(self._incarnation, self._name, last + 1)
                 receipt = CommitReceipt(command_id, token, outcomes)
+                packed = pack_pieces(receipt_pieces(receipt))
+                key = (actor.id, self._name, str(command_id))
                 conn.execute(
                     "INSERT OR REPLACE INTO commands (principal, database, command_id, "
-                    "fingerprint, ok, outcome, position) VALUES (?, ?, ?, ?, 1, ?, ?)",
+                    "fingerprint, ok, outcome, position, checksum) VALUES (?, ?, ?, ?, 1, ?, ?, ?)",
                     (
-                        actor.id,
-                        self._name,
-                        str(command_id),
+                        *key,
                         fingerprint,
-                        pack_pieces(receipt_pieces(receipt)),
+                        packed,
                         last + 1,
+                        command_checksum(*key, fingerprint, 1, last + 1, packed),
                     ),
                 )
                 conn.execute("COMMIT")
@@ -665,9 +680,5 @@ class Database:
     ) -> bytes | None:
         """The stored outcome bytes of a command (receipt or problem JSON), or None."""
         with self._reader() as conn:
-            row = conn.execute(
-                "SELECT outcome FROM commands WHERE principal = ? AND database = ? "
-                "AND command_id = ?",
-                (self._principal_id(principal), self._name, str(command_id)),
-            ).fetchone()
-        return None if row is None else unpack_outcome(row[0])
+            row = stored_command(conn, self._principal_id(principal), self._name, str(command_id))
+        return None if row is None else unpack_outcome(row[2])

@@ -44,9 +44,13 @@ import orjson
 
 from cairn.errors import CorruptionError, UnsupportedCapabilityError
 from cairn.store.checksums import (
+    CONFIG_KEYS,
     FACT_ROW,
+    command_checksum,
+    config_checksum,
     document_checksum,
     fact_row_checksum,
+    key_checksum,
     occurrence_checksum,
     stored_bytes,
 )
@@ -478,6 +482,48 @@ _FACT_CHECKSUMS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     _checksum_facts,
 )
 
+
+def _checksum_records(conn: sqlite3.Connection) -> None:
+    """Give every configuration, API key and command outcome row its checksum."""
+    for table, key in CONFIG_KEYS.items():
+        column = "config" if table in ("collections", "graphs") else "record"
+        rows = conn.execute(f"SELECT {key}, revision, {column} FROM {table}").fetchall()
+        conn.executemany(
+            f"UPDATE {table} SET checksum = ? WHERE {key} = ?",
+            [
+                (config_checksum(table, name, revision, stored_bytes(record)), name)
+                for name, revision, record in rows
+            ],
+        )
+    keys = conn.execute("SELECT key_id, principal, verifier FROM api_keys").fetchall()
+    conn.executemany(
+        "UPDATE api_keys SET checksum = ? WHERE key_id = ?",
+        [(key_checksum(key_id, owner, verifier), key_id) for key_id, owner, verifier in keys],
+    )
+    commands = conn.execute(
+        "SELECT principal, database, command_id, fingerprint, ok, position, outcome FROM commands"
+    ).fetchall()
+    conn.executemany(
+        "UPDATE commands SET checksum = ? WHERE principal = ? AND database = ? AND command_id = ?",
+        [
+            (
+                command_checksum(who, name, cid, fingerprint, ok, at, stored_bytes(outcome)),
+                who,
+                name,
+                cid,
+            )
+            for who, name, cid, fingerprint, ok, at, outcome in commands
+        ],
+    )
+
+
+_RECORD_CHECKSUMS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
+    *(f"ALTER TABLE {table} ADD COLUMN checksum INTEGER" for table in CONFIG_KEYS),
+    "ALTER TABLE api_keys ADD COLUMN checksum INTEGER",
+    "ALTER TABLE commands ADD COLUMN checksum INTEGER",
+    _checksum_records,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _INITIAL),
     Migration(2, "text_index", _TEXT_INDEX),
@@ -486,6 +532,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "lean_facts", _LEAN_FACTS),
     Migration(6, "document_checksums", _DOCUMENT_CHECKSUMS),
     Migration(7, "fact_checksums", _FACT_CHECKSUMS),
+    Migration(8, "record_checksums", _RECORD_CHECKSUMS),
 )
 """Every migration, in order; versions are 1, 2, ... without gaps."""
 

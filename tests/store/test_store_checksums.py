@@ -397,6 +397,7 @@ def test_a_damaged_document_key_is_damage_not_absence(db: Database) -> None:
         "UPDATE slots SET death = 2 WHERE id = 'b' AND death IS NULL",  # a live slot ended
         "UPDATE slots SET death = NULL WHERE id = 'c'",  # a deleted one revived
         "UPDATE documents SET slot = 99 WHERE id = 'b'",  # a document's slot redirected
+        "UPDATE slots SET owner = 'mallory' WHERE id = 'b' AND death IS NULL",  # row policy
     ],
 )
 def test_damaged_slots_are_named_at_open_not_served(tmp_path: Path, damage: str) -> None:

@@ -922,34 +922,44 @@ class Columns:
     def _verify_live_slots(self, conn: sqlite3.Connection, position: int) -> None:
         """Hold the slots alive at ``position`` to the live documents (first load only).
 
-        Slots decide which document every search hit and walk names; they carry no
-        checksum of their own, so a first load checks them against the documents table
-        (one pass, about 20 ms for 19k documents): the live slots must be exactly the
-        live documents' slots, with the same collection and ID. A damaged slot key,
-        death or document slot then reads as ``CorruptionError``, never as a hit on a
-        document that is not there or a document that silently drops out.
+        Slots decide which document every search hit and walk names, and the row policy
+        of every hit; they carry no checksum of their own, so a first load checks them
+        against the documents table (one pass, about 20 ms for 19k documents): the live
+        slots must be exactly the live documents' slots, with the same collection, ID,
+        owner and project. A damaged slot key, owner, death or document slot then reads
+        as ``CorruptionError``, never as a hit on a document that is not there, a
+        document that silently drops out, or a hit shown to the wrong principal.
         """
-        live: dict[int, tuple[str, str]] = {
-            int(slot): (collection, doc_id)
-            for slot, collection, doc_id in conn.execute(
-                "SELECT slot, collection, id FROM documents NOT INDEXED WHERE deleted = 0"
+        live: dict[int, tuple[str, str, str | None, str | None]] = {
+            int(slot): (collection, doc_id, owner, project)
+            for slot, collection, doc_id, owner, project in conn.execute(
+                "SELECT slot, collection, id, owner, project FROM documents NOT INDEXED "
+                "WHERE deleted = 0"
             )
         }
         birth: npt.NDArray[np.int64] = self._birth.view()  # type: ignore[assignment]
         death: npt.NDArray[np.int64] = self._death.view()  # type: ignore[assignment]
         alive = np.flatnonzero((birth <= position) & (death > position)).tolist()
-        names = {code: name for name, code in self._codes.items()}
+        names: dict[int, str | None] = {code: name for name, code in self._codes.items()}
+        names[0] = None
         collections = self._collection.view()
+        owners, projects = self._owner.view(), self._project.view()
         for slot in alive:
             found = live.pop(slot, None)
-            if found != (names.get(int(collections[slot])), self._ids[slot]):
+            held = (
+                names.get(int(collections[slot])),
+                self._ids[slot],
+                names.get(int(owners[slot]), ""),
+                names.get(int(projects[slot]), ""),
+            )
+            if found != held:
                 raise CorruptionError(
                     f"slot {slot} is damaged: it does not name the live document that holds "
                     "it (restore a backup, or re-run the load or cairn index that wrote it)",
                     details={"table": "slots", "slot": slot},
                 )
         if live:
-            slot, (collection, doc_id) = min(live.items())
+            slot, (collection, doc_id, _, _) = min(live.items())
             raise CorruptionError(
                 f"document {collection}/{doc_id} is damaged: its slot {slot} is not alive "
                 "(restore a backup, or re-run the load or cairn index that wrote it)",

@@ -267,6 +267,8 @@ def test_cairn_check_names_every_damaged_record(tmp_path: Path) -> None:
         "policies": 0,
         "api_keys": 0,
         "commands": 6,
+        "fact_shapes": 1,
+        "occurrence_shapes": 0,
     }
     _flip(path, "docs", "b", b"beta", b"beto")
     _flip_fact(path, "UPDATE facts SET relation = 'imports'")
@@ -284,6 +286,8 @@ def test_cairn_check_names_every_damaged_record(tmp_path: Path) -> None:
         **{table: (0, []) for table in ("collections", "graphs", "principals", "policies")},
         "api_keys": (0, []),
         "commands": (0, []),
+        "fact_shapes": (0, []),
+        "occurrence_shapes": (0, []),
     }
 
 
@@ -503,6 +507,11 @@ def _asks(db: Any, token: str, kind: str) -> Any:
         return db.search(SearchRequest("main", "docs", text_field="/text", text="alpha"))
     if kind == "api_keys":
         return db.authenticate(token)
+    if kind == "fact_shapes":
+        from cairn.store.records import read_shapes
+
+        with db.read_cut() as cut:
+            return read_shapes(cut.conn, "fact_shapes")
     return db.stored_outcome(uuid.UUID(int=7))
 
 
@@ -521,6 +530,11 @@ def _asks(db: Any, token: str, kind: str) -> Any:
         ),
         ("api_keys", "UPDATE api_keys SET verifier = verifier || 'x'", "api key .* is damaged"),
         (
+            "fact_shapes",
+            "UPDATE fact_shapes SET data = CAST(data AS TEXT) || ' '",  # one byte more
+            "shape 1 of fact_shapes is damaged",
+        ),
+        (
             "commands",
             "UPDATE commands SET position = position + 1 WHERE command_id = "
             "'00000000-0000-0000-0000-000000000007'",
@@ -531,7 +545,14 @@ def _asks(db: Any, token: str, kind: str) -> Any:
 def test_damaged_configuration_keys_and_receipts_are_named(
     tmp_path: Path, kind: str, statement: str, named: str
 ) -> None:
-    from cairn.store import ConfigurePrincipal, Grant, issue_api_key
+    from cairn.store import (
+        ConfigureGraph,
+        ConfigurePrincipal,
+        EntityRef,
+        Grant,
+        PutFact,
+        issue_api_key,
+    )
     from cairn.store.policy import Capability
 
     path = tmp_path / "cairn.db"
@@ -541,6 +562,8 @@ def test_damaged_configuration_keys_and_receipts_are_named(
         grant = Grant("main", "docs", frozenset({Capability.QUERY}))
         db.command(cmd(ConfigurePrincipal("reader", (grant,), api_keys=(issued.verifier,))))
         db.command(cmd(put("docs", "a", "alpha"), command_id=uuid.UUID(int=7)))
+        db.command(cmd(ConfigureGraph("code")))
+        db.command(cmd(PutFact("code", EntityRef("docs", "a"), EntityRef("docs", "a"), "calls")))
         _asks(db, issued.token, kind)  # intact: answers
     with closing(sqlite3.connect(path)) as conn:
         # The row still parses after the damage: only its checksum can tell.

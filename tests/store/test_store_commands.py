@@ -249,7 +249,7 @@ def test_a_long_outcome_is_stored_compressed_and_replays_byte_identically(
         conn.execute("UPDATE commands SET outcome = ? WHERE position = 2", (raw[:-9],))
         conn.commit()
     # The row's checksum names the damage before the bytes are even unpacked.
-    with pytest.raises(CorruptionError, match="stored outcome of command .* is damaged") as caught:
+    with pytest.raises(CorruptionError, match=r"stored outcome of command .* is damaged") as caught:
         db.command(request)
     assert caught.value.details == {"table": "commands", "command_id": str(request.command_id)}
 

@@ -21,12 +21,14 @@ from cairn.errors import CorruptionError, UnsupportedCapabilityError, Validation
 from cairn.store.checksums import (
     CONFIG_KEYS,
     FACT_ROW,
+    SHAPE_TABLES,
     command_checksum,
     config_checksum,
     document_checksum,
     fact_row_checksum,
     key_checksum,
     occurrence_checksum,
+    shape_checksum,
     stored_bytes,
 )
 from cairn.store.faults import sqlite_error
@@ -52,6 +54,8 @@ CHECKED_TABLES = (
     "policies",
     "api_keys",
     "commands",
+    "fact_shapes",
+    "occurrence_shapes",
 )
 """The tables whose every row ``check_file`` verifies, in the order it reads them
 (``slots`` against the documents: no checksum of its own)."""
@@ -140,6 +144,7 @@ def check_file(
                 **{table: _walk(progress, table, _configs(conn, table)) for table in CONFIG_KEYS},
                 "api_keys": _walk(progress, "api_keys", _keys(conn)),
                 "commands": _walk(progress, "commands", _commands(conn)),
+                **{table: _walk(progress, table, _shapes(conn, table)) for table in SHAPE_TABLES},
             }
             agreement = None
             if against is not None:
@@ -282,3 +287,10 @@ def _commands(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:
             principal, database, command_id, fingerprint, ok, position, stored_bytes(outcome)
         )
         yield f"{principal}/{command_id}", checksum == expected
+
+
+def _shapes(conn: sqlite3.Connection, table: str) -> Iterator[tuple[str, bool]]:
+    for number, data, checksum in conn.execute(
+        f"SELECT id, data, checksum FROM {table} ORDER BY id"
+    ):
+        yield f"shape {number}", checksum == shape_checksum(table, number, stored_bytes(data))

@@ -22,6 +22,7 @@ from cairn.errors import CorruptionError
 __all__ = [
     "CONFIG_KEYS",
     "FACT_ROW",
+    "SHAPE_TABLES",
     "command_checksum",
     "config_checksum",
     "damaged",
@@ -30,12 +31,14 @@ __all__ = [
     "fact_row_checksum",
     "key_checksum",
     "occurrence_checksum",
+    "shape_checksum",
     "stored_bytes",
     "verify_command",
     "verify_config",
     "verify_document",
     "verify_fact",
     "verify_key",
+    "verify_shape",
 ]
 
 
@@ -237,4 +240,24 @@ def verify_command(
             f"the stored outcome of command {command_id} is damaged: its stored checksum does "
             "not match its contents",
             details={"table": "commands", "command_id": command_id},
+        )
+
+
+SHAPE_TABLES = ("fact_shapes", "occurrence_shapes")
+"""The shape tables, whose rows carry a checksum of their number and bytes."""
+
+
+def shape_checksum(table: str, number: int, data: bytes | None) -> int:
+    """The checksum stored with a fact or occurrence shape row: its table, number and
+    bytes (the number is what fact and occurrence rows refer to it by)."""
+    return _row_checksum([table, number], data)
+
+
+def verify_shape(table: str, number: int, data: bytes | None, stored: int | None) -> None:
+    """Raise ``CorruptionError`` unless ``stored`` is the shape row's checksum."""
+    if stored != shape_checksum(table, number, data):
+        raise CorruptionError(
+            f"shape {number} of {table} is damaged: its stored checksum does not match its "
+            "contents (re-run the load or cairn index that wrote it)",
+            details={"table": table, "id": number},
         )

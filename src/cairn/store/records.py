@@ -26,6 +26,7 @@ import orjson
 
 from cairn.canonical import canonical_bytes
 from cairn.errors import CorruptionError
+from cairn.store.checksums import shape_checksum, stored_bytes, verify_shape
 
 __all__ = [
     "FACT_COLUMNS",
@@ -153,9 +154,10 @@ def _object(data: bytes, what: str) -> dict[str, Any]:
 class Shapes:
     """Shape numbers of one shape table, interned within a write transaction."""
 
-    def __init__(self, conn: sqlite3.Connection, table: str) -> None:
+    def __init__(self, conn: sqlite3.Connection, table: str, *, checksums: bool = True) -> None:
         self.conn = conn
         self.table = table
+        self.checksums = checksums  # False only inside migrations before schema 8
         self._ids: dict[bytes, int] = {}
 
     def ids(self, shapes: Iterable[bytes | None]) -> list[int | None]:
@@ -174,6 +176,11 @@ class Shapes:
             cursor = self.conn.execute(f"INSERT INTO {self.table} (data) VALUES (?)", (shape,))
             assert cursor.lastrowid is not None
             number = int(cursor.lastrowid)
+            if self.checksums:  # the number is known once the row is in
+                self.conn.execute(
+                    f"UPDATE {self.table} SET checksum = ? WHERE id = ?",
+                    (shape_checksum(self.table, number, shape), number),
+                )
         else:
             number = int(row[0])
         self._ids[shape] = number
@@ -181,9 +188,13 @@ class Shapes:
 
 
 def read_shapes(conn: sqlite3.Connection, table: str) -> dict[int, bytes]:
-    """Every shape of ``table`` by number."""
-    rows = conn.execute(f"SELECT id, data FROM {table}")
-    return {int(number): bytes(data) for number, data in rows}
+    """Every shape of ``table`` by number, each verified against its checksum."""
+    found: dict[int, bytes] = {}
+    for number, data, checksum in conn.execute(f"SELECT id, data, checksum FROM {table}"):
+        held = stored_bytes(data) or b""
+        verify_shape(table, int(number), held, checksum)
+        found[int(number)] = held
+    return found
 
 
 def shape_of(shapes: Mapping[int, bytes], number: int | None, what: str) -> bytes | None:

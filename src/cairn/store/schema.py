@@ -46,12 +46,14 @@ from cairn.errors import CorruptionError, UnsupportedCapabilityError
 from cairn.store.checksums import (
     CONFIG_KEYS,
     FACT_ROW,
+    SHAPE_TABLES,
     command_checksum,
     config_checksum,
     document_checksum,
     fact_row_checksum,
     key_checksum,
     occurrence_checksum,
+    shape_checksum,
     stored_bytes,
 )
 from cairn.store.faults import rollback
@@ -329,8 +331,8 @@ _LEAN_VECTORS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
 def _carry_fact_records(conn: sqlite3.Connection) -> None:
     """Move schema 4's fact and occurrence records (whole JSON per row) into schema 5's
     shapes and parts (``cairn.store.records``), fact by fact in key order."""
-    fact_shapes = Shapes(conn, "fact_shapes")
-    occurrence_shapes = Shapes(conn, "occurrence_shapes")
+    fact_shapes = Shapes(conn, "fact_shapes", checksums=False)  # schema 8 adds them
+    occurrence_shapes = Shapes(conn, "occurrence_shapes", checksums=False)
     occurrences: dict[tuple[str, str], list[tuple[str, bytes]]] = {}
     for graph, occurrence_id, fact_id, record in conn.execute(
         "SELECT graph, id, fact_id, record FROM occurrences_v4 ORDER BY graph, fact_id, id"
@@ -500,6 +502,15 @@ def _checksum_records(conn: sqlite3.Connection) -> None:
         "UPDATE api_keys SET checksum = ? WHERE key_id = ?",
         [(key_checksum(key_id, owner, verifier), key_id) for key_id, owner, verifier in keys],
     )
+    for table in SHAPE_TABLES:
+        shapes = conn.execute(f"SELECT id, data FROM {table}").fetchall()
+        conn.executemany(
+            f"UPDATE {table} SET checksum = ? WHERE id = ?",
+            [
+                (shape_checksum(table, number, stored_bytes(data)), number)
+                for number, data in shapes
+            ],
+        )
     commands = conn.execute(
         "SELECT principal, database, command_id, fingerprint, ok, position, outcome FROM commands"
     ).fetchall()
@@ -521,6 +532,7 @@ _RECORD_CHECKSUMS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     *(f"ALTER TABLE {table} ADD COLUMN checksum INTEGER" for table in CONFIG_KEYS),
     "ALTER TABLE api_keys ADD COLUMN checksum INTEGER",
     "ALTER TABLE commands ADD COLUMN checksum INTEGER",
+    *(f"ALTER TABLE {table} ADD COLUMN checksum INTEGER" for table in SHAPE_TABLES),
     _checksum_records,
 )
 

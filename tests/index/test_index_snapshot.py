@@ -426,7 +426,7 @@ def test_a_first_load_groups_postings_like_the_sorting_path(
         fresh._snapshot_position = -1  # from the rows, not from a snapshot
         fresh.catch_up(conn, position)
         rows = conn.execute(
-            "SELECT d.slot, s.collection, d.field, d.length, d.term_ids, d.counts "
+            "SELECT d.slot, s.collection, d.field, d.length, d.term_ids, d.counts, d.checksum "
             "FROM doc_terms AS d JOIN slots AS s ON s.slot = d.slot "
             "ORDER BY s.collection, d.field, d.slot"
         ).fetchall()

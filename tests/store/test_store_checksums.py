@@ -269,6 +269,7 @@ def test_cairn_check_names_every_damaged_record(tmp_path: Path) -> None:
         "commands": 6,
         "fact_shapes": 1,
         "occurrence_shapes": 0,
+        "doc_terms": 4,
     }
     _flip(path, "docs", "b", b"beta", b"beto")
     _flip_fact(path, "UPDATE facts SET relation = 'imports'")
@@ -288,6 +289,7 @@ def test_cairn_check_names_every_damaged_record(tmp_path: Path) -> None:
         "commands": (0, []),
         "fact_shapes": (0, []),
         "occurrence_shapes": (0, []),
+        "doc_terms": (0, []),
     }
 
 
@@ -310,6 +312,8 @@ def test_cairn_check_refuses_what_it_cannot_check(tmp_path: Path) -> None:
         "UPDATE doc_terms SET term_ids = X'FFFFFF7F'",  # a term ID past the stored terms
         "UPDATE doc_terms SET term_ids = X'010000'",  # a ragged blob
         "UPDATE doc_terms SET counts = X'00000000'",  # a zero count
+        "UPDATE doc_terms SET counts = X'02000000'",  # a count in range: a wrong score
+        "UPDATE doc_terms SET length = length + 1",  # a document length: a wrong score
     ],
 )
 def test_damaged_postings_are_named_and_never_size_an_allocation(

@@ -114,7 +114,7 @@ _DELETED_RECORD = b'{"a deleted fact":"schema 4 kept its last record"}'
 def _downgrade_checksums(path: Path) -> None:
     """Rewrite a file the way schema 5 stored it: records without checksums."""
     records = ("collections", "graphs", "principals", "policies", "api_keys", "commands")
-    records += ("fact_shapes", "occurrence_shapes")
+    records += ("fact_shapes", "occurrence_shapes", "doc_terms")
     with closing(sqlite3.connect(path)) as conn:
         for table in ("documents", "facts", "occurrences", *records):
             conn.execute(f"ALTER TABLE {table} DROP COLUMN checksum")
@@ -365,7 +365,7 @@ def test_version_seven_rows_get_their_record_checksums(db_path: Path) -> None:
     with closing(sqlite3.connect(db_path)) as conn:  # the file as schema 7 wrote it
         for table in (
             *("collections", "graphs", "principals", "policies", "api_keys", "commands"),
-            *("fact_shapes", "occurrence_shapes"),
+            *("fact_shapes", "occurrence_shapes", "doc_terms"),
         ):
             conn.execute(f"ALTER TABLE {table} DROP COLUMN checksum")
         conn.execute("DELETE FROM schema_version WHERE version = 8")

@@ -48,6 +48,7 @@ from cairn.index.limits import (
 from cairn.index.memo import ArrayMemo, Arrays
 from cairn.index.postings import (
     GroupedField,
+    RowLayout,
     checked_postings,
     group_order,
     grouped_fields,
@@ -989,7 +990,7 @@ class Columns:
                 self._text[key] = _TextField.grouped(grouped)
             return
         cursor = conn.execute(
-            "SELECT d.slot, s.collection, d.field, d.length, d.term_ids, d.counts "
+            "SELECT d.slot, s.collection, d.field, d.length, d.term_ids, d.counts, d.checksum "
             "FROM doc_terms AS d JOIN slots AS s ON s.slot = d.slot "
             "WHERE d.slot > ? AND (s.death IS NULL OR s.death > ?) "
             "ORDER BY s.collection, d.field, d.slot",
@@ -1174,12 +1175,16 @@ def _text_key(row: tuple[Any, ...]) -> tuple[str, str]:
     return row[1], row[2]
 
 
+_CATCH_UP = RowLayout(slot=0, length=3, terms=4, counts=5, checksum=6)
+"""The catch-up's ``doc_terms`` rows: slot, collection, field, length, arrays, checksum."""
+
+
 def _unpack(key: tuple[str, str], listed: list[tuple[Any, ...]], top_term: int) -> _Packed:
     """Concatenate packed ``doc_terms`` rows into flat arrays with one numpy pass each
     (``CorruptionError`` if they cannot be postings: ``postings.checked_postings``)."""
     slots = np.asarray([item[0] for item in listed], dtype=np.int64)
     lengths = np.asarray([item[3] for item in listed], dtype=np.float64)
-    found_terms, found_counts = checked_postings(key, listed, 4, 5, top_term)
+    found_terms, found_counts = checked_postings(key, listed, _CATCH_UP, top_term)
     terms = found_terms.astype(np.uint32)
     counts = found_counts.astype(np.uint32)
     sizes = np.asarray([len(item[4]) // 4 for item in listed], dtype=np.int64)

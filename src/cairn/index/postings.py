@@ -22,10 +22,12 @@ import numpy.typing as npt
 
 from cairn.errors import CorruptionError
 from cairn.index.limits import TEXT_LOAD_ROWS
-from cairn.store.checksums import stored_bytes
+from cairn.store.checksums import posting_checksum, stored_bytes
 
 __all__ = [
+    "FIRST_PASS",
     "GroupedField",
+    "RowLayout",
     "checked_postings",
     "group_order",
     "grouped_fields",
@@ -86,32 +88,56 @@ def _batches(
             yield key, list(items)
 
 
+class RowLayout(NamedTuple):
+    """Where a query puts each ``doc_terms`` column in its rows."""
+
+    slot: int
+    length: int
+    terms: int
+    counts: int
+    checksum: int
+
+
 def checked_postings(
-    key: tuple[str, str], rows: list[tuple[Any, ...]], term_at: int, count_at: int, top_term: int
+    key: tuple[str, str], rows: list[tuple[Any, ...]], layout: RowLayout, top_term: int
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]:
-    """The term IDs and counts of ``rows`` (blobs at ``term_at`` and ``count_at``), or
-    ``CorruptionError`` naming ``doc_terms`` if they cannot be postings of this file:
-    blobs of unequal or ragged length, a term ID past the stored terms (``top_term``),
-    a zero count. A damaged blob must never size an allocation."""
-    term_bytes = b"".join(stored_bytes(row[term_at]) or b"" for row in rows)
-    count_bytes = b"".join(stored_bytes(row[count_at]) or b"" for row in rows)
+    """The term IDs and counts of ``rows``, or ``CorruptionError`` naming ``doc_terms`` if
+    they cannot be postings of this file: a row failing its checksum, blobs of unequal
+    or ragged length, a term ID past the stored terms (``top_term``), a zero count. A
+    damaged blob must never size an allocation, nor change a score."""
+    field = key[1]
+    term_parts = [stored_bytes(row[layout.terms]) or b"" for row in rows]
+    count_parts = [stored_bytes(row[layout.counts]) or b"" for row in rows]
+    for row, term_ids, counts in zip(rows, term_parts, count_parts, strict=True):
+        expected = posting_checksum(row[layout.slot], field, row[layout.length], term_ids, counts)
+        if row[layout.checksum] != expected:
+            raise _damaged(key)
+    term_bytes, count_bytes = b"".join(term_parts), b"".join(count_parts)
     ragged = len(term_bytes) != len(count_bytes) or len(term_bytes) % 4
     terms = np.frombuffer(term_bytes[: len(term_bytes) // 4 * 4], dtype="<u4")
-    counts = np.frombuffer(count_bytes[: len(count_bytes) // 4 * 4], dtype="<u4")
-    if ragged or (len(terms) and (int(terms.max()) > top_term or int(counts.min()) == 0)):
-        collection, field = key
-        raise CorruptionError(
-            f"the text postings of {collection!r} field {field} are damaged (doc_terms "
-            "rows that no write could have made); re-run the load or cairn index that "
-            "wrote the database, or restore a backup",
-            details={"table": "doc_terms", "collection": collection, "field": field},
-        )
-    return terms, counts
+    counts_array = np.frombuffer(count_bytes[: len(count_bytes) // 4 * 4], dtype="<u4")
+    if ragged or (len(terms) and (int(terms.max()) > top_term or int(counts_array.min()) == 0)):
+        raise _damaged(key)
+    return terms, counts_array
+
+
+def _damaged(key: tuple[str, str]) -> CorruptionError:
+    collection, field = key
+    return CorruptionError(
+        f"the text postings of {collection!r} field {field} are damaged (doc_terms "
+        "rows that no write could have made); re-run the load or cairn index that "
+        "wrote the database, or restore a backup",
+        details={"table": "doc_terms", "collection": collection, "field": field},
+    )
 
 
 def top_term_id(conn: sqlite3.Connection) -> int:
     """The largest stored term ID (0 when there are none)."""
     return int(conn.execute("SELECT coalesce(max(id), 0) FROM terms").fetchone()[0])
+
+
+FIRST_PASS = RowLayout(slot=2, length=5, terms=3, counts=4, checksum=6)
+"""The first pass's rows: collection, field, slot, term IDs, counts, length, checksum."""
 
 
 class _Sizes:
@@ -123,7 +149,7 @@ class _Sizes:
         self.top_count = 0
 
     def add(self, key: tuple[str, str], rows: list[tuple[Any, ...]], top_term: int) -> None:
-        terms, counts = checked_postings(key, rows, 3, 4, top_term)
+        terms, counts = checked_postings(key, rows, FIRST_PASS, top_term)
         found = np.bincount(terms) if len(terms) else np.zeros(0, dtype=np.int64)
         if len(found) > len(self.per_term):
             found[: len(self.per_term)] += self.per_term
@@ -191,7 +217,8 @@ def grouped_fields(
     ``d`` = doc_terms, ``s`` = slots), its postings grouped by term, in two passes."""
     sizes: dict[tuple[str, str], _Sizes] = {}
     top_term = top_term_id(conn)
-    for key, rows in _batches(conn, "d.slot, d.term_ids, d.counts", where, params):
+    first = "d.slot, d.term_ids, d.counts, d.length, d.checksum"
+    for key, rows in _batches(conn, first, where, params):
         sizes.setdefault(key, _Sizes()).add(key, rows, top_term)
     placers = {key: _Placer(found) for key, found in sizes.items()}
     columns = "d.slot, d.term_ids, d.counts, d.length"

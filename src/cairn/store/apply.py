@@ -39,6 +39,7 @@ from cairn.store.checksums import (
     fact_checksum,
     key_checksum,
     occurrence_checksum,
+    posting_checksum,
     stored_bytes,
     verify_config,
     verify_document,
@@ -375,11 +376,20 @@ class Applier:
             if text is None:
                 continue
             terms, counts = term_counts(analyze(text))
-            ids = np.asarray([self._term_id(term) for term in terms], dtype="<u4")
+            ids = np.asarray([self._term_id(term) for term in terms], dtype="<u4").tobytes()
+            packed = np.asarray(counts, "<u4").tobytes()
+            length = sum(counts)
             self.conn.execute(
-                "INSERT INTO doc_terms (slot, field, length, term_ids, counts) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (slot, pointer, sum(counts), ids.tobytes(), np.asarray(counts, "<u4").tobytes()),
+                "INSERT INTO doc_terms (slot, field, length, term_ids, counts, checksum) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    slot,
+                    pointer,
+                    length,
+                    ids,
+                    packed,
+                    posting_checksum(slot, pointer, length, ids, packed),
+                ),
             )
 
     # --------------------------------------------------------------- documents

@@ -31,7 +31,12 @@ from cairn.canonical import canonical_bytes
 from cairn.errors import ConflictError, CorruptionError, MissingEndpointError, ValidationError
 from cairn.graph.model import SemanticFact
 from cairn.store.apply import Applier, _denied, field_text, vector_pointer
-from cairn.store.checksums import document_checksum, fact_checksum, occurrence_checksum
+from cairn.store.checksums import (
+    document_checksum,
+    fact_checksum,
+    occurrence_checksum,
+    posting_checksum,
+)
 from cairn.store.commands import (
     EntityRef,
     Mutation,
@@ -273,15 +278,11 @@ class BulkApplier(Applier):
                         self._term_ids[term] = term_id
                         new_terms.append((term_id, term))
                     ids.append(term_id)
-                doc_terms.append(
-                    (
-                        slot,
-                        pointer,
-                        sum(counts),
-                        np.asarray(ids, dtype="<u4").tobytes(),
-                        np.asarray(counts, dtype="<u4").tobytes(),
-                    )
-                )
+                packed_ids = np.asarray(ids, dtype="<u4").tobytes()
+                packed_counts = np.asarray(counts, dtype="<u4").tobytes()
+                length = sum(counts)
+                checksum = posting_checksum(slot, pointer, length, packed_ids, packed_counts)
+                doc_terms.append((slot, pointer, length, packed_ids, packed_counts, checksum))
             changes.append(("document", item.collection, item.id, revision, slot, previous_slot))
             self._written[EntityRef(item.collection, item.id)] = _Stored(
                 slot, revision, None, None, False
@@ -302,7 +303,8 @@ class BulkApplier(Applier):
         )
         conn.executemany("INSERT INTO terms (id, term) VALUES (?, ?)", new_terms)
         conn.executemany(
-            "INSERT INTO doc_terms (slot, field, length, term_ids, counts) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO doc_terms (slot, field, length, term_ids, counts, checksum) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             doc_terms,
         )
         self._changes(changes)

@@ -28,6 +28,7 @@ from cairn.store.checksums import (
     fact_row_checksum,
     key_checksum,
     occurrence_checksum,
+    posting_checksum,
     shape_checksum,
     stored_bytes,
 )
@@ -56,6 +57,7 @@ CHECKED_TABLES = (
     "commands",
     "fact_shapes",
     "occurrence_shapes",
+    "doc_terms",
 )
 """The tables whose every row ``check_file`` verifies, in the order it reads them
 (``slots`` against the documents: no checksum of its own)."""
@@ -145,6 +147,7 @@ def check_file(
                 "api_keys": _walk(progress, "api_keys", _keys(conn)),
                 "commands": _walk(progress, "commands", _commands(conn)),
                 **{table: _walk(progress, table, _shapes(conn, table)) for table in SHAPE_TABLES},
+                "doc_terms": _walk(progress, "doc_terms", _postings(conn)),
             }
             agreement = None
             if against is not None:
@@ -294,3 +297,13 @@ def _shapes(conn: sqlite3.Connection, table: str) -> Iterator[tuple[str, bool]]:
         f"SELECT id, data, checksum FROM {table} ORDER BY id"
     ):
         yield f"shape {number}", checksum == shape_checksum(table, number, stored_bytes(data))
+
+
+def _postings(conn: sqlite3.Connection) -> Iterator[tuple[str, bool]]:
+    for slot, name, length, term_ids, counts, checksum in conn.execute(
+        "SELECT slot, field, length, term_ids, counts, checksum FROM doc_terms ORDER BY slot, field"
+    ):
+        expected = posting_checksum(
+            slot, name, length, stored_bytes(term_ids) or b"", stored_bytes(counts) or b""
+        )
+        yield f"slot {slot} {name}", checksum == expected

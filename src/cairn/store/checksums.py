@@ -31,6 +31,7 @@ __all__ = [
     "fact_row_checksum",
     "key_checksum",
     "occurrence_checksum",
+    "posting_checksum",
     "shape_checksum",
     "stored_bytes",
     "verify_command",
@@ -261,3 +262,10 @@ def verify_shape(table: str, number: int, data: bytes | None, stored: int | None
             "contents (re-run the load or cairn index that wrote it)",
             details={"table": table, "id": number},
         )
+
+
+def posting_checksum(slot: int, field: str, length: int, term_ids: bytes, counts: bytes) -> int:
+    """The checksum stored with a ``doc_terms`` row: its slot, field, length and both
+    packed arrays (a count flipped inside its range would change BM25 scores silently)."""
+    header = f"doc_terms\0{slot}\0{field}\0{length}".encode("utf-8", "surrogatepass")
+    return zlib.crc32(counts, zlib.crc32(term_ids, zlib.crc32(header)))

@@ -53,6 +53,7 @@ from cairn.store.checksums import (
     fact_row_checksum,
     key_checksum,
     occurrence_checksum,
+    posting_checksum,
     shape_checksum,
     stored_bytes,
 )
@@ -502,6 +503,20 @@ def _checksum_records(conn: sqlite3.Connection) -> None:
         "UPDATE api_keys SET checksum = ? WHERE key_id = ?",
         [(key_checksum(key_id, owner, verifier), key_id) for key_id, owner, verifier in keys],
     )
+    postings = conn.execute("SELECT slot, field, length, term_ids, counts FROM doc_terms")
+    conn.executemany(
+        "UPDATE doc_terms SET checksum = ? WHERE slot = ? AND field = ?",
+        [
+            (
+                posting_checksum(
+                    slot, name, length, stored_bytes(ids) or b"", stored_bytes(counts) or b""
+                ),
+                slot,
+                name,
+            )
+            for slot, name, length, ids, counts in postings.fetchall()
+        ],
+    )
     for table in SHAPE_TABLES:
         shapes = conn.execute(f"SELECT id, data FROM {table}").fetchall()
         conn.executemany(
@@ -533,6 +548,7 @@ _RECORD_CHECKSUMS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     "ALTER TABLE api_keys ADD COLUMN checksum INTEGER",
     "ALTER TABLE commands ADD COLUMN checksum INTEGER",
     *(f"ALTER TABLE {table} ADD COLUMN checksum INTEGER" for table in SHAPE_TABLES),
+    "ALTER TABLE doc_terms ADD COLUMN checksum INTEGER",
     _checksum_records,
 )
 

@@ -58,6 +58,13 @@ CASES: list[tuple[str, tuple[str, ...], list[Any]]] = [
     ("traverse", ("max_edges",), [0, 1, 50_000, 50_001]),
     ("traverse", ("seeds",), [[], [SEED]]),
     ("traverse", ("relations",), [["calls"] * 64, ["calls"] * 65]),
+    # Names: non-blank, no control character (check_identifier).
+    ("search", ("collection",), ["", "   ", "do\u0001cs", "docs"]),
+    ("search", ("text_field",), ["", "/te\u007fxt", "/text"]),
+    ("graph", ("retriever", "walk", "graph"), ["", "\t", GRAPH]),
+    ("graph", ("retriever", "walk", "seeds"), [[{"collection": "docs", "id": " "}], [SEED]]),
+    ("traverse", ("graph",), ["", "co\u0085de", GRAPH]),
+    ("traverse", ("seeds",), [[{"collection": "", "id": "root"}], [SEED]]),
 ]
 
 

@@ -162,8 +162,8 @@ def admit_search(request: SearchRequest) -> int:
 def _check_search(search: SearchRequest, *, retriever_present: bool) -> None:
     if not isinstance(search, SearchRequest):
         raise _fail("search must be a SearchRequest")
-    check_identifier(search.database, "database")
-    check_identifier(search.collection, "collection")
+    rule("SearchRequest", "database").check(search.database, "database")
+    rule("SearchRequest", "collection").check(search.collection, "collection")
     has_text = _check_text(search)
     has_vector = _check_vector(search)
     if not (has_text or has_vector or retriever_present):
@@ -181,7 +181,7 @@ def _check_text(search: SearchRequest) -> bool:
         return False
     if search.text is None or search.text_field is None:
         raise _fail("text and text_field must be given together", field="text")
-    check_identifier(search.text_field, "text_field")
+    rule("SearchRequest", "text_field").check(search.text_field, "text_field")
     if not isinstance(search.text, str):
         raise _fail("text must be a string", field="text")
     size = len(search.text.encode("utf-8", "surrogatepass"))
@@ -196,7 +196,7 @@ def _check_vector(search: SearchRequest) -> bool:
         return False
     if not all(given):
         raise _fail("vector, vector_field and space must be given together", field="vector")
-    check_identifier(search.vector_field, "vector_field")
+    rule("SearchRequest", "vector_field").check(search.vector_field, "vector_field")
     space = search.space
     if not isinstance(space, VectorSpace):
         raise _fail("space must be a VectorSpace", field="space")
@@ -235,7 +235,7 @@ def _check_labels(record: str, labels: object, where: str) -> None:
 def _check_walk(walk: GraphWalkSpec, where: str) -> None:
     if not isinstance(walk, GraphWalkSpec):
         raise _fail(f"{where}.walk must be a GraphWalkSpec")
-    check_identifier(walk.graph, f"{where}.graph")
+    rule("GraphWalkSpec", "graph").check(walk.graph, f"{where}.graph")
     _check_caps("GraphWalkSpec", walk, where)
     _check_labels("GraphWalkSpec", walk.labels, where)
     seeds = walk.seeds
@@ -248,14 +248,14 @@ def _check_walk(walk: GraphWalkSpec, where: str) -> None:
     for seed in seeds:
         if not isinstance(seed, EntityRef):
             raise _fail(f"{where} seeds must be entity refs")
-        check_identifier(seed.collection, f"{where} seed collection")
-        check_identifier(seed.id, f"{where} seed id")
+        rule("EntityRef", "collection").check(seed.collection, f"{where} seed collection")
+        rule("EntityRef", "id").check(seed.id, f"{where} seed id")
 
 
 def _check_expansion(expansion: GraphExpansion) -> None:
     if not isinstance(expansion, GraphExpansion):
         raise _fail("expansion must be a GraphExpansion")
-    check_identifier(expansion.graph, "expansion.graph")
+    rule("GraphExpansion", "graph").check(expansion.graph, "expansion.graph")
     _check_caps("GraphExpansion", expansion, "expansion")
     _check_labels("GraphExpansion", expansion.labels, "expansion")
 

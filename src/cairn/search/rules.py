@@ -31,12 +31,14 @@ from cairn.search.limits import (
     MIN_LIMIT,
     MIN_VERTICES,
 )
-from cairn.store.limits import MAX_VECTOR_VALUE
+from cairn.store.limits import MAX_IDENTIFIER_BYTES, MAX_VECTOR_VALUE, check_identifier
 
 __all__ = [
+    "CONTROL_CHARACTERS",
     "DESCRIPTIONS",
     "RULES",
     "Count",
+    "Identifier",
     "IntegerRange",
     "Rule",
     "Values",
@@ -127,10 +129,36 @@ class Values:
         return {"type": "array", "items": bounds}
 
 
-Rule = IntegerRange | Weight | Count | Values
+CONTROL_CHARACTERS = "[\\u0000-\\u001f\\u007f-\\u009f]"
+"""A JSON Schema pattern matching a Unicode control character (category Cc)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identifier:
+    """A name (database, collection, graph, field, ID): ``check_identifier``'s rule."""
+
+    def check(self, value: Any, what: str) -> None:
+        """Raise ``ValidationError`` naming ``what`` unless ``value`` is an identifier."""
+        check_identifier(value, what)
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema of the values ``check`` accepts, as near as JSON Schema can
+        say: non-blank, no control character, at most ``MAX_IDENTIFIER_BYTES``
+        characters (the UTF-8 byte bound itself is in the description)."""
+        return {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_IDENTIFIER_BYTES,
+            "pattern": "\\S",
+            "not": {"pattern": CONTROL_CHARACTERS},
+        }
+
+
+Rule = IntegerRange | Weight | Count | Values | Identifier
 """A field rule: ``check(value, what)`` in admission, ``schema()`` in the OpenAPI."""
 
 _WEIGHT = Weight()
+_NAME = Identifier()
 _CAPS: dict[str, Rule] = {
     "max_depth": IntegerRange(MIN_DEPTH, MAX_DEPTH),
     "max_vertices": IntegerRange(MIN_VERTICES, MAX_VERTICES),
@@ -140,6 +168,10 @@ _LABELS = Count(0, MAX_LABELS, "labels")
 
 RULES: dict[str, dict[str, Rule]] = {
     "SearchRequest": {
+        "database": _NAME,
+        "collection": _NAME,
+        "text_field": _NAME,
+        "vector_field": _NAME,
         "limit": IntegerRange(MIN_LIMIT, MAX_LIMIT),
         "fusion_k": IntegerRange(MIN_FUSION_K),
         "text_weight": _WEIGHT,
@@ -147,15 +179,31 @@ RULES: dict[str, dict[str, Rule]] = {
         "vector": Values(MAX_VECTOR_VALUE),
         "allowed_ids": Count(0, MAX_ALLOWED_IDS, "IDs"),
     },
-    "GraphWalkSpec": {**_CAPS, "seeds": Count(1, MAX_SEEDS, "seeds"), "labels": _LABELS},
-    "GraphExpansion": {**_CAPS, "labels": _LABELS},
+    "GraphWalkSpec": {
+        "graph": _NAME,
+        **_CAPS,
+        "seeds": Count(1, MAX_SEEDS, "seeds"),
+        "labels": _LABELS,
+    },
+    "GraphExpansion": {"graph": _NAME, **_CAPS, "labels": _LABELS},
     "GraphRetriever": {"weight": _WEIGHT},
-    "TraverseRequest": {**_CAPS, "seeds": Count(1, MAX_SEEDS, "seeds"), "relations": _LABELS},
+    "TraverseRequest": {
+        "database": _NAME,
+        "graph": _NAME,
+        **_CAPS,
+        "seeds": Count(1, MAX_SEEDS, "seeds"),
+        "relations": _LABELS,
+    },
+    "EntityRef": {"collection": _NAME, "id": _NAME},
 }
 """Record name -> field -> its rule."""
 
+_NAMED = f"At most {MAX_IDENTIFIER_BYTES} UTF-8 bytes."
+
 DESCRIPTIONS: dict[str, dict[str, str]] = {
     "SearchRequest": {
+        "database": _NAMED,
+        "collection": _NAMED,
         "text": f"At most {MAX_TEXT_BYTES} UTF-8 bytes; given together with text_field.",
         "vector": "As many values as the space's dimension; given with vector_field and space.",
     },

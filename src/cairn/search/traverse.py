@@ -299,16 +299,16 @@ def _check_refs(refs: Sequence[EntityRef], what: str) -> None:
     for ref in refs:
         if not isinstance(ref, EntityRef):
             raise ValidationError(f"{what} must be entity refs")
-        check_identifier(ref.collection, f"{what} collection")
-        check_identifier(ref.id, f"{what} id")
+        rule("EntityRef", "collection").check(ref.collection, f"{what} collection")
+        rule("EntityRef", "id").check(ref.id, f"{what} id")
 
 
 def admit_traverse(request: TraverseRequest) -> int:
     """Check every rule before any read; return the request's canonical size in bytes."""
     if not isinstance(request, TraverseRequest):
         raise ValidationError("expected a TraverseRequest")
-    check_identifier(request.database, "database")
-    check_identifier(request.graph, "graph")
+    rule("TraverseRequest", "database").check(request.database, "database")
+    rule("TraverseRequest", "graph").check(request.graph, "graph")
     for name in ("max_depth", "max_vertices", "max_edges"):
         rule("TraverseRequest", name).check(getattr(request, name), name)
     if not isinstance(request.seeds, tuple):

@@ -113,3 +113,54 @@ def test_the_schema_accepts_exactly_what_the_server_accepts(
             f"{response.status_code}: {response.text[:200]}"
         )
     assert {ok for _, ok in verdicts} == {True, False}  # each case crosses a bound
+
+
+def _mutations() -> list[Any]:
+    from datetime import UTC, datetime
+
+    from cairn.store import commands as c
+    from cairn.store import issue_api_key
+    from cairn.store.policy import Capability, FieldPolicy, Grant
+
+    space = c.VectorSpace("toy", 2, c.Metric.COSINE, "toy-model", "1")
+    grant = Grant("main", "docs", frozenset({Capability.QUERY}))
+    return [
+        c.PutDocument("docs", "a", {"text": "x"}, 0, c.DocumentAccess("ann", "team")),
+        c.PatchDocument("docs", "a", (c.PatchOperation("set", "/text", "y"),), 1),
+        c.DeleteDocument("docs", "a"),
+        c.PutVector("docs", "a", "embedding", (1.0, 0.5)),
+        c.PutFact("code", c.EntityRef("docs", "a"), c.EntityRef("docs", "b"), "calls", None, {}),
+        c.DeleteFact("code", "fact:1"),
+        c.ConfigureCollection("docs", ("/text",), (c.VectorField("embedding", space),)),
+        c.ConfigureGraph("code"),
+        c.ConfigurePrincipal(
+            "reader",
+            (grant,),
+            api_keys=(issue_api_key().verifier,),
+            expires_at=datetime(2030, 1, 1, tzinfo=UTC),
+        ),
+        c.ConfigurePolicy("docs", (FieldPolicy("/secret", read_grant="secrets"),)),
+    ]
+
+
+def test_every_mutation_the_server_parses_is_valid_by_the_command_schema(
+    http: TestClient,
+) -> None:
+    import json
+    import uuid
+
+    from cairn.store.commands import MUTATION_TYPES, CommandRequest, command_from_json
+
+    components = http.get("/openapi.json").json()["components"]
+    schema = {**components["schemas"]["CommandRequest"], "components": components}
+    validator = jsonschema.Draft202012Validator(schema)
+    mutations = _mutations()
+    assert {m.kind for m in mutations} == set(MUTATION_TYPES)  # every kind is covered
+    for mutation in mutations:
+        body = json.loads(json.dumps(CommandRequest(uuid.uuid4(), "main", (mutation,)).to_json()))
+        command_from_json(body)  # the server's parser takes it
+        errors = [error.message for error in validator.iter_errors(body)]
+        assert not errors, (mutation.kind, errors[:3])
+        # The schema now says what a mutation holds (it used to accept any object with a kind).
+        for broken in ({**body["mutations"][0], "kind": "put_everything"}, {"kind": mutation.kind}):
+            assert not validator.is_valid({**body, "mutations": [broken]}), broken

@@ -33,6 +33,7 @@ from cairn.search.traverse import (
     TraverseRequest,
     TraverseResult,
 )
+from cairn.store.commands import MUTATION_TYPES
 from cairn.store.policy import Capability
 
 __all__ = ["BODY_SUFFIX", "component_schemas", "json_body", "json_reply", "ref"]
@@ -91,18 +92,6 @@ _FIELD_POLICY = {
         "write_grant": _NULLABLE_STRING,
     },
 }
-_MUTATION_KINDS = [
-    "put_document",
-    "patch_document",
-    "delete_document",
-    "put_vector",
-    "put_fact",
-    "delete_fact",
-    "configure_collection",
-    "configure_graph",
-    "configure_principal",
-    "configure_policy",
-]
 
 _WRITTEN: dict[str, dict[str, Any]] = {
     "Problem": {
@@ -134,9 +123,7 @@ _WRITTEN: dict[str, dict[str, Any]] = {
             "mutations": {
                 "type": "array",
                 "items": {
-                    "type": "object",
-                    "required": ["kind"],
-                    "properties": {"kind": {"enum": _MUTATION_KINDS}},
+                    "oneOf": [{"$ref": _PREFIX + cls.__name__} for cls in MUTATION_TYPES.values()]
                 },
             },
         },
@@ -314,6 +301,15 @@ def _components() -> dict[str, dict[str, Any]]:
         request_defs[name] = schema
     for name, schema in request_defs.items():
         found[name] = _strict(schema, None) if "properties" in schema else schema
+    for kind, cls in MUTATION_TYPES.items():
+        schema, defs = _render(cls, "validation")
+        found.update(
+            {name: _strict(d, None) if "properties" in d else d for name, d in defs.items()}
+        )
+        mutation = _strict(schema, None)
+        mutation["properties"] = {"kind": {"const": kind}, **mutation["properties"]}
+        mutation["required"] = ["kind", *mutation.get("required", [])]
+        found[cls.__name__] = mutation
     for name in list(found):
         record = name.removesuffix(BODY_SUFFIX)
         if record in RULES:

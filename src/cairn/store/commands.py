@@ -50,6 +50,7 @@ from cairn.store.policy import (
 
 __all__ = [
     "DURABILITY_PROCESS_DURABLE",
+    "MUTATION_TYPES",
     "OUTCOME_PACK_BYTES",
     "RECEIPT_PIECE_MUTATIONS",
     "CommandRequest",
@@ -705,7 +706,7 @@ Mutation: TypeAlias = (
 )
 """Any one typed mutation."""
 
-_MUTATION_TYPES: dict[str, type[Mutation]] = {
+MUTATION_TYPES: dict[str, type[Mutation]] = {
     cls.kind: cls
     for cls in (
         PutDocument,
@@ -720,6 +721,7 @@ _MUTATION_TYPES: dict[str, type[Mutation]] = {
         ConfigurePolicy,
     )
 }
+"""Every mutation record by its wire ``kind``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -735,7 +737,7 @@ class CommandRequest:
         _require(isinstance(self.database, str), "database must be a string")
         object.__setattr__(self, "mutations", tuple(self.mutations))
         _require(
-            all(type(m) in _MUTATION_TYPES.values() for m in self.mutations),
+            all(type(m) in MUTATION_TYPES.values() for m in self.mutations),
             "mutations must be typed mutation records",
         )
 
@@ -761,7 +763,7 @@ def command_from_json(data: Mapping[str, Any]) -> CommandRequest:
     try:
         mutations = []
         for item in data["mutations"]:
-            cls = _MUTATION_TYPES.get(item["kind"])
+            cls = MUTATION_TYPES.get(item["kind"])
             if cls is None:
                 raise ValidationError(f"unknown mutation kind {item['kind']!r}")
             mutations.append(cls.from_json(item))

@@ -2,12 +2,13 @@
 
 Request bodies are parsed by the strict wire codec (``cairn.search.wire``,
 ``command_from_json``), never by FastAPI, so the schemas here only document them: the
-search and traverse records are rendered from their dataclasses (pydantic's JSON
-Schema generator over the type hints), and each field's bounds are merged in from the
-very rule objects admission checks it with (``cairn.search.rules``), so the document
-is never looser than the server where JSON Schema can say it; the rest are written
-out. Request records carry an optional ``type`` tag and reject unknown fields, as the
-codec does.
+search and traverse records, the mutations and the admin bodies are rendered from
+their dataclasses (pydantic's JSON Schema generator over the type hints), and each
+field's bounds are merged in from the very rule objects the server checks it with
+(``cairn.search.rules``, ``cairn.store.rules``), so the document is never looser than
+the server where JSON Schema can say it; replies and problems are written out.
+Search records carry an optional ``type`` tag; fields with defaults may be left out,
+as the codec allows.
 """
 
 from __future__ import annotations
@@ -26,15 +27,15 @@ from cairn.search.contracts import (
     SearchRequest,
     SqlGraphSearchRequest,
 )
-from cairn.search.rules import RULES, with_rules
+from cairn.search.rules import rules_of, with_rules
 from cairn.search.traverse import (
     TRAVERSE_REQUEST_ALIAS,
     TRAVERSE_RESULT_ALIAS,
     TraverseRequest,
     TraverseResult,
 )
+from cairn.server.admin import PRINCIPAL_SETTINGS
 from cairn.store.commands import MUTATION_TYPES
-from cairn.store.policy import Capability
 
 __all__ = ["BODY_SUFFIX", "component_schemas", "json_body", "json_reply", "ref"]
 
@@ -58,40 +59,8 @@ _RESULTS: dict[str, tuple[type[Any], str]] = {
 }
 
 _STRING = {"type": "string"}
-_NULLABLE_STRING = {"type": ["string", "null"]}
 _STRINGS = {"type": "array", "items": _STRING}
 _INTEGER = {"type": "integer"}
-
-_GRANT = {
-    "type": "object",
-    "required": ["database", "resource", "capabilities"],
-    "additionalProperties": False,
-    "properties": {
-        "database": _STRING,
-        "resource": _STRING,
-        "capabilities": {"type": "array", "items": {"enum": [c.value for c in Capability]}},
-    },
-}
-_SETTINGS_PROPERTIES = {
-    "grants": {"type": "array", "items": {"$ref": _PREFIX + "Grant"}},
-    "field_grants": _STRINGS,
-    "owner_id": _NULLABLE_STRING,
-    "projects": _STRINGS,
-    "restrict_rows": {"type": "boolean"},
-    "revoked": {"type": "boolean"},
-    "expires_at": {"type": ["string", "null"], "format": "date-time"},
-}
-_FIELD_POLICY = {
-    "type": "object",
-    "required": ["path"],
-    "additionalProperties": False,
-    "properties": {
-        "path": _STRING,
-        "read_grant": _NULLABLE_STRING,
-        "use_grant": _NULLABLE_STRING,
-        "write_grant": _NULLABLE_STRING,
-    },
-}
 
 _WRITTEN: dict[str, dict[str, Any]] = {
     "Problem": {
@@ -191,33 +160,10 @@ _WRITTEN: dict[str, dict[str, Any]] = {
             },
         },
     },
-    "Grant": _GRANT,
-    "PrincipalSettings": {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": _SETTINGS_PROPERTIES,
-    },
-    "Principal": {
-        "type": "object",
-        "required": ["id", "grants", "policy_epoch"],
-        "properties": {
-            "id": _STRING,
-            **_SETTINGS_PROPERTIES,
-            "policy_epoch": _INTEGER,
-            "key_ids": _STRINGS,
-        },
-    },
     "PrincipalList": {
         "type": "object",
         "required": ["principals"],
         "properties": {"principals": {"type": "array", "items": {"$ref": _PREFIX + "Principal"}}},
-    },
-    "ApiKeyRequest": {
-        "type": "object",
-        "description": "Empty: the server mints the key and returns its token once. "
-        "With key_id and verifier: register a key minted by the client.",
-        "additionalProperties": False,
-        "properties": {"key_id": _STRING, "verifier": _STRING},
     },
     "ApiKeyReply": {
         "type": "object",
@@ -228,13 +174,6 @@ _WRITTEN: dict[str, dict[str, Any]] = {
             "token": _STRING,
             "receipt": {"anyOf": [{"$ref": _PREFIX + "CommitReceipt"}, {"type": "null"}]},
         },
-    },
-    "FieldPolicy": _FIELD_POLICY,
-    "Policy": {
-        "type": "object",
-        "required": ["fields"],
-        "additionalProperties": False,
-        "properties": {"fields": {"type": "array", "items": {"$ref": _PREFIX + "FieldPolicy"}}},
     },
     "PolicyReply": {
         "type": "object",
@@ -310,12 +249,52 @@ def _components() -> dict[str, dict[str, Any]]:
         mutation["properties"] = {"kind": {"const": kind}, **mutation["properties"]}
         mutation["required"] = ["kind", *mutation.get("required", [])]
         found[cls.__name__] = mutation
+    found.update(_WRITTEN)
     for name in list(found):
         record = name.removesuffix(BODY_SUFFIX)
-        if record in RULES:
+        if rules_of(record):
             found[name] = with_rules(found[name], record)
-    found.update(_WRITTEN)
+    found.update(_admin_bodies(found))
     return found
+
+
+def _admin_bodies(found: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The admin routes' bodies, cut from the rendered mutation records they become
+    (``ConfigurePrincipal``, ``ConfigurePolicy``, ``ApiKeyVerifier``), rules included."""
+    principal = found["ConfigurePrincipal"]["properties"]
+    settings = {name: principal[name] for name in PRINCIPAL_SETTINGS}
+    return {
+        "PrincipalSettings": {
+            "type": "object",
+            "description": "A principal's settings; what is left out takes its default.",
+            "additionalProperties": False,
+            "properties": settings,
+        },
+        "Principal": {
+            "type": "object",
+            "required": ["id", "grants", "policy_epoch"],
+            "properties": {
+                "id": principal["id"],
+                **settings,
+                "policy_epoch": _INTEGER,
+                "key_ids": _STRINGS,
+            },
+        },
+        "ApiKeyRequest": {
+            "type": "object",
+            "description": "Empty: the server mints the key and returns its token once. "
+            "With key_id and verifier: register a key minted by the client.",
+            "additionalProperties": False,
+            "properties": found["ApiKeyVerifier"]["properties"],
+            "dependentRequired": {"key_id": ["verifier"], "verifier": ["key_id"]},
+        },
+        "Policy": {
+            "type": "object",
+            "required": ["fields"],
+            "additionalProperties": False,
+            "properties": {"fields": found["ConfigurePolicy"]["properties"]["fields"]},
+        },
+    }
 
 
 def component_schemas() -> dict[str, dict[str, Any]]:

@@ -13,6 +13,7 @@ any other error of that command.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
@@ -33,12 +34,7 @@ from cairn.graph.model import (
     thaw,
 )
 from cairn.graph.multigraph import OccurrenceInput
-from cairn.store.limits import (
-    MAX_VECTOR_DIMENSION,
-    MAX_VECTOR_VALUE,
-    MIN_VECTOR_DIMENSION,
-    check_identifier,
-)
+from cairn.store.limits import MAX_VECTOR_VALUE
 from cairn.store.policy import (
     ApiKeyVerifier,
     FieldPolicy,
@@ -47,6 +43,7 @@ from cairn.store.policy import (
     datetime_from_json,
     datetime_to_json,
 )
+from cairn.store.rules import check_fields
 
 __all__ = [
     "DURABILITY_PROCESS_DURABLE",
@@ -127,8 +124,7 @@ class EntityRef:
 
     def validate(self) -> None:
         """Check the identifier rules on both parts."""
-        check_identifier(self.collection, "collection")
-        check_identifier(self.id, "document id")
+        check_fields(self)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form."""
@@ -153,10 +149,7 @@ class DocumentAccess:
 
     def validate(self) -> None:
         """Check the identifier rules on the given parts."""
-        if self.owner is not None:
-            check_identifier(self.owner, "access owner")
-        if self.project is not None:
-            check_identifier(self.project, "access project")
+        check_fields(self)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form."""
@@ -195,15 +188,7 @@ class VectorSpace:
 
     def validate(self) -> None:
         """Check identifiers and the dimension range."""
-        check_identifier(self.id, "space id")
-        check_identifier(self.model, "space model")
-        check_identifier(self.version, "space version")
-        if not MIN_VECTOR_DIMENSION <= self.dimension <= MAX_VECTOR_DIMENSION:
-            raise ValidationError(
-                f"vector dimension {self.dimension} is outside "
-                f"{MIN_VECTOR_DIMENSION}..{MAX_VECTOR_DIMENSION}",
-                details={"dimension": self.dimension},
-            )
+        check_fields(self)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form."""
@@ -345,7 +330,7 @@ class PutDocument:
             data["id"],
             data["body"],
             data["expected_revision"],
-            DocumentAccess.from_json(data["access"]),
+            DocumentAccess.from_json(_with_defaults(DocumentAccess, data["access"])),
         )
 
 
@@ -380,7 +365,10 @@ class PatchDocument:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PatchDocument:
         """Parse the plain JSON form."""
-        operations = tuple(PatchOperation.from_json(op) for op in data["operations"])
+        operations = tuple(
+            PatchOperation.from_json(_with_defaults(PatchOperation, op))
+            for op in data["operations"]
+        )
         return cls(data["collection"], data["id"], operations, data["expected_revision"])
 
 
@@ -520,7 +508,10 @@ class PutFact:
             data["relation"],
             data["discriminator"],
             data["annotations"],
-            tuple(occurrence_from_json(item) for item in data["occurrences"]),
+            tuple(
+                occurrence_from_json(_with_defaults(OccurrenceInput, item))
+                for item in data["occurrences"]
+            ),
             None if source_identity is None else EndpointIdentity.from_json(source_identity),
             None if target_identity is None else EndpointIdentity.from_json(target_identity),
         )
@@ -689,7 +680,11 @@ class ConfigurePolicy:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ConfigurePolicy:
         """Parse the plain JSON form."""
-        return cls(data["resource"], tuple(FieldPolicy.from_json(f) for f in data["fields"]))
+        fields = data["fields"]
+        return cls(
+            data["resource"],
+            tuple(FieldPolicy.from_json(_with_defaults(FieldPolicy, f)) for f in fields),
+        )
 
 
 Mutation: TypeAlias = (
@@ -758,15 +753,38 @@ class CommandRequest:
         return digest_bytes(self.canonical_bytes())
 
 
+def _with_defaults(cls: type[Any], data: Any) -> Any:
+    """``data`` (a record's JSON object) with every omitted field that has a default
+    given that default's JSON form, so a request may leave out what the schema marks
+    optional; anything but an object is returned as it is, for the parser to judge."""
+    if not isinstance(data, Mapping):
+        return data
+    missing: dict[str, Any] = {}
+    for item in dataclasses.fields(cls):
+        if item.name in data:
+            continue
+        if item.default is not dataclasses.MISSING:
+            missing[item.name] = _json_default(item.default)
+        elif item.default_factory is not dataclasses.MISSING:
+            missing[item.name] = _json_default(item.default_factory())
+    return {**missing, **data} if missing else data
+
+
+def _json_default(value: Any) -> Any:
+    # The records' defaults are None, False and empty collections.
+    return list(value) if isinstance(value, tuple | frozenset) else value
+
+
 def command_from_json(data: Mapping[str, Any]) -> CommandRequest:
-    """Parse ``CommandRequest.to_json`` output (``ValidationError`` when malformed)."""
+    """Parse ``CommandRequest.to_json`` output (``ValidationError`` when malformed);
+    fields with defaults may be left out."""
     try:
         mutations = []
         for item in data["mutations"]:
             cls = MUTATION_TYPES.get(item["kind"])
             if cls is None:
                 raise ValidationError(f"unknown mutation kind {item['kind']!r}")
-            mutations.append(cls.from_json(item))
+            mutations.append(cls.from_json(_with_defaults(cls, item)))
         return CommandRequest(uuid.UUID(data["command_id"]), data["database"], tuple(mutations))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ValidationError(f"malformed command: {exc}") from exc

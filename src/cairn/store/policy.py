@@ -25,8 +25,9 @@ from functools import lru_cache
 from typing import Any
 
 from cairn.errors import PermissionDeniedError, UnauthenticatedError, ValidationError
-from cairn.store.limits import PBKDF2_ITERATIONS, check_identifier, check_json_pointer
+from cairn.store.limits import PBKDF2_ITERATIONS, check_identifier
 from cairn.store.pointer import MISSING, get_at, is_prefix, remove_at
+from cairn.store.rules import check_fields
 
 __all__ = [
     "API_KEY_PREFIX",
@@ -79,12 +80,6 @@ class Capability(StrEnum):
     ADMIN = "admin"
 
 
-def _check_pattern(value: object, what: str) -> str:
-    if value == "*":
-        return "*"
-    return check_identifier(value, what)
-
-
 @lru_cache(maxsize=1024)
 def _pattern_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(".*".join(re.escape(part) for part in pattern.split("*")), re.DOTALL)
@@ -106,15 +101,12 @@ class Grant:
     capabilities: frozenset[Capability]
 
     def __post_init__(self) -> None:
-        _check_pattern(self.database, "grant database")
-        _check_pattern(self.resource, "grant resource")
         try:
             caps = frozenset(Capability(cap) for cap in self.capabilities)
         except (ValueError, TypeError) as exc:
             raise ValidationError(f"unknown capability in {self.capabilities!r}") from exc
-        if not caps:
-            raise ValidationError("a grant needs at least one capability")
         object.__setattr__(self, "capabilities", caps)
+        check_fields(self)
 
     def covers(self, database: str, resource: str) -> bool:
         """Whether this grant applies to ``resource`` in ``database``."""
@@ -148,11 +140,7 @@ class FieldPolicy:
     write_grant: str | None = None
 
     def __post_init__(self) -> None:
-        check_json_pointer(self.path, "field policy path")
-        for name in ("read_grant", "use_grant", "write_grant"):
-            value = getattr(self, name)
-            if value is not None:
-                check_identifier(value, f"field policy {name}")
+        check_fields(self)
 
     def governs(self, pointer: str) -> bool:
         """Whether touching ``pointer`` touches this policy's field (either contains the other)."""
@@ -381,9 +369,7 @@ class ApiKeyVerifier:
     verifier: str
 
     def __post_init__(self) -> None:
-        check_identifier(self.key_id, "api key id")
-        if "." in self.key_id:
-            raise ValidationError("api key id must not contain '.'")
+        check_fields(self)
         _parse_verifier(self.verifier)
 
     def to_json(self) -> dict[str, Any]:

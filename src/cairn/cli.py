@@ -174,13 +174,15 @@ def load_command(
         target = resolve_database(db, artifact=file)
         loaded = read_artifact(file)
         with open_database(target) as database:
+            before = database.position
             receipt = load_semantic_graph(
                 database, loaded.graph, on_repair=repair_collector(repaired)
             )
     except CairnError as error:
         fail(error)
         return
-    summary = {"file": file, "db": str(target), **load_summary(receipt), "repaired": repaired}
+    changes = load_summary(receipt, before=before)
+    summary = {"file": file, "db": str(target), **changes, "repaired": repaired}
     if as_json:
         emit_json(summary)
         return

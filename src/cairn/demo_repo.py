@@ -73,6 +73,7 @@ def run_repository_demo(root: str | Path, *, workers: int | None = None) -> Demo
     result = index_repository(folder, workers=workers or default_workers())
     write_index(result)
     with open_database(database_path(folder)) as db:
+        before = db.position
         receipt = load_semantic_graph(db, result.graph)
         seed = EntityRef("files", f"file:{_seed_file(folder)}")
         searches = (
@@ -80,7 +81,7 @@ def run_repository_demo(root: str | Path, *, workers: int | None = None) -> Demo
             _graph_search(db, seed),
             _sql_search(db, seed),
         )
-    return DemoRun(index_summary(result), load_summary(receipt), searches)
+    return DemoRun(index_summary(result), load_summary(receipt, before=before), searches)
 
 
 def _text_search(db: Any) -> DemoSearch:

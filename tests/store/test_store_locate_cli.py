@@ -47,8 +47,13 @@ def test_load_creates_the_database_next_to_the_artifact_and_is_idempotent(
     assert summary["position"] == 1
     assert summary["mutations"]["put_document"] == 6
     assert Path(summary["db"]) == (tmp_path / ".cairn" / "cairn.db").resolve()
-    again = runner.invoke(app, ["load", str(artifact), "--json"])
-    assert json.loads(again.output) == summary  # the stored receipt, nothing re-applied
+    assert summary["up_to_date"] is False
+    again = json.loads(runner.invoke(app, ["load", str(artifact), "--json"]).output)
+    # The stored receipt, nothing re-applied, and said as such (issue 20): the same
+    # command, no changes, the position unmoved.
+    assert again == {**summary, "changes": 0, "up_to_date": True, "mutations": {}}
+    readable_again = runner.invoke(app, ["load", str(artifact)])
+    assert "Up to date" in readable_again.output
     _artifact(tmp_path, extra=True)
     edited = json.loads(runner.invoke(app, ["load", str(artifact), "--json"]).output)
     assert edited["position"] == 2

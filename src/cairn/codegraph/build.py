@@ -17,10 +17,11 @@ from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import closing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from cairn.codegraph.cache import CacheStats, ExtractCache, dump_extract, load_extract
 from cairn.codegraph.emit import GraphEmitter
 from cairn.codegraph.limits import (
     ADAPTER_VERSION,
@@ -36,7 +37,6 @@ from cairn.codegraph.scan import (
     INDEXED,
     FileOutcome,
     Manifest,
-    ScannedFile,
     ScanResult,
     read_source,
     scan_repository,
@@ -88,12 +88,14 @@ INDEX_PHASES = ("scanning", "extracting", "resolving")
 
 @dataclass(frozen=True, slots=True)
 class IndexResult:
-    """The product of indexing: the graph, the manifest and the wall time it took."""
+    """The product of indexing: the graph, the manifest, the wall time it took and what
+    the extraction cache did (``None`` without one)."""
 
     root: Path
     graph: SemanticGraph
     manifest: Manifest
     seconds: float
+    cache: CacheStats | None = None
 
 
 def extract_file(path: str, language: str, data: bytes) -> FileExtract:
@@ -113,16 +115,26 @@ def extract_file(path: str, language: str, data: bytes) -> FileExtract:
     raise ValidationError(f"no adapter for language {language!r}")
 
 
-def _extract_one(job: tuple[str, ScannedFile]) -> tuple[FileOutcome, FileExtract]:
-    root, scanned = job
-    read = read_source(Path(root), scanned)
-    empty = FileExtract(scanned.path, scanned.language)
-    if read.data is None:
-        return read.outcome, empty
+Job = tuple[FileOutcome, bytes]
+"""One file to parse: its outcome so far (path, language, size, hash) and its bytes."""
+Extracted = tuple[FileOutcome, FileExtract]
+
+
+def _parse(job: Job) -> Extracted:
+    outcome, data = job
     try:
-        return read.outcome, extract_file(scanned.path, scanned.language, read.data)
+        return outcome, extract_file(outcome.path, outcome.language, data)
     except (SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError) as exc:
-        return replace(read.outcome, outcome=f"failed:{type(exc).__name__}"), empty
+        failed = replace(outcome, outcome=f"failed:{type(exc).__name__}")
+        return failed, FileExtract(outcome.path, outcome.language)
+
+
+def _parse_in_worker(job: Job) -> tuple[FileOutcome, bytes]:
+    """A worker's parse, sent back as the cache's bytes (the parent both uses and keeps
+    them: one pickling serves the hand-off and the cache)."""
+    try:
+        outcome, extract = _parse(job)
+        return outcome, dump_extract(extract)
     finally:
         worker_tick()
 
@@ -136,47 +148,104 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
+@dataclass(slots=True)
+class _Phase:
+    """One phase's files: those already known (cached, unreadable) and those to parse."""
+
+    ready: list[Extracted] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+
+
+class _Fresh:
+    """The rows parsed in this index, for the cache (kept only when there is one)."""
+
+    def __init__(self, keep: bool) -> None:
+        self.keep = keep
+        self.rows: list[tuple[str, str, str, str, bytes]] = []
+
+    def add(self, outcome: FileOutcome, blob: bytes) -> None:
+        if self.keep and outcome.sha256 is not None:
+            row = (outcome.path, outcome.language, outcome.sha256, outcome.outcome, blob)
+            self.rows.append(row)
+
+
 def _extract_phases(
-    root: Path,
-    phases: Sequence[Sequence[ScannedFile]],
+    phases: Sequence[_Phase],
     workers: int,
     progress: ProgressCallback | None,
-) -> Generator[list[tuple[FileOutcome, FileExtract]], None, None]:
-    """Extract each phase's files, yielding one phase's results at a time (any order).
+    fresh: _Fresh,
+) -> Generator[list[Extracted], None, None]:
+    """Parse each phase's jobs, yielding one phase's results at a time (any order).
 
     With workers, every phase is queued at once, first phase first, so the caller can
     resolve the first phase (Python) while the workers are still on later ones; within a
     phase, files go out largest first (longest-processing-time scheduling). Results are
     re-sorted by path by the caller, so neither order shows in the graph.
     """
-    total = sum(len(files) for files in phases)
+    total = sum(len(phase.ready) + len(phase.jobs) for phase in phases)
     seen = [0]
 
-    def collect(
-        stream: Iterable[tuple[FileOutcome, FileExtract]],
-    ) -> list[tuple[FileOutcome, FileExtract]]:
-        results: list[tuple[FileOutcome, FileExtract]] = []
-        for item in stream:
-            results.append(item)
-            seen[0] += 1
-            if progress is not None:
-                progress(seen[0], total)
+    def tick(results: list[Extracted], item: Extracted) -> None:
+        results.append(item)
+        seen[0] += 1
+        if progress is not None:
+            progress(seen[0], total)
+
+    def in_process(phase: _Phase) -> list[Extracted]:
+        results: list[Extracted] = []
+        for item in phase.ready:
+            tick(results, item)
+        for job in phase.jobs:
+            outcome, extract = _parse(job)
+            if fresh.keep:
+                fresh.add(outcome, dump_extract(extract))
+            tick(results, (outcome, extract))
         return results
 
-    if workers <= 1 or total < 2:
-        for files in phases:
-            yield collect(map(_extract_one, [(str(root), scanned) for scanned in files]))
+    jobs = sum(len(phase.jobs) for phase in phases)
+    if workers <= 1 or jobs < 2:
+        for phase in phases:
+            yield in_process(phase)
         return
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=_pool_context(), initializer=worker_initializer
     ) as pool:
         streams = []
-        for files in phases:
-            ordered = sorted(files, key=lambda scanned: (-scanned.size, scanned.path))
-            jobs = [(str(root), scanned) for scanned in ordered]
-            streams.append(pool.map(_extract_one, jobs, chunksize=CHUNK_FILES))
-        for stream in streams:
-            yield collect(stream)
+        for phase in phases:
+            ordered = sorted(phase.jobs, key=lambda job: (-len(job[1]), job[0].path))
+            streams.append(pool.map(_parse_in_worker, ordered, chunksize=CHUNK_FILES))
+        for phase, stream in zip(phases, streams, strict=True):
+            results: list[Extracted] = []
+            for item in phase.ready:
+                tick(results, item)
+            for outcome, blob in stream:
+                fresh.add(outcome, blob)
+                tick(results, (outcome, load_extract(blob)))
+            yield results
+
+
+def _plan(scan: ScanResult, cache: ExtractCache | None) -> tuple[_Phase, _Phase]:
+    """Read every accepted file once; a file whose bytes the cache knows is ready, the
+    rest are jobs. Python files make the first phase, every other language the second."""
+    python, other = _Phase(), _Phase()
+    rows = cache.rows() if cache is not None else {}
+    for scanned in scan.files:
+        phase = python if scanned.language == PYTHON else other
+        read = read_source(scan.root, scanned)
+        outcome = read.outcome
+        if read.data is None or outcome.sha256 is None:
+            phase.ready.append((outcome, FileExtract(scanned.path, scanned.language)))
+            continue
+        hit = (
+            None
+            if cache is None
+            else cache.lookup(rows, outcome.path, outcome.language, outcome.sha256)
+        )
+        if hit is None:
+            phase.jobs.append((outcome, read.data))
+        else:
+            phase.ready.append((replace(outcome, outcome=hit.outcome), hit.extract))
+    return python, other
 
 
 def _by_language(extracts: Iterable[FileExtract], *languages: str) -> list[FileExtract]:
@@ -190,10 +259,14 @@ def index_repository(
     workers: int = 1,
     progress: ProgressCallback | None = None,
     phase: PhaseCallback | None = None,
+    cache: Path | str | None = None,
 ) -> IndexResult:
     """Index the repository at ``root`` into a semantic graph plus manifest.
 
     ``progress`` follows the files extracted; ``phase`` is told each phase as it starts.
+    With ``cache`` (an extraction cache file, see ``cairn.codegraph.cache``), a file
+    whose bytes, path and language match a cached row is not parsed again, and the
+    cache is brought up to date; the graph is the same either way.
     """
     if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
         raise ValidationError(f"workers must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
@@ -202,9 +275,19 @@ def index_repository(
     with gc_paused():  # ~10^5 acyclic records: the collector would only rescan them
         tell("scanning")
         scan = scan_repository(root, excludes=excludes)
-        tell("extracting")
-        manifest, graph = _index(scan, workers, progress, tell)
-    return IndexResult(scan.root, graph, manifest, time.perf_counter() - started)
+        opened = _open_cache(cache)
+        try:
+            tell("extracting")
+            manifest, graph = _index(scan, workers, progress, tell, opened)
+        finally:
+            if opened is not None:
+                opened.close()
+    stats = None if opened is None else opened.stats
+    return IndexResult(scan.root, graph, manifest, time.perf_counter() - started, stats)
+
+
+def _open_cache(path: Path | str | None) -> ExtractCache | None:
+    return None if path is None else ExtractCache.open(path)
 
 
 def _quiet(name: str) -> None:
@@ -216,22 +299,22 @@ def _index(
     workers: int,
     progress: ProgressCallback | None,
     phase: PhaseCallback = _quiet,
+    cache: ExtractCache | None = None,
 ) -> tuple[Manifest, SemanticGraph]:
     """Extract, resolve and admit: the body of ``index_repository`` (collector paused)."""
     manifest = Manifest()
     for skipped in scan.skipped:
         manifest.add(skipped)
-    python_files = [scanned for scanned in scan.files if scanned.language == PYTHON]
-    other_files = [scanned for scanned in scan.files if scanned.language != PYTHON]
     emitter = GraphEmitter()
-    with closing(
-        _extract_phases(scan.root, (python_files, other_files), workers, progress)
-    ) as phases:
+    fresh = _Fresh(cache is not None)
+    with closing(_extract_phases(_plan(scan, cache), workers, progress, fresh)) as phases:
         pairs = next(phases)
         python = PythonResolver(_by_language([e for _, e in pairs], PYTHON), emitter)
         python.run()
         emitter.flush()  # admit the Python facts while the workers finish the other files
         pairs.extend(next(phases))
+    if cache is not None:
+        cache.save(fresh.rows, (outcome.path for outcome, _ in pairs))
     phase("resolving")
     pairs.sort(key=lambda pair: pair[0].path)
     extracts = [extract for _, extract in pairs]
@@ -275,6 +358,7 @@ def index_summary(result: IndexResult) -> dict[str, Any]:
         "stable_fact_share": round(stable / graph.fact_count, 6) if graph.fact_count else 1.0,
         "calls": calls,
         "unresolved_calls": calls.get("unresolved", 0) + calls.get("dynamic", 0),
+        "cache": None if result.cache is None else result.cache.to_json(),
         "seconds": round(result.seconds, 3),
     }
 

@@ -1042,15 +1042,23 @@ def repair_collector(into: list[dict[str, str]]) -> RepairReport:
     return collect
 
 
-def load_summary(receipt: CommitReceipt) -> dict[str, Any]:
-    """Plain JSON summary of a load's receipt: position, command ID, changes per kind."""
+def load_summary(receipt: CommitReceipt, *, before: int | None = None) -> dict[str, Any]:
+    """Plain JSON summary of a load's receipt: position, command ID, changes per kind.
+
+    With ``before`` (the database position before the load), a load that committed
+    nothing says so: ``changes`` 0 and ``up_to_date`` true, even when the receipt is the
+    stored one of an identical earlier load (whose changes were made then, not now).
+    """
+    applied = before is None or receipt.token.position > before
     kinds: dict[str, int] = {}
-    for outcome in receipt.mutations:
+    for outcome in receipt.mutations if applied else ():
         kinds[outcome.kind] = kinds.get(outcome.kind, 0) + 1
+    changes = sum(kinds.values())
     return {
         "command_id": str(receipt.command_id),
         "database": receipt.token.database,
-        "position": receipt.token.position,
-        "changes": len(receipt.mutations),
+        "position": receipt.token.position if applied else before,
+        "changes": changes,
+        "up_to_date": changes == 0,
         "mutations": dict(sorted(kinds.items())),
     }

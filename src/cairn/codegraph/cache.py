@@ -1,0 +1,258 @@
+"""The per-file extraction cache: a file whose bytes did not change is not parsed again.
+
+A ``FileExtract`` is a pure function of one file's path, language and bytes and of the
+extractor (``records.py`` says so), so it is cached under exactly those: one row per
+path holding the content hash, the outcome and the pickled extract, checked by CRC-32.
+The extractor's fingerprint (the source bytes of the extraction modules, the adapter
+version, the Python version and the tree-sitter grammar versions) is stored with the
+rows; any change to it empties the cache, so a stale row can never stand for a fresh
+parse. The cache is derived data in ``.cairn/``: a damaged row is parsed again, a
+damaged or foreign file is replaced, and neither ever changes a graph.
+
+Rows are read back by a restricted unpickler that builds nothing but the extraction
+records (and the builtin ``frozenset``): a cache file planted in a repository cannot run
+code, only describe records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import pickle
+import sqlite3
+import sys
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from cairn.codegraph import records
+from cairn.codegraph.limits import ADAPTER_VERSION
+from cairn.codegraph.records import FileExtract
+from cairn.errors import os_error
+
+__all__ = [
+    "CACHE_FILENAME",
+    "CACHE_FORMAT",
+    "CacheStats",
+    "ExtractCache",
+    "dump_extract",
+    "extractor_fingerprint",
+    "load_extract",
+]
+
+CACHE_FILENAME = "extracts.cache"
+"""The cache's file name inside the index folder (``.cairn/``)."""
+
+CACHE_FORMAT = "cairn.extract-cache/1"
+"""Layout of the cache file; another value empties it."""
+
+PICKLE_PROTOCOL = 5
+
+_EXTRACTOR_MODULES = ("records", "python", "treesitter", "markdown", "scan", "limits")
+"""The modules whose code decides what an extract holds (their bytes are fingerprinted)."""
+
+_GRAMMARS = ("tree-sitter", "tree-sitter-javascript", "tree-sitter-typescript", "tree-sitter-go")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS extracts (
+    path TEXT PRIMARY KEY,
+    language TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    data BLOB NOT NULL,
+    checksum INTEGER NOT NULL
+);
+"""
+
+_ALLOWED_BUILTINS = frozenset({"frozenset"})
+
+
+class _RecordUnpickler(pickle.Unpickler):
+    """Builds extraction records only: any other global is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == records.__name__ and name in records.__all__:
+            found = getattr(records, name)
+            if isinstance(found, type):
+                return found
+        if module == "builtins" and name in _ALLOWED_BUILTINS:
+            return frozenset
+        raise pickle.UnpicklingError(f"the extraction cache may not name {module}.{name}")
+
+
+def load_extract(blob: bytes) -> FileExtract:
+    """A ``FileExtract`` from cached bytes (``pickle.UnpicklingError`` if it is not one)."""
+    value = _RecordUnpickler(io.BytesIO(blob)).load()
+    if not isinstance(value, FileExtract):
+        raise pickle.UnpicklingError("a cached extract is not a FileExtract")
+    return value
+
+
+def dump_extract(extract: FileExtract) -> bytes:
+    """The cached bytes of one extract."""
+    return pickle.dumps(extract, protocol=PICKLE_PROTOCOL)
+
+
+def _row_checksum(path: str, language: str, sha256: str, outcome: str, data: bytes) -> int:
+    head = "\x00".join((path, language, sha256, outcome)).encode("utf-8", "surrogatepass")
+    return zlib.crc32(data, zlib.crc32(head))
+
+
+def extractor_fingerprint() -> str:
+    """What an extract depends on besides the file: extractor code, adapter version,
+    Python version and grammar versions, as one SHA-256."""
+    digest = hashlib.sha256()
+    digest.update(f"{CACHE_FORMAT}\x00{ADAPTER_VERSION}\x00{sys.version_info[:3]}".encode())
+    package = Path(records.__file__).parent
+    for name in _EXTRACTOR_MODULES:
+        digest.update(name.encode() + b"\x00" + (package / f"{name}.py").read_bytes())
+    for grammar in _GRAMMARS:
+        try:
+            version = metadata.version(grammar)
+        except metadata.PackageNotFoundError:
+            version = "absent"
+        digest.update(f"{grammar}={version}\x00".encode())
+    return digest.hexdigest()
+
+
+@dataclass(slots=True)
+class CacheStats:
+    """What the cache did in one index: reused, parsed, damaged rows, and why it was
+    emptied (``None`` when it was not)."""
+
+    hits: int = 0
+    misses: int = 0
+    damaged: int = 0
+    reset: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON form."""
+        return {
+            "hits": self.hits,
+            "misses": self.misses,
+            "damaged": self.damaged,
+            "reset": self.reset,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CachedExtract:
+    """One reusable cache row: the outcome it had and the extract."""
+
+    outcome: str
+    extract: FileExtract
+
+
+@dataclass(slots=True)
+class ExtractCache:
+    """An open extraction cache file (``open`` it; ``lookup`` per file; ``save`` once)."""
+
+    path: Path
+    conn: sqlite3.Connection
+    fingerprint: str
+    stats: CacheStats = field(default_factory=CacheStats)
+
+    @classmethod
+    def open(cls, path: Path | str) -> ExtractCache:
+        """Open (or create) the cache at ``path``; a foreign or damaged file, or one of
+        another extractor, is emptied and the reason kept in ``stats.reset``."""
+        target = Path(path)
+        fingerprint = extractor_fingerprint()
+        stats = CacheStats()
+        try:
+            conn = _connect(target)
+            stored = _meta(conn)
+        except sqlite3.DatabaseError as exc:
+            stats.reset = f"unreadable cache file ({exc})"
+            target.unlink(missing_ok=True)
+            conn = _connect(target)
+            stored = {}
+        if stored.get("format") != CACHE_FORMAT or stored.get("extractor") != fingerprint:
+            if stored and stats.reset is None:
+                same_format = stored.get("format") == CACHE_FORMAT
+                stats.reset = "the extractor changed" if same_format else "another cache format"
+            with conn:
+                conn.execute("DELETE FROM extracts")
+                conn.execute("DELETE FROM meta")
+                conn.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)",
+                    (("format", CACHE_FORMAT), ("extractor", fingerprint)),
+                )
+        return cls(target, conn, fingerprint, stats)
+
+    def rows(self) -> dict[str, tuple[str, str, str, bytes, int]]:
+        """Every stored row by path: ``(language, sha256, outcome, data, checksum)``."""
+        found = self.conn.execute(
+            "SELECT path, language, sha256, outcome, data, checksum FROM extracts"
+        )
+        return {row[0]: tuple(row[1:]) for row in found}
+
+    def lookup(
+        self,
+        rows: Mapping[str, tuple[str, str, str, bytes, int]],
+        path: str,
+        language: str,
+        sha256: str,
+    ) -> CachedExtract | None:
+        """The cached extract of ``path`` at content ``sha256``, or None (counted)."""
+        row = rows.get(path)
+        if row is None or row[0] != language or row[1] != sha256:
+            self.stats.misses += 1
+            return None
+        _, _, outcome, data, checksum = row
+        if _row_checksum(path, language, sha256, outcome, data) != checksum:
+            self.stats.damaged += 1
+            self.stats.misses += 1
+            return None
+        try:
+            extract = load_extract(data)
+        except (pickle.UnpicklingError, EOFError, TypeError, ValueError, AttributeError):
+            self.stats.damaged += 1
+            self.stats.misses += 1
+            return None
+        if extract.path != path or extract.language != language:
+            self.stats.damaged += 1
+            self.stats.misses += 1
+            return None
+        self.stats.hits += 1
+        return CachedExtract(outcome, extract)
+
+    def save(self, fresh: Iterable[tuple[str, str, str, str, bytes]], keep: Iterable[str]) -> None:
+        """Store the newly parsed rows ``(path, language, sha256, outcome, data)`` and
+        drop every row whose path is neither in ``keep`` nor among them (one transaction)."""
+        written = [(*row, _row_checksum(*row)) for row in fresh]
+        kept = set(keep) | {row[0] for row in written}
+        with self.conn:
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO extracts (path, language, sha256, outcome, data, checksum)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                written,
+            )
+            gone = [
+                (path,)
+                for (path,) in self.conn.execute("SELECT path FROM extracts")
+                if path not in kept
+            ]
+            self.conn.executemany("DELETE FROM extracts WHERE path = ?", gone)
+
+    def close(self) -> None:
+        """Close the file."""
+        self.conn.close()
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise os_error(exc, f"cannot create {path.parent}", path.parent) from exc
+    conn = sqlite3.connect(path, timeout=30.0)
+    conn.executescript(_SCHEMA)
+    return conn
+
+
+def _meta(conn: sqlite3.Connection) -> dict[str, str]:
+    return dict(conn.execute("SELECT key, value FROM meta").fetchall())

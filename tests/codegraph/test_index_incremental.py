@@ -1,0 +1,171 @@
+"""Re-indexing (issue 20): the extraction cache reuses unchanged files and never changes
+the graph; a re-index that changes nothing says so.
+
+The oracle is always a clean build of the same tree without a cache: the artifact and
+the manifest written with a fixed time must be byte-identical.
+"""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+import sqlite3
+import zlib
+from pathlib import Path
+
+import pytest
+from codegraph_expect import FIXTURES
+from typer.testing import CliRunner
+
+from cairn.cli import app
+from cairn.codegraph import index_repository, write_index
+from cairn.codegraph.cache import CACHE_FILENAME, ExtractCache, load_extract
+
+FIXED_TIME = "2024-01-01T00:00:00Z"
+
+
+def _copy(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES, repo)
+    return repo
+
+
+def _bytes(repo: Path, out: Path, *, cache: Path | None, workers: int = 1) -> tuple[bytes, bytes]:
+    result = index_repository(repo, workers=workers, cache=cache)
+    written = write_index(result, out, generated_at=FIXED_TIME)
+    return written.graph_path.read_bytes(), written.manifest_path.read_bytes()
+
+
+def _edit(repo: Path) -> None:
+    """A changed body, a new file calling across modules, a deleted module, a rename."""
+    view = repo / "flask_app" / "app" / "views.py"
+    view.write_text(view.read_text() + "\n\ndef added():\n    return index()\n")
+    (repo / "flask_app" / "app" / "extra.py").write_text(
+        "from app.views import added\n\n\ndef uses():\n    return added()\n"
+    )
+    doomed = sorted((repo / "fastapi_app").rglob("*.py"))[-1]
+    doomed.unlink()
+    moved = sorted((repo / "go_service").rglob("*.go"))[0]
+    moved.rename(moved.with_name("renamed_" + moved.name))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_cached_reindex_is_byte_identical_to_a_clean_build(tmp_path: Path, workers: int) -> None:
+    repo = _copy(tmp_path)
+    cache = tmp_path / CACHE_FILENAME
+    first = index_repository(repo, workers=workers, cache=cache)
+    assert first.cache is not None and first.cache.hits == 0
+    parsed = first.cache.misses
+    assert parsed > 20
+    _edit(repo)
+    again = index_repository(repo, workers=workers, cache=cache)
+    assert again.cache is not None
+    # One file changed, one new, one renamed: those three are parsed; of the first
+    # build's files, the changed, the deleted and the renamed one are not reused.
+    assert (again.cache.misses, again.cache.damaged) == (3, 0)
+    assert again.cache.hits == parsed - 3
+    cached = write_index(again, tmp_path / "cached", generated_at=FIXED_TIME)
+    clean = _bytes(repo, tmp_path / "clean", cache=None)
+    assert (cached.graph_path.read_bytes(), cached.manifest_path.read_bytes()) == clean
+    # Rows of deleted and renamed paths are dropped; every remaining row is a live file.
+    with sqlite3.connect(cache) as conn:
+        paths = {row[0] for row in conn.execute("SELECT path FROM extracts")}
+    indexed = {row.path for row in again.manifest.entries if row.sha256 is not None}
+    assert paths == indexed
+
+
+def _damage(cache: Path, statement: str, *args: object) -> None:
+    with sqlite3.connect(cache) as conn:
+        conn.execute(statement, args)
+
+
+def test_a_damaged_row_is_parsed_again_and_the_graph_is_unchanged(tmp_path: Path) -> None:
+    repo = _copy(tmp_path)
+    cache = tmp_path / CACHE_FILENAME
+    clean = _bytes(repo, tmp_path / "clean", cache=cache)
+    with sqlite3.connect(cache) as conn:
+        path, data = conn.execute("SELECT path, data FROM extracts ORDER BY path").fetchone()
+    flipped = bytearray(data)
+    flipped[len(flipped) // 2] ^= 0x01
+    _damage(cache, "UPDATE extracts SET data = ? WHERE path = ?", bytes(flipped), path)
+    result = index_repository(repo, cache=cache)
+    assert result.cache is not None
+    assert (result.cache.damaged, result.cache.misses) == (1, 1)
+    written = write_index(result, tmp_path / "again", generated_at=FIXED_TIME)
+    assert (written.graph_path.read_bytes(), written.manifest_path.read_bytes()) == clean
+
+
+class _Boom:
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (print, ("planted code ran",))
+
+
+def test_a_planted_pickle_cannot_run_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blob = pickle.dumps(_Boom())
+    with pytest.raises(pickle.UnpicklingError, match=r"builtins\.print"):
+        load_extract(blob)
+    repo = _copy(tmp_path)
+    cache = tmp_path / CACHE_FILENAME
+    clean = _bytes(repo, tmp_path / "clean", cache=cache)
+    with sqlite3.connect(cache) as conn:
+        path, language, sha, outcome = conn.execute(
+            "SELECT path, language, sha256, outcome FROM extracts ORDER BY path"
+        ).fetchone()
+    # A row with a valid checksum over planted bytes: the checksum is no defence, the
+    # unpickler is.
+    head = "\x00".join((path, language, sha, outcome)).encode()
+    checksum = zlib.crc32(blob, zlib.crc32(head))
+    _damage(
+        cache, "UPDATE extracts SET data = ?, checksum = ? WHERE path = ?", blob, checksum, path
+    )
+    result = index_repository(repo, cache=cache)
+    assert "planted code ran" not in capsys.readouterr().out
+    assert result.cache is not None and result.cache.damaged == 1
+    written = write_index(result, tmp_path / "again", generated_at=FIXED_TIME)
+    assert written.graph_path.read_bytes() == clean[0]
+
+
+def test_a_foreign_file_or_another_extractor_empties_the_cache(tmp_path: Path) -> None:
+    repo = _copy(tmp_path)
+    cache = tmp_path / CACHE_FILENAME
+    cache.write_bytes(b"not a database at all, just some bytes" * 200)
+    first = index_repository(repo, cache=cache)
+    assert first.cache is not None and first.cache.reset is not None
+    assert "unreadable cache file" in first.cache.reset
+    assert first.cache.hits == 0
+    _damage(cache, "UPDATE meta SET value = 'an older extractor' WHERE key = 'extractor'")
+    second = index_repository(repo, cache=cache)
+    assert second.cache is not None
+    assert (second.cache.reset, second.cache.hits) == ("the extractor changed", 0)
+    third = index_repository(repo, cache=cache)
+    assert third.cache is not None
+    assert (third.cache.reset, third.cache.misses) == (None, 0)
+    opened = ExtractCache.open(cache)
+    try:
+        assert opened.stats.reset is None
+    finally:
+        opened.close()
+
+
+def test_cli_reindex_reuses_the_cache_and_says_nothing_changed(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", repo)
+    runner = CliRunner()
+    args = ["index", str(repo), "--workers", "1", "--generated-at", FIXED_TIME]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "0 files reused" in first.output
+    assert (repo / ".cairn" / CACHE_FILENAME).is_file()
+    again = runner.invoke(app, [*args, "--json"])
+    assert again.exit_code == 0, again.output
+    import json
+
+    summary = json.loads(again.stdout)
+    assert summary["cache"]["misses"] == 0 and summary["cache"]["hits"] > 0
+    # Nothing changed: the load says so (it used to repeat the first load's changes).
+    assert summary["load"]["changes"] == 0
+    assert summary["load"]["up_to_date"] is True
+    assert summary["load"]["position"] == 1
+    assert summary["load"]["mutations"] == {}

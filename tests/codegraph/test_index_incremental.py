@@ -115,7 +115,7 @@ def test_a_planted_pickle_cannot_run_code(
         ).fetchone()
     # A row with a valid checksum over planted bytes: the checksum is no defence, the
     # unpickler is.
-    head = "\x00".join((path, language, sha, outcome)).encode()
+    head = "\x00".join((path, language, sha, outcome, "")).encode()  # no error text
     checksum = zlib.crc32(blob, zlib.crc32(head))
     _damage(
         cache, "UPDATE extracts SET data = ?, checksum = ? WHERE path = ?", blob, checksum, path

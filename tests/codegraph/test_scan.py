@@ -106,7 +106,10 @@ def test_manifest_records_every_outcome_and_a_parse_error_never_stops_the_run(
 ) -> None:
     result = index_repository(repo)
     rows = {row.path: row.outcome for row in result.manifest.sorted_entries()}
-    assert rows["broken.py"] == "failed:SyntaxError"
+    # Parsed around its broken line (issue 20), named with the error and line.
+    assert rows["broken.py"] == "partial:SyntaxError"
+    broken = next(row for row in result.manifest.entries if row.path == "broken.py")
+    assert broken.error is not None and broken.error.startswith("line 1: SyntaxError: ")
     assert rows["blob.py"] == "skipped:binary"
     assert rows["app/main.py"] == "indexed"
     assert rows["docs/guide.md"] == "indexed"
@@ -114,8 +117,8 @@ def test_manifest_records_every_outcome_and_a_parse_error_never_stops_the_run(
     assert result.graph.has_node("file:broken.py")
     summary = result.manifest.summary()
     assert summary["python"] == {
-        "failed:SyntaxError": 1,
         "indexed": 2,
+        "partial:SyntaxError": 1,
         "skipped:binary": 1,
         "skipped:ignored": 1,
         "skipped:too_large": 1,

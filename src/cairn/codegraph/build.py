@@ -21,7 +21,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cairn.codegraph.cache import CacheStats, ExtractCache, dump_extract, load_extract
+from cairn.codegraph.cache import (
+    CacheStats,
+    ExtractCache,
+    FreshRow,
+    dump_extract,
+    load_extract,
+)
 from cairn.codegraph.emit import GraphEmitter
 from cairn.codegraph.limits import (
     ADAPTER_VERSION,
@@ -67,6 +73,15 @@ CHUNK_FILES = 4
 """Files handed to one worker at a time (amortises inter-process overhead).
 
 Jobs go out largest file first, so small chunks keep both workers busy to the end."""
+
+FAILED = "failed:"
+"""Outcome prefix of a file nothing could be extracted from (``failed:SyntaxError``)."""
+
+PARTIAL = "partial:"
+"""Outcome prefix of a file extracted around its broken lines (``partial:SyntaxError``)."""
+
+MAX_ERROR_CHARS = 300
+"""A manifest row's error text is cut to this many characters."""
 
 PYTHON = "python"
 """The language resolved first (while the workers extract every other file)."""
@@ -123,10 +138,21 @@ Extracted = tuple[FileOutcome, FileExtract]
 def _parse(job: Job) -> Extracted:
     outcome, data = job
     try:
-        return outcome, extract_file(outcome.path, outcome.language, data)
+        extract = extract_file(outcome.path, outcome.language, data)
     except (SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError) as exc:
-        failed = replace(outcome, outcome=f"failed:{type(exc).__name__}")
+        failed = replace(outcome, outcome=f"{FAILED}{type(exc).__name__}", error=_error(exc))
         return failed, FileExtract(outcome.path, outcome.language)
+    if extract.parse_error is not None:
+        error, line = extract.parse_error
+        kind = error.split(":", 1)[0]
+        outcome = replace(outcome, outcome=f"{PARTIAL}{kind}", error=f"line {line}: {error}")
+    return outcome, extract
+
+
+def _error(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        return f"line {exc.lineno}: {type(exc).__name__}: {exc.msg}"
+    return f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
 
 
 def _parse_in_worker(job: Job) -> tuple[FileOutcome, bytes]:
@@ -161,11 +187,12 @@ class _Fresh:
 
     def __init__(self, keep: bool) -> None:
         self.keep = keep
-        self.rows: list[tuple[str, str, str, str, bytes]] = []
+        self.rows: list[FreshRow] = []
 
     def add(self, outcome: FileOutcome, blob: bytes) -> None:
         if self.keep and outcome.sha256 is not None:
-            row = (outcome.path, outcome.language, outcome.sha256, outcome.outcome, blob)
+            sha256, error = outcome.sha256, outcome.error
+            row = (outcome.path, outcome.language, sha256, outcome.outcome, error, blob)
             self.rows.append(row)
 
 
@@ -244,7 +271,8 @@ def _plan(scan: ScanResult, cache: ExtractCache | None) -> tuple[_Phase, _Phase]
         if hit is None:
             phase.jobs.append((outcome, read.data))
         else:
-            phase.ready.append((replace(outcome, outcome=hit.outcome), hit.extract))
+            known = replace(outcome, outcome=hit.outcome, error=hit.error)
+            phase.ready.append((known, hit.extract))
     return python, other
 
 
@@ -359,6 +387,11 @@ def index_summary(result: IndexResult) -> dict[str, Any]:
         "calls": calls,
         "unresolved_calls": calls.get("unresolved", 0) + calls.get("dynamic", 0),
         "cache": None if result.cache is None else result.cache.to_json(),
+        "problems": [
+            {"path": row.path, "outcome": row.outcome, "error": row.error}
+            for row in result.manifest.sorted_entries()
+            if row.outcome.startswith((FAILED, PARTIAL))
+        ],
         "seconds": round(result.seconds, 3),
     }
 

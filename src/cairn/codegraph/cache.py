@@ -37,7 +37,10 @@ __all__ = [
     "CACHE_FILENAME",
     "CACHE_FORMAT",
     "CacheStats",
+    "CachedExtract",
     "ExtractCache",
+    "FreshRow",
+    "Row",
     "dump_extract",
     "extractor_fingerprint",
     "load_extract",
@@ -46,7 +49,7 @@ __all__ = [
 CACHE_FILENAME = "extracts.cache"
 """The cache's file name inside the index folder (``.cairn/``)."""
 
-CACHE_FORMAT = "cairn.extract-cache/1"
+CACHE_FORMAT = "cairn.extract-cache/2"
 """Layout of the cache file; another value empties it."""
 
 PICKLE_PROTOCOL = 5
@@ -63,12 +66,18 @@ CREATE TABLE IF NOT EXISTS extracts (
     language TEXT NOT NULL,
     sha256 TEXT NOT NULL,
     outcome TEXT NOT NULL,
+    error TEXT,
     data BLOB NOT NULL,
     checksum INTEGER NOT NULL
 );
 """
 
 _ALLOWED_BUILTINS = frozenset({"frozenset"})
+
+Row = tuple[str, str, str, str | None, bytes, int]
+"""A stored row after its path: language, sha256, outcome, error, data, checksum."""
+FreshRow = tuple[str, str, str, str, str | None, bytes]
+"""A row to store: path, language, sha256, outcome, error, data."""
 
 
 class _RecordUnpickler(pickle.Unpickler):
@@ -97,8 +106,11 @@ def dump_extract(extract: FileExtract) -> bytes:
     return pickle.dumps(extract, protocol=PICKLE_PROTOCOL)
 
 
-def _row_checksum(path: str, language: str, sha256: str, outcome: str, data: bytes) -> int:
-    head = "\x00".join((path, language, sha256, outcome)).encode("utf-8", "surrogatepass")
+def _row_checksum(
+    path: str, language: str, sha256: str, outcome: str, error: str | None, data: bytes
+) -> int:
+    fields = (path, language, sha256, outcome, "" if error is None else "\x01" + error)
+    head = "\x00".join(fields).encode("utf-8", "surrogatepass")
     return zlib.crc32(data, zlib.crc32(head))
 
 
@@ -141,9 +153,10 @@ class CacheStats:
 
 @dataclass(frozen=True, slots=True)
 class CachedExtract:
-    """One reusable cache row: the outcome it had and the extract."""
+    """One reusable cache row: the outcome and error it had, and the extract."""
 
     outcome: str
+    error: str | None
     extract: FileExtract
 
 
@@ -176,24 +189,25 @@ class ExtractCache:
                 same_format = stored.get("format") == CACHE_FORMAT
                 stats.reset = "the extractor changed" if same_format else "another cache format"
             with conn:
-                conn.execute("DELETE FROM extracts")
+                conn.execute("DROP TABLE extracts")
                 conn.execute("DELETE FROM meta")
+                conn.executescript(_SCHEMA)
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
                     (("format", CACHE_FORMAT), ("extractor", fingerprint)),
                 )
         return cls(target, conn, fingerprint, stats)
 
-    def rows(self) -> dict[str, tuple[str, str, str, bytes, int]]:
-        """Every stored row by path: ``(language, sha256, outcome, data, checksum)``."""
+    def rows(self) -> dict[str, Row]:
+        """Every stored row by path: ``(language, sha256, outcome, error, data, checksum)``."""
         found = self.conn.execute(
-            "SELECT path, language, sha256, outcome, data, checksum FROM extracts"
+            "SELECT path, language, sha256, outcome, error, data, checksum FROM extracts"
         )
         return {row[0]: tuple(row[1:]) for row in found}
 
     def lookup(
         self,
-        rows: Mapping[str, tuple[str, str, str, bytes, int]],
+        rows: Mapping[str, Row],
         path: str,
         language: str,
         sha256: str,
@@ -203,8 +217,8 @@ class ExtractCache:
         if row is None or row[0] != language or row[1] != sha256:
             self.stats.misses += 1
             return None
-        _, _, outcome, data, checksum = row
-        if _row_checksum(path, language, sha256, outcome, data) != checksum:
+        _, _, outcome, error, data, checksum = row
+        if _row_checksum(path, language, sha256, outcome, error, data) != checksum:
             self.stats.damaged += 1
             self.stats.misses += 1
             return None
@@ -219,17 +233,18 @@ class ExtractCache:
             self.stats.misses += 1
             return None
         self.stats.hits += 1
-        return CachedExtract(outcome, extract)
+        return CachedExtract(outcome, error, extract)
 
-    def save(self, fresh: Iterable[tuple[str, str, str, str, bytes]], keep: Iterable[str]) -> None:
-        """Store the newly parsed rows ``(path, language, sha256, outcome, data)`` and
+    def save(self, fresh: Iterable[FreshRow], keep: Iterable[str]) -> None:
+        """Store the newly parsed rows ``(path, language, sha256, outcome, error, data)`` and
         drop every row whose path is neither in ``keep`` nor among them (one transaction)."""
         written = [(*row, _row_checksum(*row)) for row in fresh]
         kept = set(keep) | {row[0] for row in written}
         with self.conn:
             self.conn.executemany(
-                "INSERT OR REPLACE INTO extracts (path, language, sha256, outcome, data, checksum)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO extracts"
+                " (path, language, sha256, outcome, error, data, checksum)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 written,
             )
             gone = [

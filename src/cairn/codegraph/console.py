@@ -187,6 +187,14 @@ def print_summary(console: Console, summary: dict[str, Any]) -> None:
         f"unresolved calls {summary['unresolved_calls']}; "
         f"{summary['seconds']:.2f} s with {summary['workers']} worker(s)"
     )
+    problems = summary.get("problems", [])
+    if problems:
+        table = Table(title="Files not fully indexed")
+        for column in ("path", "outcome", "error"):
+            table.add_column(column)
+        for row in problems:
+            table.add_row(row["path"], row["outcome"], row["error"] or "")
+        console.print(table)
     cache = summary.get("cache")
     if cache is not None:
         note = f"; emptied first: {cache['reset']}" if cache["reset"] else ""

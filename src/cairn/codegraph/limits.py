@@ -50,7 +50,7 @@ GITIGNORE_BYTES = b"# Written by cairn index: this folder is derived, never comm
 """What ``write_index`` puts in a new ``.cairn/.gitignore``, so git ignores the index."""
 GRAPH_FILENAME = "graph.cairn"
 MANIFEST_FILENAME = "manifest.json"
-MANIFEST_SCHEMA = "cairn.index-manifest/1"
+MANIFEST_SCHEMA = "cairn.index-manifest/2"
 
 DEFAULT_EXCLUDED_DIRS = frozenset(
     {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cairn.codegraph.limits import MAX_DOCSTRING_CHARS, MAX_SIGNATURE_CHARS
@@ -33,6 +33,7 @@ from cairn.codegraph.records import (
     Scope,
     Symbol,
 )
+from cairn.codegraph.recover import recover_python
 
 __all__ = [
     "ADAPTER_ID",
@@ -786,8 +787,21 @@ def _pattern_elements(value: ast.AST) -> Iterator[ast.AST]:
 
 
 def extract_python(path: str, data: bytes) -> FileExtract:
-    """Parse one Python file and return its local extraction (``SyntaxError`` propagates)."""
-    tree = ast.parse(data, filename=path, type_comments=False)
+    """Parse one Python file and return its local extraction.
+
+    A file with a syntax error is parsed with its broken lines stubbed out
+    (``cairn.codegraph.recover``) and its extract carries ``parse_error``; the
+    ``SyntaxError`` propagates only when no such parse exists.
+    """
+    try:
+        tree = ast.parse(data, filename=path, type_comments=False)
+    except SyntaxError as exc:
+        recovered = recover_python(data, exc)
+        if recovered is None:
+            raise
+        extractor = _Extractor(path, recovered.source)
+        extractor.visit(recovered.tree)
+        return replace(extractor.result(), parse_error=(recovered.error, recovered.line))
     extractor = _Extractor(path, data)
     extractor.visit(tree)
     return extractor.result()

@@ -255,3 +255,6 @@ class FileExtract:
     mentions: tuple[MentionSite, ...] = ()
     package: str | None = None
     exports: tuple[tuple[str, str, str, Range], ...] = field(default=())
+    parse_error: tuple[str, int] | None = None
+    """``(error, line)`` when the file did not parse and this is what lies outside the
+    broken lines (``cairn.codegraph.recover``); ``None`` for a clean parse."""

@@ -866,6 +866,10 @@ class PythonResolver:
         return file_id(module.path)
 
     def _emit_structure(self, module: _Module) -> None:
+        broken = module.extract.parse_error
+        # A file parsed around a syntax error says so on every node it yields (the
+        # error and line on the file node), so no answer passes it off as whole.
+        partial = None if broken is None else {"error": broken[0], "line": broken[1]}
         file_node = self.emit.node(
             file_id(module.path),
             "file",
@@ -874,6 +878,7 @@ class PythonResolver:
                 "qualified_name": module.name,
                 "path": module.path,
                 "language": LANGUAGE,
+                "partial_parse": partial,
             },
         )
         for symbol in module.extract.symbols:
@@ -889,6 +894,7 @@ class PythonResolver:
                     "language": LANGUAGE,
                     "signature": symbol.signature,
                     "docstring": symbol.docstring,
+                    "partial_parse": None if broken is None else True,
                 },
             )
         for symbol in module.extract.symbols:

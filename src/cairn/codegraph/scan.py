@@ -78,6 +78,9 @@ class FileOutcome:
     size: int | None = None
     sha256: str | None = None
     counts: tuple[tuple[str, int], ...] = ()
+    error: str | None = None
+    """What stopped a full parse (``line 3: SyntaxError: ...``) for ``failed:`` and
+    ``partial:`` outcomes; ``None`` otherwise."""
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form."""
@@ -88,6 +91,7 @@ class FileOutcome:
             "size": self.size,
             "sha256": self.sha256,
             "counts": dict(self.counts),
+            "error": self.error,
         }
 
 

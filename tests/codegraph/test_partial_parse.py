@@ -1,0 +1,128 @@
+"""A file that does not parse is never silently emptied (issue 20): what lies outside
+its broken lines is extracted, marked ``partial_parse``, and named in the manifest and
+the summary. Expected symbols and lines are written out by hand from the sources here.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from codegraph_expect import FIXTURES
+from typer.testing import CliRunner
+
+from cairn.cli import app
+from cairn.codegraph import index_repository, write_index
+from cairn.codegraph.cache import CACHE_FILENAME
+from cairn.codegraph.recover import MAX_RECOVERY_STEPS
+
+FIXED_TIME = "2024-01-01T00:00:00Z"
+
+GOOD_TOP = "import os\n\n\ndef before():\n    return os.getcwd()\n\n\n"
+GOOD_BOTTOM = (
+    "\n\nclass After:\n    def method(self):\n        return before()\n"
+    "\n\ndef after():\n    return After().method()\n"
+)
+# Lines 1-7 are GOOD_TOP; the broken part starts at line 8; line numbers of what
+# follows are counted from there in each case below.
+BROKEN = {
+    "unclosed call": "def half():\n    value = compute(1, 2\n",
+    "bad signature": "def half(:\n    return 1\n",
+    "missing colon": "def half():\n    if value\n        return 1\n",
+    "unterminated string": "def half():\n    text = 'never closed\n    return text\n",
+    "stray indent": "def half():\n    return 1\n          oops = 2\n",
+}
+
+
+def _module(broken: str) -> str:
+    return GOOD_TOP + broken + GOOD_BOTTOM
+
+
+def _lines(broken: str) -> dict[str, int]:
+    """Where the good symbols start, counted by hand: GOOD_TOP's ``before`` is line 4;
+    after the broken part come two blank lines, ``After``, ``method`` (its body one
+    line), two blank lines and ``after``."""
+    start = 8 + broken.count("\n")
+    return {"before": 4, "After": start + 2, "After.method": start + 3, "after": start + 7}
+
+
+def _repo(tmp_path: Path, source: str) -> Path:
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "mod.py").write_text(source)
+    (repo / "pkg" / "user.py").write_text(
+        "from pkg.mod import after\n\n\ndef use():\n    return after()\n"
+    )
+    return repo
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_symbols_outside_the_broken_lines_survive_with_their_own_ranges(
+    tmp_path: Path, case: str
+) -> None:
+    result = index_repository(_repo(tmp_path, _module(BROKEN[case])))
+    graph = result.graph
+    row = next(r for r in result.manifest.entries if r.path == "pkg/mod.py")
+    kind = "IndentationError" if case == "stray indent" else "SyntaxError"
+    assert row.outcome == f"partial:{kind}", row
+    assert row.error is not None and row.error.startswith("line ")
+    ids = {
+        "before": "function:pkg/mod.py#before",
+        "After": "class:pkg/mod.py#After",
+        "After.method": "method:pkg/mod.py#After.method",
+        "after": "function:pkg/mod.py#after",
+    }
+    for name, line in _lines(BROKEN[case]).items():
+        node = graph.node(ids[name])
+        assert node.attributes["range"][0] == line, (case, name)
+        assert node.attributes["partial_parse"] is True
+    file_node = graph.node("file:pkg/mod.py")
+    partial = file_node.attributes["partial_parse"]
+    assert partial["error"].startswith(f"{kind}: ")
+    assert 8 <= partial["line"] <= 8 + BROKEN[case].count("\n")
+    # The edge from another file into the broken file's symbols is kept.
+    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    assert ("function:pkg/user.py#use", ids["after"]) in calls
+    # A clean file's nodes carry no mark.
+    assert "partial_parse" not in graph.node("function:pkg/user.py#use").attributes
+
+
+def test_a_file_beyond_recovery_fails_and_says_why(tmp_path: Path) -> None:
+    hopeless = "".join(f"x{i} = = {i}\n" for i in range(MAX_RECOVERY_STEPS + 6))
+    result = index_repository(_repo(tmp_path, hopeless))
+    row = next(r for r in result.manifest.entries if r.path == "pkg/mod.py")
+    assert row.outcome == "failed:SyntaxError"
+    assert row.error == "line 1: SyntaxError: invalid syntax"
+    assert not result.graph.has_node("function:pkg/mod.py#after")
+
+
+def test_breaking_and_fixing_a_file_matches_a_clean_build_with_the_cache(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", repo)
+    cache = tmp_path / CACHE_FILENAME
+    target = repo / "app" / "views.py"
+    original = target.read_text()
+    lines = original.splitlines(keepends=True)
+    middle = len(lines) // 2
+    broken = "".join([*lines[:middle], "def typing_in_progress(:\n", *lines[middle:]])
+    for step, text in enumerate((original, broken, original)):
+        target.write_text(text)
+        cached = index_repository(repo, cache=cache)
+        clean = index_repository(repo)
+        ours = write_index(cached, tmp_path / f"cached{step}", generated_at=FIXED_TIME)
+        theirs = write_index(clean, tmp_path / f"clean{step}", generated_at=FIXED_TIME)
+        assert ours.graph_path.read_bytes() == theirs.graph_path.read_bytes(), step
+        assert ours.manifest_path.read_bytes() == theirs.manifest_path.read_bytes(), step
+        outcome = next(r.outcome for r in cached.manifest.entries if r.path == "app/views.py")
+        assert outcome == ("partial:SyntaxError" if text == broken else "indexed")
+
+
+def test_cli_summary_names_every_file_not_fully_indexed(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, _module(BROKEN["unclosed call"]))
+    result = CliRunner().invoke(app, ["index", str(repo), "--workers", "1", "--no-load"])
+    assert result.exit_code == 0, result.output
+    assert "Files not fully indexed" in result.output
+    assert "pkg/mod.py" in result.output
+    assert "partial:SyntaxError" in result.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
@@ -151,6 +152,76 @@ def index_command(
         return
     if as_json:
         emit_json(summary)
+
+
+@app.command("watch")
+def watch_command(
+    path: Annotated[str, typer.Argument(help="Repository to watch.")] = ".",
+    out: Annotated[
+        str | None, typer.Option("--out", help="Output folder (default PATH/.cairn).")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="Extraction processes (default: CPUs).")
+    ] = None,
+    exclude: Annotated[
+        list[str] | None, typer.Option("--exclude", help="Gitignore-style glob to skip.")
+    ] = None,
+    debounce: Annotated[
+        int, typer.Option("--debounce", help="Milliseconds of quiet that end a batch.")
+    ] = 100,
+    no_load: Annotated[
+        bool, typer.Option("--no-load", help="Only write graph.cairn; do not load cairn.db.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON record per round (JSON Lines).")
+    ] = False,
+) -> None:
+    """Index PATH, then re-index and load what changed after every batch of file edits."""
+    from cairn.codegraph.watch import watch_repository
+
+    console = Console()
+
+    def report(record: Mapping[str, Any]) -> None:
+        if as_json:
+            typer.echo(json.dumps(record, ensure_ascii=False, sort_keys=True))
+        else:
+            console.print(_watch_line(record))
+
+    try:
+        watch_repository(
+            path,
+            on_round=report,
+            out=out,
+            workers=workers,
+            excludes=exclude or (),
+            debounce_ms=debounce,
+            load=not no_load,
+            console=None if as_json else console,
+        )
+    except CairnError as error:
+        fail(error)
+
+
+def _watch_line(record: Mapping[str, Any]) -> str:
+    """One readable line per round of ``cairn watch``."""
+    files = record["files"]
+    if record["round"] == 0:
+        counts = record["counts"] or {}
+        head = f"indexed: {counts.get('node_count', 0)} nodes, {counts.get('fact_count', 0)} facts"
+    else:
+        parts = [
+            f"{len(files[key])} {key}" + (f" ({', '.join(files[key][:3])})" if files[key] else "")
+            for key in ("changed", "added", "removed")
+        ]
+        head = f"round {record['round']}: " + ", ".join(parts)
+    load = record["load"]
+    if load is not None:
+        state = f"{load['changes']} changes" if load["changes"] else "up to date"
+        head += f"; db {state}, position {load['position']}"
+    problems = record["problems"]
+    if problems:
+        head += f"; not fully indexed: {', '.join(p['path'] for p in problems[:3])}"
+    return escape(f"{head}; {record['seconds']:.2f} s")
 
 
 @app.command("load")

@@ -24,6 +24,7 @@ from rich.progress import (
 from rich.table import Table
 
 from cairn.codegraph.build import (
+    IndexResult,
     default_workers,
     index_repository,
     index_summary,
@@ -37,7 +38,13 @@ from cairn.store.locate import DATABASE_FILE
 if TYPE_CHECKING:
     from cairn.store.load import LoadProgress
 
-__all__ = ["index_and_write", "print_repairs", "print_summary"]
+__all__ = [
+    "index_and_write",
+    "index_folder",
+    "index_once",
+    "print_repairs",
+    "print_summary",
+]
 
 
 class _Steps:
@@ -95,9 +102,42 @@ def index_and_write(
     (and without ``as_json``) one transient line shows each phase as it runs.
     """
     console = Console(stderr=as_json)
+    summary, _ = index_once(
+        path,
+        console=console,
+        out=out,
+        workers=workers,
+        excludes=excludes,
+        generated_at=generated_at,
+        show_progress=console.is_terminal and not as_json,
+        load=load,
+    )
+    if not as_json:
+        print_summary(console, summary)
+    return summary
+
+
+def index_folder(path: str | Path, out: str | Path | None) -> Path:
+    """Where ``cairn index`` writes: ``out``, else ``PATH/.cairn``."""
+    return Path(out) if out is not None else Path(path) / DEFAULT_OUT_DIRNAME
+
+
+def index_once(
+    path: str | Path,
+    *,
+    console: Console,
+    out: str | Path | None = None,
+    workers: int | None = None,
+    excludes: Sequence[str] = (),
+    generated_at: str | None = None,
+    show_progress: bool = False,
+    load: bool = True,
+) -> tuple[dict[str, Any], IndexResult]:
+    """One index, write and load (with the extraction cache), without printing the
+    summary: the summary and the index result (``cairn index`` and ``cairn watch``)."""
     count = workers if workers is not None else default_workers()
-    folder = Path(out) if out is not None else Path(path) / DEFAULT_OUT_DIRNAME
-    with _progress(console, console.is_terminal and not as_json) as steps:
+    folder = index_folder(path, out)
+    with _progress(console, show_progress) as steps:
         result = index_repository(
             path,
             excludes=excludes,
@@ -116,9 +156,7 @@ def index_and_write(
         if load:
             database = written.graph_path.parent / DATABASE_FILE
             summary["load"] = _load(database, result.graph, steps.loading)
-    if not as_json:
-        print_summary(console, summary)
-    return summary
+    return summary, result
 
 
 def _load(db_path: Path, graph: SemanticGraph, progress: LoadProgress) -> dict[str, Any]:

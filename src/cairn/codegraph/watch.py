@@ -1,0 +1,162 @@
+"""``cairn watch``: keep the index following the files as they change.
+
+One full index first (with the extraction cache), then, for every debounced batch of
+file events under the repository (``watchfiles``, inotify on Linux), one more index,
+write and load: only changed files are parsed again, and the load commits only what
+changed, so a running ``cairn serve`` or ``cairn mcp`` on the same database sees the new
+position at its next read. Events inside the index folder itself and in the directories
+indexing never descends into are ignored, so the watcher's own writes never wake it.
+Each round is reported as a plain record: the files added, removed and changed (by
+content hash against the previous round), the load's changes and position, and the
+files not fully indexed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from cairn.codegraph.build import IndexResult
+from cairn.codegraph.console import index_folder, index_once
+from cairn.codegraph.limits import DEFAULT_EXCLUDED_DIRS
+from cairn.errors import ValidationError
+
+__all__ = [
+    "DEFAULT_DEBOUNCE_MS",
+    "MAX_DEBOUNCE_MS",
+    "FileChanges",
+    "RoundReport",
+    "file_changes",
+    "watch_repository",
+]
+
+DEFAULT_DEBOUNCE_MS = 100
+"""Events closer together than this are one batch (one re-index)."""
+
+MAX_DEBOUNCE_MS = 60_000
+"""Upper bound on ``--debounce``."""
+
+POLL_STEP_MS = 50
+"""How often the watcher checks for a finished batch or a stop request."""
+
+RoundReport = Callable[[Mapping[str, Any]], None]
+"""Told every round's record (round 0 is the first, full index)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileChanges:
+    """Which indexed files a round added, removed or changed (by content hash)."""
+
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, list[str]]:
+        """Plain JSON form."""
+        return {
+            "added": list(self.added),
+            "removed": list(self.removed),
+            "changed": list(self.changed),
+        }
+
+
+def _hashes(result: IndexResult) -> dict[str, tuple[str, str | None]]:
+    # Files only: a pruned directory's row (``.cairn/`` once the first round made it)
+    # is no edit.
+    rows = result.manifest.entries
+    return {row.path: (row.outcome, row.sha256) for row in rows if not row.path.endswith("/")}
+
+
+def file_changes(
+    before: Mapping[str, tuple[str, str | None]], after: Mapping[str, tuple[str, str | None]]
+) -> FileChanges:
+    """The difference of two manifests' ``path -> (outcome, sha256)`` maps."""
+    return FileChanges(
+        tuple(sorted(set(after) - set(before))),
+        tuple(sorted(set(before) - set(after))),
+        tuple(sorted(path for path in set(before) & set(after) if before[path] != after[path])),
+    )
+
+
+def _record(
+    number: int, events: int, changes: FileChanges, summary: Mapping[str, Any], seconds: float
+) -> dict[str, Any]:
+    return {
+        "round": number,
+        "events": events,
+        "files": changes.to_json(),
+        "load": summary.get("load"),
+        "problems": summary.get("problems", []),
+        "counts": summary.get("counts"),
+        "seconds": round(seconds, 3),
+    }
+
+
+def watch_repository(
+    path: str | Path,
+    *,
+    on_round: RoundReport,
+    out: str | Path | None = None,
+    workers: int | None = None,
+    excludes: Sequence[str] = (),
+    debounce_ms: int = DEFAULT_DEBOUNCE_MS,
+    load: bool = True,
+    stop: threading.Event | None = None,
+    rounds: int | None = None,
+    console: Console | None = None,
+) -> int:
+    """Index ``path``, then re-index after every batch of changes until ``stop`` is set
+    (or ``rounds`` re-indexes were done); returns how many re-indexes ran."""
+    import watchfiles
+
+    if type(debounce_ms) is not int or not 1 <= debounce_ms <= MAX_DEBOUNCE_MS:
+        raise ValidationError(
+            f"debounce must be an integer in 1..{MAX_DEBOUNCE_MS} ms, got {debounce_ms!r}"
+        )
+    root = Path(path).resolve()
+    if not root.is_dir():
+        raise ValidationError(f"{path} is not a directory", details={"path": str(path)})
+    quiet = console or Console(quiet=True)
+
+    def once() -> tuple[dict[str, Any], IndexResult]:
+        return index_once(
+            root, console=quiet, out=out, workers=workers, excludes=excludes, load=load
+        )
+
+    started = time.perf_counter()
+    summary, result = once()
+    previous = _hashes(result)
+    on_round(_record(0, 0, FileChanges(), summary, _since(started)))
+    ignored = watchfiles.DefaultFilter(
+        ignore_dirs=sorted(DEFAULT_EXCLUDED_DIRS | set(watchfiles.DefaultFilter.ignore_dirs)),
+        ignore_paths=[index_folder(root, out).resolve()],
+    )
+    done = 0
+    for batch in watchfiles.watch(
+        root,
+        watch_filter=ignored,
+        debounce=debounce_ms,
+        step=POLL_STEP_MS,
+        stop_event=stop,
+        raise_interrupt=False,
+    ):
+        started = time.perf_counter()
+        summary, result = once()
+        current = _hashes(result)
+        changes = file_changes(previous, current)
+        previous = current
+        done += 1
+        on_round(_record(done, len(batch), changes, summary, _since(started)))
+        if rounds is not None and done >= rounds:
+            break
+    return done
+
+
+def _since(started: float) -> float:
+    return time.perf_counter() - started

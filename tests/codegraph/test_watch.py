@@ -1,0 +1,112 @@
+"""``cairn watch`` (issue 20): every batch of edits is re-indexed and loaded, a database
+handle already open sees the new position, and the watcher's own writes never wake it.
+"""
+
+from __future__ import annotations
+
+import queue
+import shutil
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from codegraph_expect import FIXTURES
+from typer.testing import CliRunner
+
+import cairn
+from cairn.cli import app
+from cairn.codegraph.watch import file_changes, watch_repository
+from cairn.errors import ValidationError
+from cairn.search.contracts import SearchRequest
+
+ROUND_TIMEOUT_S = 60.0
+QUIET_S = 1.5
+NEW_NAME = "brand_new_helper_zyx"
+
+
+@dataclass
+class Watcher:
+    repo: Path
+    rounds: queue.Queue[Mapping[str, Any]]
+    stop: threading.Event
+
+    def next_round(self) -> Mapping[str, Any]:
+        return self.rounds.get(timeout=ROUND_TIMEOUT_S)
+
+
+@pytest.fixture
+def watcher(tmp_path: Path) -> Iterator[Watcher]:
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", repo)
+    rounds: queue.Queue[Mapping[str, Any]] = queue.Queue()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            watch_repository(repo, on_round=rounds.put, workers=1, stop=stop)
+        except BaseException as exc:  # surfaced by the test below
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield Watcher(repo, rounds, stop)
+    finally:
+        stop.set()
+        thread.join(timeout=ROUND_TIMEOUT_S)
+    assert not thread.is_alive()
+    assert not errors, errors
+
+
+def test_an_edit_is_reindexed_and_an_open_handle_sees_it(watcher: Watcher) -> None:
+    first = watcher.next_round()
+    assert first["round"] == 0
+    assert first["load"]["position"] == 1
+    db_path = watcher.repo / ".cairn" / "cairn.db"
+    with cairn.open(db_path) as db:  # as a running `cairn serve` holds it
+        request = SearchRequest(db.name, "symbols", text_field="/text", text=NEW_NAME, limit=3)
+        assert db.search(request) == []
+        views = watcher.repo / "app" / "views.py"
+        views.write_text(views.read_text() + f"\n\ndef {NEW_NAME}():\n    return 1\n")
+        second = watcher.next_round()
+        assert second["round"] == 1
+        assert second["files"] == {"added": [], "removed": [], "changed": ["app/views.py"]}
+        assert second["load"]["position"] == 2 and second["load"]["changes"] > 0
+        hits = db.search(request)
+        assert [hit.document.ref.id for hit in hits][:1] == [f"function:app/views.py#{NEW_NAME}"]
+    # The round's own writes (.cairn/) woke nothing: no further round comes.
+    with pytest.raises(queue.Empty):
+        watcher.rounds.get(timeout=QUIET_S)
+
+
+def test_a_syntax_error_mid_edit_is_named_and_the_rest_kept(watcher: Watcher) -> None:
+    watcher.next_round()
+    views = watcher.repo / "app" / "views.py"
+    views.write_text(views.read_text() + "\n\ndef half_typed(:\n")
+    record = watcher.next_round()
+    assert record["files"]["changed"] == ["app/views.py"]
+    assert [p["path"] for p in record["problems"]] == ["app/views.py"]
+    assert record["problems"][0]["outcome"] == "partial:SyntaxError"
+    # Nothing defined in the file was lost: the load removed no symbol of it.
+    assert "delete_document" not in record["load"]["mutations"]
+
+
+def test_file_changes_compares_outcomes_and_hashes() -> None:
+    before = {"a.py": ("indexed", "1"), "b.py": ("indexed", "2"), "c.py": ("indexed", "3")}
+    after = {"a.py": ("indexed", "1"), "b.py": ("partial:SyntaxError", "9"), "d.py": ("x", None)}
+    changes = file_changes(before, after)
+    assert (changes.added, changes.removed, changes.changed) == (("d.py",), ("c.py",), ("b.py",))
+
+
+def test_bad_watch_input_is_a_typed_error(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="debounce"):
+        watch_repository(tmp_path, on_round=print, debounce_ms=0)
+    with pytest.raises(ValidationError, match="not a directory"):
+        watch_repository(tmp_path / "absent", on_round=print)
+    result = CliRunner().invoke(app, ["watch", str(tmp_path), "--debounce", "0"])
+    assert result.exit_code == 1
+    assert "debounce" in result.output

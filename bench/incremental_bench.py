@@ -1,0 +1,272 @@
+"""Re-indexing after an edit (issue 20): `cairn index` on an indexed tree, end to end,
+beside a clean build and beside CodeGraph's `codegraph sync`, in the same run.
+
+Corpora are fetched as in ``bench/index_bench.py`` (``pip download`` of the Django 5.2.*
+sdist into ``--cache``): ``django`` (the ``django/`` package) and ``django-sdist`` (the
+whole sdist). For each corpus and round, on a fresh copy of the tree:
+
+1. clean build: ``cairn index`` with no ``.cairn/`` (extract, resolve, graph.cairn,
+   cairn.db load), and ``codegraph init -y``;
+2. for each edit in turn: apply it, run ``cairn index`` (one process: the extraction
+   cache, resolution, artifact and load; timed as the user waits for it) and check that
+   the change is searchable in cairn.db (a new symbol is found, a removed file's symbols
+   are gone); run ``codegraph sync``; then undo the edit and bring both indexes back
+   (not timed).
+
+Edits: ``body`` (one function body changes), ``call`` (a new function calling across
+modules), ``delete`` (a module is removed), ``rename`` (a module is renamed),
+``ten`` (ten files change). Printed per corpus: median wall (and CPU) per edit for Cairn
+and CodeGraph, Cairn's ratio to its own clean build, and the issue's targets: one-file
+edits <= 1.0 s (django) / 2.0 s (django-sdist), ten files <= 0.1x a clean build.
+
+    .venv/bin/python bench/incremental_bench.py [--only django,django-sdist] [--repeat 3]
+        [--workers 2] [--cache DIR] [--no-peers]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import index_bench as ib
+
+ONE_FILE_TARGET_S = {"django": 1.0, "django-sdist": 2.0}
+TEN_FILES_TARGET_RATIO = 0.1
+ADDED = "bench_incremental_added"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One edit: what it does to the tree, and what cairn.db must show after it."""
+
+    name: str
+    apply: Callable[[Path], None]
+    present: tuple[str, ...] = ()  # symbol names that must be searchable afterwards
+    absent_file: str | None = None  # a file whose node must be gone
+
+
+def _package(tree: Path) -> Path:
+    return tree / "django" if (tree / "django" / "__init__.py").exists() else tree
+
+
+def _body(tree: Path) -> None:
+    target = _package(tree) / "utils" / "text.py"
+    text = target.read_text()
+    target.write_text(text.replace("def capfirst(x):\n", "def capfirst(x):\n    x = x\n", 1))
+
+
+def _call(tree: Path) -> None:
+    target = _package(tree) / "utils" / "text.py"
+    with target.open("a") as handle:
+        handle.write(
+            f"\n\ndef {ADDED}():\n    from django.utils.html import escape\n\n"
+            '    return escape("x")\n'
+        )
+
+
+def _delete(tree: Path) -> None:
+    (_package(tree) / "utils" / "termcolors.py").unlink()
+
+
+def _rename(tree: Path) -> None:
+    folder = _package(tree) / "utils"
+    (folder / "archive.py").rename(folder / "archive_renamed.py")
+
+
+def _ten(tree: Path) -> None:
+    files = sorted((_package(tree) / "utils").glob("*.py"))[:10]
+    for number, path in enumerate(files):
+        with path.open("a") as handle:
+            handle.write(f"\n\ndef {ADDED}_{number}():\n    return {number}\n")
+
+
+def _prefix(tree: Path) -> str:
+    return "django/" if _package(tree) != tree else ""
+
+
+EDITS = (
+    Edit("body", _body),
+    Edit("call", _call, present=(ADDED,)),
+    Edit("delete", _delete, absent_file="utils/termcolors.py"),
+    Edit("rename", _rename, absent_file="utils/archive.py"),
+    Edit("ten", _ten, present=tuple(f"{ADDED}_{n}" for n in range(10))),
+)
+
+
+@dataclass
+class Timings:
+    """Wall and CPU seconds of each measured run, by tool and step."""
+
+    wall: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    cpu: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+
+    def add(self, tool: str, step: str, run: ib.Run) -> None:
+        self.wall.setdefault((tool, step), []).append(run.wall)
+        self.cpu.setdefault((tool, step), []).append(run.cpu)
+
+    def median(self, tool: str, step: str) -> float | None:
+        values = self.wall.get((tool, step))
+        return statistics.median(values) if values else None
+
+    def cpu_median(self, tool: str, step: str) -> float | None:
+        values = self.cpu.get((tool, step))
+        return statistics.median(values) if values else None
+
+
+def _cairn(exe: Path, tree: Path, workers: int) -> ib.Run:
+    run = ib.measure(ib.cairn_argv(exe, tree, workers), {**os.environ, "PYTHONHASHSEED": "0"})
+    if run.returncode != 0:
+        raise RuntimeError(f"cairn exit {run.returncode}: {(run.stderr or run.stdout)[-600:]}")
+    return run
+
+
+def _searchable(tree: Path, edit: Edit) -> None:
+    """The edit shows in cairn.db: new symbols found, a removed file's node gone."""
+    db = tree / ".cairn" / "cairn.db"
+    with sqlite3.connect(db) as conn:
+        for name in edit.present:
+            found = conn.execute(
+                "SELECT count(*) FROM documents WHERE collection = 'symbols' AND deleted = 0"
+                " AND id LIKE ?",
+                (f"%#{name}",),
+            ).fetchone()[0]
+            if found != 1:
+                raise RuntimeError(f"{edit.name}: {name} is not in cairn.db after the index")
+        if edit.absent_file is not None:
+            file_id = f"file:{_prefix(tree)}{edit.absent_file}"
+            live = conn.execute(
+                "SELECT count(*) FROM documents WHERE id = ? AND deleted = 0", (file_id,)
+            ).fetchone()[0]
+            if live:
+                raise RuntimeError(f"{edit.name}: {file_id} is still in cairn.db")
+
+
+def _codegraph(exe: Path, tree: Path, command: str) -> ib.Run:
+    argv = (
+        [str(exe), command, str(tree)] if command == "sync" else [str(exe), "init", "-y", str(tree)]
+    )
+    return ib.measure(argv, {**os.environ, "CODEGRAPH_TELEMETRY": "0"})
+
+
+def _restore(pristine: Path, tree: Path) -> None:
+    """Put the tree back as it was (keeping every tool's output folder)."""
+    for path in sorted(tree.rglob("*"), reverse=True):
+        relative = path.relative_to(tree)
+        if relative.parts[0] in ib.TOOL_OUTPUTS:
+            continue
+        if path.is_file() and not (pristine / relative).exists():
+            path.unlink()
+    for source in pristine.rglob("*"):
+        if source.relative_to(pristine).parts[0] in ib.TOOL_OUTPUTS:
+            continue
+        if source.is_file():
+            target = tree / source.relative_to(pristine)
+            if not target.exists() or target.read_bytes() != source.read_bytes():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
+
+
+def bench_corpus(
+    name: str, pristine: Path, repeat: int, workers: int, codegraph: Path | None
+) -> Timings:
+    """Every round of one corpus: clean builds, then each edit, interleaved by tool."""
+    exe = ib.cairn_executable()
+    timings = Timings()
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = Path(scratch) / "tree"
+        for round_number in range(repeat):
+            if tree.exists():
+                shutil.rmtree(tree)
+            shutil.copytree(pristine, tree)
+            ib.clean_tree(tree)
+            timings.add("cairn", "clean", _cairn(exe, tree, workers))
+            if codegraph is not None:
+                timings.add("codegraph", "clean", _codegraph(codegraph, tree, "init"))
+            for edit in EDITS:
+                edit.apply(tree)
+                timings.add("cairn", edit.name, _cairn(exe, tree, workers))
+                _searchable(tree, edit)
+                if codegraph is not None:
+                    timings.add("codegraph", edit.name, _codegraph(codegraph, tree, "sync"))
+                _restore(pristine, tree)
+                _cairn(exe, tree, workers)
+                if codegraph is not None:
+                    _codegraph(codegraph, tree, "sync")
+            print(f"  {name}: round {round_number + 1}/{repeat} done", flush=True)
+    return timings
+
+
+def report(name: str, timings: Timings, peers: bool) -> dict[str, object]:
+    """Print one corpus's table and targets; return them as JSON."""
+    clean = timings.median("cairn", "clean")
+    print(f"\n## {name}: median wall s (cpu s) over rounds")
+    header = f"{'step':<8} {'cairn':>14} {'x clean':>8}"
+    if peers:
+        header += f" {'codegraph':>14} {'cairn/cg':>9}"
+    print(header)
+    rows: dict[str, object] = {}
+    for step in ("clean", *(edit.name for edit in EDITS)):
+        mine = timings.median("cairn", step)
+        cpu = ib._fmt(timings.cpu_median("cairn", step), ".2f")
+        line = f"{step:<8} {ib._fmt(mine, '.2f'):>7} ({cpu})"
+        line += f" {ib._fmt(ib._ratio(mine, clean), '.2f'):>8}"
+        theirs = timings.median("codegraph", step) if peers else None
+        if peers:
+            cg_cpu = ib._fmt(timings.cpu_median("codegraph", step), ".2f")
+            line += f" {ib._fmt(theirs, '.2f'):>7} ({cg_cpu})"
+            line += f" {ib._fmt(ib._ratio(mine, theirs), '.2f'):>9}"
+        print(line)
+        rows[step] = {"cairn": mine, "codegraph": theirs}
+    one_file = max(
+        timings.median("cairn", step) or 0.0 for step in ("body", "call", "delete", "rename")
+    )
+    ten = ib._ratio(timings.median("cairn", "ten"), clean)
+    target = ONE_FILE_TARGET_S.get(name)
+    if target is not None:
+        verdict = "PASS" if one_file <= target else "FAIL"
+        print(f"target: slowest one-file edit {one_file:.2f} s <= {target} s: {verdict}")
+    if ten is not None:
+        verdict = "PASS" if ten <= TEN_FILES_TARGET_RATIO else "FAIL"
+        print(f"target: ten files {ten:.2f}x clean <= {TEN_FILES_TARGET_RATIO}x: {verdict}")
+    return {"steps": rows, "slowest_one_file_s": one_file, "ten_files_x_clean": ten}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="django,django-sdist")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "cairn-index-bench")
+    parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    wanted = set(args.only.split(","))
+    codegraph = None if args.no_peers else ib.install_codegraph(args.cache)
+    print(f"cairn {ib._cairn_revision()}; peers {ib._peer_versions(args.cache)}")
+    print(f"load average {os.getloadavg()}")
+    results: dict[str, object] = {}
+    for corpus in ib.CORPORA:
+        if corpus.name not in wanted:
+            continue
+        unpacked = ib.fetch_pypi(corpus.package, corpus.spec, args.cache)
+        pristine = unpacked / corpus.sub if corpus.sub else unpacked
+        timings = bench_corpus(corpus.name, pristine, args.repeat, args.workers, codegraph)
+        results[corpus.name] = report(corpus.name, timings, codegraph is not None)
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

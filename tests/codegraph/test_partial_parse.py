@@ -126,3 +126,41 @@ def test_cli_summary_names_every_file_not_fully_indexed(tmp_path: Path) -> None:
     assert "Files not fully indexed" in result.output
     assert "pkg/mod.py" in result.output
     assert "partial:SyntaxError" in result.output
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "kept", "line"),
+    [
+        (
+            "lib.ts",
+            "export function first(): number {\n  return 1;\n}\n\n"
+            "export function broken(: number {\n  return 2;\n}\n\n"
+            "export function last(): number {\n  return first();\n}\n",
+            ("function:lib.ts#first", "function:lib.ts#last"),
+            5,
+        ),
+        (
+            "main.go",
+            "package main\n\nfunc first() int {\n\treturn 1\n}\n\n"
+            "func broken( int {\n\treturn 2\n}\n\n"
+            "func last() int {\n\treturn first()\n}\n",
+            ("function:main.go#first", "function:main.go#last"),
+            7,
+        ),
+    ],
+)
+def test_tree_sitter_files_with_errors_are_marked_partial(
+    tmp_path: Path, name: str, source: str, kept: tuple[str, ...], line: int
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / name).write_text(source)
+    result = index_repository(repo)
+    row = next(r for r in result.manifest.entries if r.path == name)
+    assert row.outcome == "partial:SyntaxError", row
+    assert row.error is not None and row.error.startswith("line ")
+    for node_id in kept:
+        assert result.graph.node(node_id).attributes["partial_parse"] is True
+    partial = result.graph.node(f"file:{name}").attributes["partial_parse"]
+    assert partial["error"].startswith("SyntaxError: ")
+    assert line - 1 <= partial["line"] <= line + 2

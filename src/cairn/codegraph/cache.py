@@ -54,7 +54,16 @@ CACHE_FORMAT = "cairn.extract-cache/2"
 
 PICKLE_PROTOCOL = 5
 
-_EXTRACTOR_MODULES = ("records", "python", "treesitter", "markdown", "scan", "limits")
+_EXTRACTOR_MODULES = (
+    "records",
+    "python",
+    "recover",
+    "treesitter",
+    "markdown",
+    "scan",
+    "limits",
+    "build",
+)
 """The modules whose code decides what an extract holds (their bytes are fingerprinted)."""
 
 _GRAMMARS = ("tree-sitter", "tree-sitter-javascript", "tree-sitter-typescript", "tree-sitter-go")

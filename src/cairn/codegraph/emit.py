@@ -19,7 +19,7 @@ from cairn.codegraph.records import Range
 from cairn.graph import EndpointIdentity, OccurrenceInput, SemanticGraph, SourceRange
 from cairn.graph.multigraph import FactCandidate
 
-__all__ = ["GraphEmitter", "external_id", "file_id", "symbol_id"]
+__all__ = ["GraphEmitter", "external_id", "file_id", "partial_marks", "symbol_id"]
 
 
 def file_id(path: str) -> str:
@@ -30,6 +30,17 @@ def file_id(path: str) -> str:
 def symbol_id(kind: str, path: str, qualname: str) -> str:
     """Node ID of a symbol, route or section: ``kind:path#qualified-part``."""
     return f"{kind}:{path}#{qualname}"
+
+
+def partial_marks(
+    parse_error: tuple[str, int] | None,
+) -> tuple[dict[str, Any] | None, bool | None]:
+    """The ``partial_parse`` attribute of a file node and of its symbols' nodes: the
+    error and line on the file, ``True`` on each symbol; ``None`` (no attribute) for a
+    file that parsed whole. No answer may pass a partial file off as whole."""
+    if parse_error is None:
+        return None, None
+    return {"error": parse_error[0], "line": parse_error[1]}, True
 
 
 def external_id(language: str, dotted: str) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cairn.codegraph.emit import GraphEmitter, file_id, symbol_id
+from cairn.codegraph.emit import GraphEmitter, file_id, partial_marks, symbol_id
 from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
 from cairn.codegraph.python import ADAPTER_ID, STRATEGY
 from cairn.codegraph.records import (
@@ -866,10 +866,7 @@ class PythonResolver:
         return file_id(module.path)
 
     def _emit_structure(self, module: _Module) -> None:
-        broken = module.extract.parse_error
-        # A file parsed around a syntax error says so on every node it yields (the
-        # error and line on the file node), so no answer passes it off as whole.
-        partial = None if broken is None else {"error": broken[0], "line": broken[1]}
+        partial, symbol_partial = partial_marks(module.extract.parse_error)
         file_node = self.emit.node(
             file_id(module.path),
             "file",
@@ -894,7 +891,7 @@ class PythonResolver:
                     "language": LANGUAGE,
                     "signature": symbol.signature,
                     "docstring": symbol.docstring,
-                    "partial_parse": None if broken is None else True,
+                    "partial_parse": symbol_partial,
                 },
             )
         for symbol in module.extract.symbols:

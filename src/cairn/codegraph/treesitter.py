@@ -10,6 +10,7 @@ across files happens in ``tsresolve.py``.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import cache
 
 import tree_sitter_go
@@ -40,6 +41,7 @@ __all__ = [
     "JS_ADAPTER_ID",
     "STRATEGY",
     "extract_treesitter",
+    "first_syntax_error",
     "go_binding_name",
 ]
 
@@ -859,14 +861,34 @@ def extract_treesitter(path: str, language: str, data: bytes) -> FileExtract:
     parser = _parser(language, path.endswith(".tsx"))
     tree = parser.parse(data)
     root = tree.root_node
-    walker: _Base
     if language == "go":
         go = _GoWalker(path, data)
         go.push("", "module", None)
         go.walk(root)
-        return go.result(language, _go_package(root))
-    js = _JsWalker(path, data, language == "typescript")
-    js.push("", "module", None)
-    js.walk(root)
-    walker = js
-    return walker.result(language)
+        extract = go.result(language, _go_package(root))
+    else:
+        js = _JsWalker(path, data, language == "typescript")
+        js.push("", "module", None)
+        js.walk(root)
+        extract = js.result(language)
+    error = first_syntax_error(root)
+    return extract if error is None else replace(extract, parse_error=error)
+
+
+def first_syntax_error(root: Node) -> tuple[str, int] | None:
+    """The first error tree-sitter recovered from, as ``(message, line)``, or None.
+
+    tree-sitter parses around a syntax error on its own (an ``ERROR`` node, or a
+    ``MISSING`` token it inserted); the extract is then partial and says so.
+    """
+    if not root.has_error:
+        return None
+    pending: list[Node] = [root]
+    while pending:
+        node = pending.pop()
+        if node.is_missing:
+            return f"SyntaxError: missing {node.type}", node.start_point[0] + 1
+        if node.is_error:
+            return "SyntaxError: unexpected input", node.start_point[0] + 1
+        pending.extend(child for child in reversed(node.children) if child.has_error)
+    return "SyntaxError: unexpected input", root.start_point[0] + 1

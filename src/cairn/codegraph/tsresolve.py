@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cairn.codegraph.emit import GraphEmitter, file_id, symbol_id
+from cairn.codegraph.emit import GraphEmitter, file_id, partial_marks, symbol_id
 from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
 from cairn.codegraph.records import Binding, FileExtract, Range, Ref, Symbol
 from cairn.codegraph.resolve import VExternal, VInstance, VModule, VSymbol
@@ -428,6 +428,7 @@ class CodeResolver:
         qualified = file.path
         if file.language == "go":
             qualified = self._go_import_path(file.directory) or file.extract.package or file.path
+        partial, symbol_partial = partial_marks(file.extract.parse_error)
         file_node = self.emit.node(
             file_id(file.path),
             "file",
@@ -437,6 +438,7 @@ class CodeResolver:
                 "path": file.path,
                 "language": file.language,
                 "package": file.extract.package,
+                "partial_parse": partial,
             },
         )
         for symbol in file.extract.symbols:
@@ -450,6 +452,7 @@ class CodeResolver:
                     "range": list(symbol.ranges[0]),
                     "language": file.language,
                     "signature": symbol.signature,
+                    "partial_parse": symbol_partial,
                 },
             )
         for symbol in file.extract.symbols:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -394,6 +394,86 @@ class _PlainResult:
         from cairn.search.wire import to_json
 
         return {"hits": [to_json(hit) for hit in self.hits]}
+
+
+def _calls_command(name: str, direction: Literal["callers", "callees"], depth: int,
+                   sites: int, graph: str, db: str | None, as_json: bool) -> None:  # fmt: skip
+    """``cairn callers`` / ``cairn callees``: resolve, walk ``calls``, print the sites."""
+    from cairn.database import open as open_database
+    from cairn.errors import NotFoundError
+    from cairn.search.calls import calls_of
+    from cairn.store.locate import resolve_database
+
+    try:
+        target = resolve_database(db)
+        with open_database(target) as database:
+            answer = calls_of(
+                database, name, direction=direction, depth=depth, sites=sites, graph=graph
+            )
+        if answer.resolution.status == "not_found":
+            raise NotFoundError(f"no symbol named {name!r}", details={"name": name})
+    except CairnError as error:
+        fail(error)
+        return
+    if as_json:
+        emit_json(answer.to_json())
+        return
+    _print_calls(answer)
+
+
+def _print_calls(answer: Any) -> None:
+    console = Console(soft_wrap=True)
+    resolution = answer.resolution
+    if resolution.match is None:
+        console.print(
+            escape(f"{resolution.query!r} is ambiguous: {resolution.total} symbols match; "
+                   "name one of them (a longer dotted name or its ID):")
+        )  # fmt: skip
+        for item in resolution.candidates:
+            where = f"{item.path}:{item.range[0]}" if item.path and item.range else item.path
+            console.print(
+                escape(f"  {item.kind or '?':<8} {item.qualified_name}  {where}  [{item.ref.id}]")
+            )
+        return
+    match = resolution.match
+    console.print(
+        escape(f"{answer.direction} of {match.qualified_name or match.ref.id} "
+               f"({match.ref.id}; {match.tier} match): {len(answer.edges)}")
+    )  # fmt: skip
+    for edge in answer.edges:
+        other = edge.caller if answer.direction == "callers" else edge.callee
+        label = edge.other_name or other.id
+        sites = ", ".join(f"{site.file}:{site.line}" for site in edge.evidence.sites)
+        more = edge.evidence.total - len(edge.evidence.sites)
+        extra = f" (+{more} more)" if more > 0 else ""
+        hops = f" [{edge.hops} hops]" if edge.hops > 1 else ""
+        console.print(escape(f"  {label}{hops}  {sites}{extra}"))
+
+
+@app.command("callers")
+def callers_command(
+    name: Annotated[str, typer.Argument(help="A symbol: name, dotted name or document ID.")],
+    depth: Annotated[int, typer.Option("--depth", help="Calls away to walk.")] = 1,
+    sites: Annotated[int, typer.Option("--sites", help="Call sites shown per edge.")] = 5,
+    graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = "code",
+    db: DbOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Who calls NAME: each caller with the file:line of its call sites."""
+    _calls_command(name, "callers", depth, sites, graph, db, as_json)
+
+
+@app.command("callees")
+def callees_command(
+    name: Annotated[str, typer.Argument(help="A symbol: name, dotted name or document ID.")],
+    depth: Annotated[int, typer.Option("--depth", help="Calls away to walk.")] = 1,
+    sites: Annotated[int, typer.Option("--sites", help="Call sites shown per edge.")] = 5,
+    graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = "code",
+    db: DbOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """What NAME calls: each callee with the file:line of the call sites."""
+    _calls_command(name, "callees", depth, sites, graph, db, as_json)
 
 
 @app.command("sql")

@@ -69,6 +69,7 @@ __all__ = [
     "TraverseVertex",
     "admit_traverse",
     "traverse",
+    "traverse_in_cut",
     "traverse_request_from_json",
     "traverse_result_from_json",
 ]
@@ -375,18 +376,26 @@ def traverse(
     admit_traverse(request)
     check_served_database(request.database, db.name)
     with db.read_cut(principal) as cut:
-        budget = ReadBudget(cancel=cancel)
-        budget.check()
-        label_readable = _authorise(cut, request)
-        visibility = VertexVisibility(cut, budget)
-        for ref in sorted({*request.seeds, *filter(None, [request.target])}):
-            if not visibility.visible(ref):
-                raise NotFoundError(
-                    f"no document {ref.id!r} in {ref.collection!r}",
-                    details={"collection": ref.collection, "id": ref.id},
-                )
-        reach = _walk(cut, request, budget, visibility)
-        return _result(cut, request, budget, reach, label_readable)
+        return traverse_in_cut(cut, request, cancel)
+
+
+def traverse_in_cut(
+    cut: IndexCut, request: TraverseRequest, cancel: CancelToken | None = None
+) -> TraverseResult:
+    """``traverse`` inside a read cut the caller holds (so other reads of the same
+    answer see the same position); the request must be admitted already."""
+    budget = ReadBudget(cancel=cancel)
+    budget.check()
+    label_readable = _authorise(cut, request)
+    visibility = VertexVisibility(cut, budget)
+    for ref in sorted({*request.seeds, *filter(None, [request.target])}):
+        if not visibility.visible(ref):
+            raise NotFoundError(
+                f"no document {ref.id!r} in {ref.collection!r}",
+                details={"collection": ref.collection, "id": ref.id},
+            )
+    reach = _walk(cut, request, budget, visibility)
+    return _result(cut, request, budget, reach, label_readable)
 
 
 def _authorise(cut: IndexCut, request: TraverseRequest) -> bool:

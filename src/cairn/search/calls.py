@@ -1,0 +1,135 @@
+"""Who calls X, and what X calls: a name resolved, its ``calls`` facts walked, and every
+edge given its call sites (file and line), all in one read cut.
+
+The name goes through ``resolve_name`` (exact before fuzzy; an ambiguous name answers
+with its candidates and no edges, never a guess). The walk is ``traverse`` over the
+``calls`` relation (incoming for callers, outgoing for callees) with its budgets; the
+sites come from the facts' occurrences (``read_evidence``), a bounded number per edge
+with the total beside them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from cairn.errors import ValidationError
+from cairn.search.budget import CancelToken
+from cairn.search.names import NAME_COLLECTIONS, NameResolution, resolve_name
+from cairn.search.traverse import TraverseRequest, admit_traverse, traverse_in_cut
+from cairn.store.commands import EntityRef
+from cairn.store.evidence import DEFAULT_EVIDENCE_PER_FACT, FactEvidence, read_evidence
+from cairn.store.validation import check_served_database
+
+if TYPE_CHECKING:
+    from cairn.index.database import Database
+    from cairn.store.database import PrincipalLike
+
+__all__ = ["CALLS_RELATION", "CallEdge", "CallsAnswer", "calls_of"]
+
+CALLS_RELATION = "calls"
+DEFAULT_GRAPH = "code"
+
+Direction = Literal["callers", "callees"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallEdge:
+    """One call edge: who calls whom, how far from the symbol, and where."""
+
+    caller: EntityRef
+    callee: EntityRef
+    hops: int
+    other_name: str | None
+    other_path: str | None
+    fact_id: str
+    evidence: FactEvidence
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON form."""
+        return {
+            "caller": {"collection": self.caller.collection, "id": self.caller.id},
+            "callee": {"collection": self.callee.collection, "id": self.callee.id},
+            "hops": self.hops,
+            "other_name": self.other_name,
+            "other_path": self.other_path,
+            "fact_id": self.fact_id,
+            "sites": [site.to_json() for site in self.evidence.sites],
+            "site_count": self.evidence.total,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CallsAnswer:
+    """The resolved name and its call edges (none when the name did not resolve)."""
+
+    direction: Direction
+    resolution: NameResolution
+    edges: tuple[CallEdge, ...]
+    edges_examined: int
+    position: int
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON form."""
+        return {
+            "direction": self.direction,
+            "resolution": self.resolution.to_json(),
+            "edges": [edge.to_json() for edge in self.edges],
+            "edges_examined": self.edges_examined,
+            "position": self.position,
+        }
+
+
+def calls_of(
+    db: Database,
+    name: str,
+    *,
+    direction: Direction = "callers",
+    depth: int = 1,
+    sites: int = DEFAULT_EVIDENCE_PER_FACT,
+    graph: str = DEFAULT_GRAPH,
+    principal: PrincipalLike = None,
+    cancel: CancelToken | None = None,
+) -> CallsAnswer:
+    """The callers (or callees) of the symbol ``name`` up to ``depth`` calls away, each
+    edge with up to ``sites`` call sites, in one read cut as ``principal``."""
+    if direction not in ("callers", "callees"):
+        raise ValidationError(f"direction must be callers or callees, got {direction!r}")
+    with db.read_cut(principal) as cut:
+        resolution = resolve_name(cut, name, collections=NAME_COLLECTIONS)
+        if resolution.match is None:
+            return CallsAnswer(direction, resolution, (), 0, cut.position)
+        seed = resolution.match.ref
+        request = TraverseRequest(
+            db.name,
+            graph,
+            (seed,),
+            direction="in" if direction == "callers" else "out",
+            relations=(CALLS_RELATION,),
+            max_depth=depth,
+            include_documents=True,
+        )
+        admit_traverse(request)
+        check_served_database(request.database, db.name)
+        walked = traverse_in_cut(cut, request, cancel)
+        evidence = read_evidence(cut.conn, graph, [e.fact_id for e in walked.edges], limit=sites)
+        vertices = {vertex.ref: vertex for vertex in walked.vertices}
+        edges = []
+        for edge in walked.edges:
+            other = edge.source if direction == "callers" else edge.target
+            vertex = vertices.get(other)
+            body = vertex.document.body if vertex is not None and vertex.document else {}
+            qualified, path = body.get("qualified_name"), body.get("path")
+            edges.append(
+                CallEdge(
+                    edge.source,
+                    edge.target,
+                    vertex.hops if vertex is not None else 0,
+                    qualified if isinstance(qualified, str) else None,
+                    path if isinstance(path, str) else None,
+                    edge.fact_id,
+                    evidence[edge.fact_id],
+                )
+            )
+        edges.sort(key=lambda item: (item.hops, item.other_name or "", item.fact_id))
+        return CallsAnswer(direction, resolution, tuple(edges), walked.edges_examined, cut.position)

@@ -1,0 +1,187 @@
+"""Symbols by name: what people and agents type (``url_for``, ``Flask.full_dispatch_request``,
+``django.db.models.Model``, a document ID) resolved to the nodes of a code graph.
+
+Exact before fuzzy, and never a guess: the tiers are ``id`` (a document ID),
+``exact`` (the qualified name), ``suffix`` (the qualified name ends with the dotted
+name), then ``fuzzy`` (the same last name, case-insensitively, or every dotted part in
+order: a re-export's path). The best tier with any match decides; one match there is
+the answer (labelled with its tier), more are returned as candidates. Candidates are
+read in one read cut as the principal, so a name never reveals a document it may not
+see. Lookup goes by document ID (``kind:path#qualname``), which holds the last name, so
+no body is decoded until a candidate is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cairn.errors import ValidationError
+from cairn.store.commands import EntityRef
+from cairn.store.limits import check_identifier
+from cairn.store.reads import ReadCut, read_documents
+
+__all__ = [
+    "MAX_CANDIDATES",
+    "NAME_COLLECTIONS",
+    "TIERS",
+    "NameResolution",
+    "SymbolMatch",
+    "resolve_name",
+]
+
+MAX_CANDIDATES = 20
+"""Candidates returned for an ambiguous name (the total is counted)."""
+
+MAX_LOOKUP_ROWS = 5_000
+"""Rows read for one name before the tiers are applied (a very common last name)."""
+
+NAME_COLLECTIONS = ("symbols", "routes", "files")
+"""Where names are looked up by default: the code graph's named families."""
+
+TIERS = ("id", "exact", "suffix", "fuzzy")
+"""Match tiers, best first."""
+
+_KIND_ORDER = {"class": 0, "function": 1, "method": 2, "route": 3, "variable": 4, "file": 5}
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolMatch:
+    """A node a name matched, with what a person needs to tell it apart."""
+
+    ref: EntityRef
+    tier: str
+    kind: str | None
+    qualified_name: str | None
+    path: str | None
+    range: tuple[int, ...] | None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON form."""
+        return {
+            "collection": self.ref.collection,
+            "id": self.ref.id,
+            "tier": self.tier,
+            "kind": self.kind,
+            "qualified_name": self.qualified_name,
+            "path": self.path,
+            "range": None if self.range is None else list(self.range),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class NameResolution:
+    """What a name resolved to: one ``match``, or ``candidates`` when it is ambiguous."""
+
+    query: str
+    status: str  # one of TIERS, "ambiguous" or "not_found"
+    match: SymbolMatch | None
+    candidates: tuple[SymbolMatch, ...]
+    total: int
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON form."""
+        return {
+            "query": self.query,
+            "status": self.status,
+            "match": None if self.match is None else self.match.to_json(),
+            "candidates": [item.to_json() for item in self.candidates],
+            "total": self.total,
+        }
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _clean(name: str) -> str:
+    text = name.strip()
+    return text[:-2] if text.endswith("()") else text
+
+
+def _candidate_ids(cut: ReadCut, name: str, collections: Sequence[str]) -> list[EntityRef]:
+    """Documents whose ID could carry ``name``: its last part after ``#`` or ``.``, a
+    file path, or the ID itself (LIKE is case-insensitive: the fuzzy tier needs that)."""
+    last = name.rsplit(".", 1)[-1].rsplit("#", 1)[-1]
+    patterns = [f"%#{_like(last)}", f"%.{_like(last)}", f"file:%{_like(name)}", _like(name)]
+    marks = ", ".join("?" * len(collections))
+    rows = cut.conn.execute(
+        f"SELECT collection, id FROM documents WHERE deleted = 0 AND collection IN ({marks}) "
+        "AND (id LIKE ? ESCAPE '\\' OR id LIKE ? ESCAPE '\\' OR id LIKE ? ESCAPE '\\' "
+        "OR id LIKE ? ESCAPE '\\') ORDER BY collection, id LIMIT ?",
+        (*collections, *patterns, MAX_LOOKUP_ROWS),
+    )
+    return [EntityRef(collection, doc_id) for collection, doc_id in rows]
+
+
+def _in_order(parts: Sequence[str], within: Sequence[str]) -> bool:
+    it = iter(within)
+    return all(any(part == item for item in it) for part in parts)
+
+
+def _tier(name: str, ref: EntityRef, qualified: str | None, path: str | None) -> str | None:
+    if ref.id == name:
+        return "id"
+    candidates = [qualified] if qualified else []
+    if path:
+        candidates.append(path)
+    if name in candidates:
+        return "exact"
+    if any(text.endswith(("." + name, "/" + name)) for text in candidates):
+        return "suffix"
+    wanted = name.lower().split(".")
+    for text in candidates:
+        parts = text.lower().replace("/", ".").split(".")
+        if parts and wanted[-1] == parts[-1] and _in_order(wanted, parts):
+            return "fuzzy"
+    last = ref.id.rsplit("#", 1)[-1].rsplit(".", 1)[-1]
+    return "fuzzy" if last.lower() == wanted[-1] else None
+
+
+def _sort_key(item: SymbolMatch) -> tuple[int, int, str, str]:
+    rank = _KIND_ORDER.get(item.kind or "", len(_KIND_ORDER))
+    return (TIERS.index(item.tier), rank, item.qualified_name or "", item.ref.id)
+
+
+def resolve_name(
+    cut: ReadCut, name: str, *, collections: Sequence[str] = NAME_COLLECTIONS
+) -> NameResolution:
+    """Resolve ``name`` among the documents of ``collections`` the cut's principal may
+    read (``ValidationError`` for a name that is not one)."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValidationError("a name must be a non-blank string", details={"field": "name"})
+    query = _clean(name)
+    check_identifier(query, "name")
+    for collection in collections:
+        check_identifier(collection, "collection")
+    refs = _candidate_ids(cut, query, collections)
+    matches: list[SymbolMatch] = []
+    for ref, document in zip(refs, read_documents(cut, refs), strict=True):
+        if document is None:
+            continue  # not visible to this principal (or not live): never a candidate
+        body = document.body
+        qualified = body.get("qualified_name")
+        path = body.get("path")
+        tier = _tier(query, ref, qualified if isinstance(qualified, str) else None,
+                     path if isinstance(path, str) else None)  # fmt: skip
+        if tier is None:
+            continue
+        found_range = body.get("range")
+        matches.append(
+            SymbolMatch(
+                ref,
+                tier,
+                body.get("kind"),
+                qualified if isinstance(qualified, str) else None,
+                path if isinstance(path, str) else None,
+                tuple(found_range) if isinstance(found_range, list | tuple) else None,
+            )
+        )
+    if not matches:
+        return NameResolution(query, "not_found", None, (), 0)
+    best = min(TIERS.index(item.tier) for item in matches)
+    top = sorted((item for item in matches if TIERS.index(item.tier) == best), key=_sort_key)
+    if len(top) == 1:
+        return NameResolution(query, top[0].tier, top[0], (), 1)
+    return NameResolution(query, "ambiguous", None, tuple(top[:MAX_CANDIDATES]), len(top))

@@ -1,0 +1,129 @@
+"""Who calls X (issue 19, first part): names resolve exact before fuzzy and never by a
+guess, and every call edge carries its call sites with file and line. Expected lines
+are read by hand from ``tests/fixtures/flask_app``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import cairn
+from cairn.cli import app
+from cairn.codegraph import index_repository
+from cairn.errors import CorruptionError, ValidationError
+from cairn.search.calls import calls_of
+from cairn.search.names import resolve_name
+from cairn.store.evidence import read_evidence
+from cairn.store.load import load_semantic_graph
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "flask_app"
+LOAD_USER = "function:app/services.py#load_user"
+GET_USER = "function:app/views.py#get_user"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE, repo)
+    path = tmp_path / "cairn.db"
+    with cairn.open(path) as db:
+        load_semantic_graph(db, index_repository(repo).graph)
+    return path
+
+
+@pytest.fixture
+def db(db_path: Path) -> Iterator[cairn.Database]:
+    with cairn.open(db_path) as handle:
+        yield handle
+
+
+def test_names_resolve_by_tier(db: cairn.Database) -> None:
+    with db.read_cut() as cut:
+        assert resolve_name(cut, LOAD_USER).status == "id"
+        exact = resolve_name(cut, "app.services.load_user")
+        assert (exact.status, exact.match and exact.match.ref.id) == ("exact", LOAD_USER)
+        for query in ("load_user", "services.load_user", "load_user()"):
+            found = resolve_name(cut, query)
+            assert (found.status, found.match and found.match.ref.id) == ("suffix", LOAD_USER)
+        fuzzy = resolve_name(cut, "LOAD_USER")
+        assert (fuzzy.status, fuzzy.match and fuzzy.match.ref.id) == ("fuzzy", LOAD_USER)
+        assert resolve_name(cut, "app/views.py").match is not None
+        assert resolve_name(cut, "no_such_symbol").status == "not_found"
+        # Two methods named validate: the candidates, never one of them picked.
+        both = resolve_name(cut, "validate")
+        assert both.status == "ambiguous" and both.match is None and both.total == 2
+        assert [c.ref.id for c in both.candidates] == [
+            "method:app/models.py#Base.validate",
+            "method:app/models.py#User.validate",
+        ]
+        assert [c.range[0] if c.range else None for c in both.candidates] == [5, 15]
+        one = resolve_name(cut, "User.validate")
+        assert one.match is not None and one.match.ref.id == "method:app/models.py#User.validate"
+        with pytest.raises(ValidationError):
+            resolve_name(cut, "  ")
+
+
+def test_callers_carry_their_call_sites(db: cairn.Database) -> None:
+    answer = calls_of(db, "load_user")
+    assert answer.resolution.match is not None
+    assert [(edge.caller.id, edge.callee.id) for edge in answer.edges] == [(GET_USER, LOAD_USER)]
+    (edge,) = answer.edges
+    assert edge.other_name == "app.views.get_user"
+    assert [(site.file, site.line) for site in edge.evidence.sites] == [("app/views.py", 12)]
+    assert edge.evidence.total == 1
+    callees = calls_of(db, "get_user", direction="callees")
+    # Ordered by hops, then the other end's qualified name.
+    assert [(e.callee.id, [(s.file, s.line) for s in e.evidence.sites]) for e in callees.edges] == [
+        (LOAD_USER, [("app/views.py", 12)]),
+        ("external:python:flask.jsonify", [("app/views.py", 13)]),
+    ]
+    ambiguous = calls_of(db, "validate")
+    assert ambiguous.edges == () and ambiguous.resolution.status == "ambiguous"
+
+
+def test_damaged_evidence_is_named(db_path: Path) -> None:
+    with sqlite3.connect(db_path) as conn:
+        fact_id, occurrence_id = conn.execute(
+            "SELECT o.fact_id, o.id FROM occurrences o JOIN facts f"
+            " ON f.graph = o.graph AND f.id = o.fact_id"
+            " WHERE f.relation = 'calls' AND f.target_id = ?",
+            (LOAD_USER,),
+        ).fetchone()
+        conn.execute(
+            "UPDATE occurrences SET parts = replace(parts, '12', '13') WHERE id = ?",
+            (occurrence_id,),
+        )
+    with (
+        cairn.open(db_path) as db,
+        db.read_cut() as cut,
+        pytest.raises(CorruptionError) as caught,
+    ):
+        read_evidence(cut.conn, "code", [fact_id])
+    assert caught.value.details["table"] == "occurrences"
+    with pytest.raises(ValidationError, match="evidence limit"):
+        read_evidence(sqlite3.connect(":memory:"), "code", [], limit=101)
+
+
+def test_cli_callers_and_callees(db_path: Path) -> None:
+    runner = CliRunner()
+    shown = runner.invoke(app, ["callers", "load_user", "--db", str(db_path)])
+    assert shown.exit_code == 0, shown.output
+    assert "app.views.get_user  app/views.py:12" in shown.output
+    data = json.loads(
+        runner.invoke(app, ["callers", "load_user", "--db", str(db_path), "--json"]).stdout
+    )
+    assert data["edges"][0]["sites"][0]["file"] == "app/views.py"
+    assert data["edges"][0]["sites"][0]["range"][0] == 12
+    assert data["resolution"]["status"] == "suffix"
+    ambiguous = runner.invoke(app, ["callers", "validate", "--db", str(db_path)])
+    assert ambiguous.exit_code == 0
+    assert "ambiguous" in ambiguous.output and "Base.validate" in ambiguous.output
+    missing = runner.invoke(app, ["callees", "nope", "--db", str(db_path)])
+    assert missing.exit_code == 1 and "no symbol named 'nope'" in missing.output

@@ -450,30 +450,30 @@ def _print_calls(answer: Any) -> None:
         console.print(escape(f"  {label}{hops}  {sites}{extra}"))
 
 
-@app.command("callers")
-def callers_command(
-    name: Annotated[str, typer.Argument(help="A symbol: name, dotted name or document ID.")],
-    depth: Annotated[int, typer.Option("--depth", help="Calls away to walk.")] = 1,
-    sites: Annotated[int, typer.Option("--sites", help="Call sites shown per edge.")] = 5,
-    graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = "code",
-    db: DbOption = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Who calls NAME: each caller with the file:line of its call sites."""
-    _calls_command(name, "callers", depth, sites, graph, db, as_json)
+def _calls_cli(command: str, direction: Literal["callers", "callees"], doc: str) -> None:
+    """Register ``cairn callers`` or ``cairn callees`` (the same options, one walk)."""
+
+    def run(
+        name: Annotated[str, typer.Argument(help="A symbol: name, dotted name or document ID.")],
+        depth: Annotated[int, typer.Option("--depth", help="Calls away to walk.")] = 1,
+        sites: Annotated[int, typer.Option("--sites", help="Call sites shown per edge.")] = 5,
+        graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = "code",
+        db: DbOption = None,
+        as_json: JsonFlag = False,
+    ) -> None:
+        _calls_command(name, direction, depth, sites, graph, db, as_json)
+
+    run.__doc__ = doc
+    run.__name__ = f"{command}_command"
+    app.command(command)(run)
 
 
-@app.command("callees")
-def callees_command(
-    name: Annotated[str, typer.Argument(help="A symbol: name, dotted name or document ID.")],
-    depth: Annotated[int, typer.Option("--depth", help="Calls away to walk.")] = 1,
-    sites: Annotated[int, typer.Option("--sites", help="Call sites shown per edge.")] = 5,
-    graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = "code",
-    db: DbOption = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """What NAME calls: each callee with the file:line of the call sites."""
-    _calls_command(name, "callees", depth, sites, graph, db, as_json)
+_calls_cli(
+    "callers", "callers", "Who calls NAME: each caller with the file:line of its call sites."
+)
+_calls_cli(
+    "callees", "callees", "What NAME calls: each callee with the file:line of the call sites."
+)
 
 
 @app.command("sql")

@@ -370,3 +370,17 @@ class CuttingProxy:
                     self.dropped.append(reply)
                     return
                 client.sendall(reply)
+
+
+def with_value(body: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """A deep copy of ``body`` with ``value`` at ``path`` (``()``: ``value`` itself)."""
+    import copy
+
+    if not path:
+        return copy.deepcopy(value)
+    changed = copy.deepcopy(body)
+    holder = changed
+    for key in path[:-1]:
+        holder = holder[key]
+    holder[path[-1]] = value
+    return changed

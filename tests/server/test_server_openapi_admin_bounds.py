@@ -12,7 +12,6 @@ store's documented limits (spec §1-§2, docs/store.md), written here independen
 
 from __future__ import annotations
 
-import copy
 import uuid
 from typing import Any
 
@@ -20,6 +19,7 @@ import jsonschema
 import pytest
 from conftest import Corpus
 from fastapi.testclient import TestClient
+from server_helpers import with_value
 
 from cairn.store import issue_api_key
 
@@ -155,17 +155,6 @@ def components(http: TestClient) -> dict[str, Any]:
     return dict(http.get("/openapi.json").json()["components"])
 
 
-def _with(body: Any, path: tuple[Any, ...], value: Any) -> Any:
-    if not path:
-        return copy.deepcopy(value)
-    changed = copy.deepcopy(body)
-    holder = changed
-    for key in path[:-1]:
-        holder = holder[key]
-    holder[path[-1]] = value
-    return changed
-
-
 def _send(http: TestClient, corpus: Corpus, route: str, body: Any) -> tuple[Any, int]:
     headers = corpus.auth("admin")
     if route == "/v1/commands":
@@ -191,7 +180,7 @@ def test_the_schema_accepts_exactly_what_the_server_accepts(
         {**components["schemas"][schema], "components": components}
     )
     for value in values:
-        sent, status = _send(http, corpus, route, _with(base, path, value))
+        sent, status = _send(http, corpus, route, with_value(base, path, value))
         assert status in (200, 400), (value, status)
         shown = len(value) if isinstance(value, list) else value
         assert validator.is_valid(sent) == (status == 200), (

@@ -9,14 +9,13 @@ the server accepts. (Before, the document stated no bounds at all: ``limit: 1001
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import jsonschema
 import pytest
 from conftest import Corpus
 from fastapi.testclient import TestClient
-from server_helpers import GRAPH
+from server_helpers import GRAPH, with_value
 
 SEED = {"collection": "docs", "id": "root"}
 
@@ -80,15 +79,6 @@ def validators(http: TestClient) -> dict[str, jsonschema.Draft202012Validator]:
     return found
 
 
-def _with(body: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
-    changed = copy.deepcopy(body)
-    holder = changed
-    for key in path[:-1]:
-        holder = holder[key]
-    holder[path[-1]] = value
-    return changed
-
-
 @pytest.mark.parametrize(("endpoint", "path", "values"), CASES)
 def test_the_schema_accepts_exactly_what_the_server_accepts(
     http: TestClient,
@@ -101,7 +91,7 @@ def test_the_schema_accepts_exactly_what_the_server_accepts(
     url, _, base = ENDPOINTS[endpoint]
     verdicts = []
     for value in values:
-        body = _with(base, path, value)
+        body = with_value(base, path, value)
         response = http.post(url, json=body, headers=corpus.auth("admin"))
         # Admitted: answered, or stopped later by its own budget (a tiny max_edges).
         assert response.status_code in (200, 400, 429), response.text

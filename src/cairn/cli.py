@@ -114,24 +114,30 @@ def _fixture_demo(as_json: bool) -> None:
     console.print_json(data=summary["receipt"])
 
 
+OutOption = Annotated[
+    str | None, typer.Option("--out", help="Output folder (default PATH/.cairn).")
+]
+WorkersOption = Annotated[
+    int | None, typer.Option("--workers", help="Extraction processes (default: CPUs).")
+]
+ExcludeOption = Annotated[
+    list[str] | None, typer.Option("--exclude", help="Gitignore-style glob to skip.")
+]
+NoLoadOption = Annotated[
+    bool, typer.Option("--no-load", help="Only write graph.cairn; do not load cairn.db.")
+]
+
+
 @app.command("index")
 def index_command(
     path: Annotated[str, typer.Argument(help="Repository to index.")] = ".",
-    out: Annotated[
-        str | None, typer.Option("--out", help="Output folder (default PATH/.cairn).")
-    ] = None,
-    workers: Annotated[
-        int | None, typer.Option("--workers", help="Extraction processes (default: CPUs).")
-    ] = None,
-    exclude: Annotated[
-        list[str] | None, typer.Option("--exclude", help="Gitignore-style glob to skip.")
-    ] = None,
+    out: OutOption = None,
+    workers: WorkersOption = None,
+    exclude: ExcludeOption = None,
     generated_at: Annotated[
         str | None, typer.Option("--generated-at", help="Fixed timestamp for the artifact.")
     ] = None,
-    no_load: Annotated[
-        bool, typer.Option("--no-load", help="Only write graph.cairn; do not load cairn.db.")
-    ] = False,
+    no_load: NoLoadOption = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Build the semantic graph of PATH, write graph.cairn and load it into cairn.db."""
@@ -157,21 +163,13 @@ def index_command(
 @app.command("watch")
 def watch_command(
     path: Annotated[str, typer.Argument(help="Repository to watch.")] = ".",
-    out: Annotated[
-        str | None, typer.Option("--out", help="Output folder (default PATH/.cairn).")
-    ] = None,
-    workers: Annotated[
-        int | None, typer.Option("--workers", help="Extraction processes (default: CPUs).")
-    ] = None,
-    exclude: Annotated[
-        list[str] | None, typer.Option("--exclude", help="Gitignore-style glob to skip.")
-    ] = None,
+    out: OutOption = None,
+    workers: WorkersOption = None,
+    exclude: ExcludeOption = None,
     debounce: Annotated[
         int, typer.Option("--debounce", help="Milliseconds of quiet that end a batch.")
     ] = 100,
-    no_load: Annotated[
-        bool, typer.Option("--no-load", help="Only write graph.cairn; do not load cairn.db.")
-    ] = False,
+    no_load: NoLoadOption = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON record per round (JSON Lines).")
     ] = False,

@@ -419,19 +419,24 @@ def _calls_command(name: str, direction: Literal["callers", "callees"], depth: i
     _print_calls(answer)
 
 
+def _print_calls_candidates(resolution: Any) -> None:
+    """The candidates of an ambiguous name, one per line, best first."""
+    console = Console(soft_wrap=True)
+    console.print(
+        escape(f"{resolution.query!r} is ambiguous: {resolution.total} symbols match; "
+               "name one of them (a longer dotted name or its ID):")
+    )  # fmt: skip
+    for item in resolution.candidates:
+        where = f"{item.path}:{item.range[0]}" if item.path and item.range else item.path
+        line = f"  {item.kind or '?':<8} {item.qualified_name}  {where}  [{item.ref.id}]"
+        console.print(escape(line))
+
+
 def _print_calls(answer: Any) -> None:
     console = Console(soft_wrap=True)
     resolution = answer.resolution
     if resolution.match is None:
-        console.print(
-            escape(f"{resolution.query!r} is ambiguous: {resolution.total} symbols match; "
-                   "name one of them (a longer dotted name or its ID):")
-        )  # fmt: skip
-        for item in resolution.candidates:
-            where = f"{item.path}:{item.range[0]}" if item.path and item.range else item.path
-            console.print(
-                escape(f"  {item.kind or '?':<8} {item.qualified_name}  {where}  [{item.ref.id}]")
-            )
+        _print_calls_candidates(resolution)
         return
     match = resolution.match
     console.print(
@@ -472,6 +477,59 @@ _calls_cli(
 _calls_cli(
     "callees", "callees", "What NAME calls: each callee with the file:line of the call sites."
 )
+
+
+@app.command("show")
+def show_command(
+    name: Annotated[str, typer.Argument(help="A symbol: name, dotted name or document ID.")],
+    root: Annotated[
+        str | None, typer.Option("--root", help="Checkout the index was built from.")
+    ] = None,
+    max_bytes: Annotated[
+        int, typer.Option("--max-bytes", help="Source bytes shown at most.")
+    ] = 16_000,
+    db: DbOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Show NAME: where it is, its signature, and its source lines (or why not: stale)."""
+    from cairn.database import open as open_database
+    from cairn.errors import NotFoundError
+    from cairn.search.show import show
+    from cairn.store.locate import resolve_database
+
+    try:
+        target = resolve_database(db)
+        with open_database(target) as database:
+            answer = show(database, name, root=root, max_bytes=max_bytes)
+        if answer.resolution.status == "not_found":
+            raise NotFoundError(f"no symbol named {name!r}", details={"name": name})
+    except CairnError as error:
+        fail(error)
+        return
+    if as_json:
+        emit_json(answer.to_json())
+        return
+    _print_show(answer, max_bytes)
+
+
+def _print_show(answer: Any, max_bytes: int) -> None:
+    if answer.document is None:
+        _print_calls_candidates(answer.resolution)
+        return
+    console = Console(soft_wrap=True)
+    body = answer.document.body
+    where = f"{body.get('path')}:{(body.get('range') or [None])[0]}"
+    console.print(escape(f"{body.get('kind')} {body.get('qualified_name')}  {where}"))
+    if answer.source is None:
+        console.print(escape(f"no source shown: {answer.reason}"))
+        return
+    if answer.reason:
+        console.print(escape(f"note: {answer.reason}"))
+    source = answer.source
+    for number, line in enumerate(source.lines, start=source.start):
+        console.print(escape(f"{number:>6}  {line}"), highlight=False)
+    if source.truncated:
+        console.print(escape(f"... cut at {max_bytes} bytes (--max-bytes)"))
 
 
 @app.command("sql")

@@ -127,3 +127,47 @@ def test_cli_callers_and_callees(db_path: Path) -> None:
     assert "ambiguous" in ambiguous.output and "Base.validate" in ambiguous.output
     missing = runner.invoke(app, ["callees", "nope", "--db", str(db_path)])
     assert missing.exit_code == 1 and "no symbol named 'nope'" in missing.output
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> Path:
+    """A checkout indexed by ``cairn index``: database and manifest in ``.cairn/``."""
+    repo = tmp_path / "checkout"
+    shutil.copytree(FIXTURE, repo)
+    result = CliRunner().invoke(app, ["index", str(repo), "--workers", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    return repo
+
+
+def test_show_returns_the_source_lines_and_flags_a_changed_file(indexed: Path) -> None:
+    from cairn.search.show import show
+
+    db_path = indexed / ".cairn" / "cairn.db"
+    with cairn.open(db_path) as db:
+        answer = show(db, "get_user")
+        assert (answer.stale, answer.reason) == (False, None)
+        assert answer.source is not None
+        assert (answer.source.start, answer.source.end) == (11, 13)
+        assert answer.source.lines == (
+            "def get_user(user_id):",
+            "    user = services.load_user(user_id)",
+            "    return jsonify(user.name)",
+        )
+        short = show(db, "get_user", max_bytes=30)
+        assert short.source is not None and short.source.truncated
+        assert short.source.lines == ("def get_user(user_id):",)
+        views = indexed / "app" / "views.py"
+        views.write_text(views.read_text().replace("jsonify(user.name)", "user.name"))
+        stale = show(db, "get_user")
+        assert (stale.stale, stale.source) == (True, None)
+        assert stale.reason == "app/views.py changed since it was indexed"
+        views.unlink()
+        gone = show(db, "get_user")
+        assert (gone.stale, gone.reason) == (True, "app/views.py is gone from the checkout")
+        (indexed / ".cairn" / "manifest.json").unlink()
+        unknown = show(db, "load_user")
+        assert unknown.stale is None and unknown.source is not None
+        assert unknown.source.lines[0] == "def load_user(user_id):"
+    shown = CliRunner().invoke(app, ["show", "load_user", "--db", str(db_path)])
+    assert shown.exit_code == 0, shown.output
+    assert "    11  def load_user(user_id):" in shown.output

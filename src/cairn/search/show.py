@@ -1,0 +1,168 @@
+"""Show me X: a symbol by name with its document and its source lines, read from the
+indexed checkout, and a plain ``stale`` flag when the file is no longer what was indexed.
+
+The lines come from the file on disk (the database keeps ranges, not whole files); the
+manifest written by the same ``cairn index`` (``manifest.json`` beside the database)
+holds each file's SHA-256, so a file edited since is answered with ``stale: true`` and
+no lines, never with other code presented as current. Without a manifest the answer
+says the freshness is unknown (``stale: null``). Lines are bounded in bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cairn.errors import CorruptionError, ValidationError
+from cairn.graph.model import thaw
+from cairn.search.names import NameResolution, resolve_name
+from cairn.store.reads import DocumentResult, read_document
+
+if TYPE_CHECKING:
+    from cairn.index.database import Database
+    from cairn.store.database import PrincipalLike
+
+__all__ = ["DEFAULT_SOURCE_BYTES", "MAX_SOURCE_BYTES", "ShowAnswer", "SourceLines", "show"]
+
+DEFAULT_SOURCE_BYTES = 16_000
+"""Source bytes returned unless asked otherwise."""
+
+MAX_SOURCE_BYTES = 1_000_000
+"""Upper bound on the source bytes one answer returns."""
+
+MANIFEST_NAME = "manifest.json"
+INDEX_FOLDER = ".cairn"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLines:
+    """Lines ``start``..``end`` (1-based, inclusive) of ``path``; ``truncated`` when the
+    byte bound cut them short."""
+
+    path: str
+    start: int
+    end: int
+    lines: tuple[str, ...]
+    truncated: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON form."""
+        return {
+            "path": self.path,
+            "start": self.start,
+            "end": self.end,
+            "lines": list(self.lines),
+            "truncated": self.truncated,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ShowAnswer:
+    """The resolved name, its document, its source lines, and whether they are stale."""
+
+    resolution: NameResolution
+    document: DocumentResult | None
+    source: SourceLines | None
+    stale: bool | None
+    reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON form."""
+        document = self.document
+        return {
+            "resolution": self.resolution.to_json(),
+            "document": None
+            if document is None
+            else {
+                "collection": document.ref.collection,
+                "id": document.ref.id,
+                "revision": document.revision,
+                "body": thaw(document.body),
+            },
+            "source": None if self.source is None else self.source.to_json(),
+            "stale": self.stale,
+            "reason": self.reason,
+        }
+
+
+def _manifest_hashes(path: Path) -> dict[str, str | None] | None:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise CorruptionError(f"cannot read the index manifest {path}: {exc}") from exc
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list):
+        raise CorruptionError(f"the index manifest {path} has no file list")
+    return {row["path"]: row.get("sha256") for row in files if isinstance(row, dict)}
+
+
+def _lines(data: bytes, path: str, start: int, end: int, budget: int) -> SourceLines:
+    text = data.decode("utf-8", errors="replace").splitlines()
+    picked: list[str] = []
+    used = 0
+    truncated = False
+    for line in text[start - 1 : end]:
+        size = len(line.encode("utf-8")) + 1
+        if used + size > budget:
+            truncated = True
+            break
+        picked.append(line)
+        used += size
+    return SourceLines(path, start, start + len(picked) - 1, tuple(picked), truncated)
+
+
+def show(
+    db: Database,
+    name: str,
+    *,
+    root: Path | str | None = None,
+    manifest: Path | str | None = None,
+    max_bytes: int = DEFAULT_SOURCE_BYTES,
+    principal: PrincipalLike = None,
+) -> ShowAnswer:
+    """Resolve ``name`` and return its document and source lines from the checkout at
+    ``root`` (default: the folder holding the database's ``.cairn/``)."""
+    if type(max_bytes) is not int or not 0 <= max_bytes <= MAX_SOURCE_BYTES:
+        raise ValidationError(f"max_bytes must be an integer in 0..{MAX_SOURCE_BYTES}")
+    folder = Path(db.path).resolve().parent
+    base = (
+        Path(root) if root is not None else folder.parent if folder.name == INDEX_FOLDER else None
+    )
+    listing = Path(manifest) if manifest is not None else folder / MANIFEST_NAME
+    with db.read_cut(principal) as cut:
+        resolution = resolve_name(cut, name)
+        if resolution.match is None:
+            return ShowAnswer(resolution, None, None, None, None)
+        ref = resolution.match.ref
+        document = read_document(cut, ref.collection, ref.id)
+    body = document.body
+    path, found = body.get("path"), body.get("range")
+    if not isinstance(path, str):
+        return ShowAnswer(resolution, document, None, None, "the node has no file")
+    if base is None:
+        return ShowAnswer(resolution, document, None, None, "no checkout root (give --root)")
+    try:
+        data = (base / path).read_bytes()
+    except FileNotFoundError:
+        return ShowAnswer(resolution, document, None, True, f"{path} is gone from the checkout")
+    except OSError as exc:
+        return ShowAnswer(resolution, document, None, None, f"cannot read {path}: {exc}")
+    hashes = _manifest_hashes(listing)
+    if hashes is None:
+        stale, reason = None, "no index manifest: freshness unknown"
+    elif hashes.get(path) != hashlib.sha256(data).hexdigest():
+        return ShowAnswer(resolution, document, None, True, f"{path} changed since it was indexed")
+    else:
+        stale, reason = False, None
+    if isinstance(found, list | tuple) and len(found) == 4:
+        start, end = int(found[0]), int(found[2])
+    else:
+        start, end = 1, len(data.splitlines())
+    return ShowAnswer(
+        resolution, document, _lines(data, path, start, end, max_bytes), stale, reason
+    )

@@ -400,6 +400,7 @@ def _calls_command(name: str, direction: Literal["callers", "callees"], depth: i
     from cairn.database import open as open_database
     from cairn.errors import NotFoundError
     from cairn.search.calls import calls_of
+    from cairn.search.wire import to_json
     from cairn.store.locate import resolve_database
 
     try:
@@ -414,7 +415,7 @@ def _calls_command(name: str, direction: Literal["callers", "callees"], depth: i
         fail(error)
         return
     if as_json:
-        emit_json(answer.to_json())
+        emit_json(to_json(answer))
         return
     _print_calls(answer)
 
@@ -495,6 +496,7 @@ def show_command(
     from cairn.database import open as open_database
     from cairn.errors import NotFoundError
     from cairn.search.show import show
+    from cairn.search.wire import to_json
     from cairn.store.locate import resolve_database
 
     try:
@@ -507,7 +509,7 @@ def show_command(
         fail(error)
         return
     if as_json:
-        emit_json(answer.to_json())
+        emit_json(to_json(answer))
         return
     _print_show(answer, max_bytes)
 

@@ -119,8 +119,9 @@ def test_cli_callers_and_callees(db_path: Path) -> None:
     data = json.loads(
         runner.invoke(app, ["callers", "load_user", "--db", str(db_path), "--json"]).stdout
     )
-    assert data["edges"][0]["sites"][0]["file"] == "app/views.py"
-    assert data["edges"][0]["sites"][0]["range"][0] == 12
+    (site,) = data["edges"][0]["evidence"]["sites"]
+    assert (site["file"], site["range"][0], site["site_kind"]) == ("app/views.py", 12, "call")
+    assert data["edges"][0]["evidence"]["total"] == 1
     assert data["resolution"]["status"] == "suffix"
     ambiguous = runner.invoke(app, ["callers", "validate", "--db", str(db_path)])
     assert ambiguous.exit_code == 0

@@ -11,7 +11,7 @@ with the total beside them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from cairn.errors import ValidationError
 from cairn.search.budget import CancelToken
@@ -45,39 +45,16 @@ class CallEdge:
     fact_id: str
     evidence: FactEvidence
 
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON form."""
-        return {
-            "caller": {"collection": self.caller.collection, "id": self.caller.id},
-            "callee": {"collection": self.callee.collection, "id": self.callee.id},
-            "hops": self.hops,
-            "other_name": self.other_name,
-            "other_path": self.other_path,
-            "fact_id": self.fact_id,
-            "sites": [site.to_json() for site in self.evidence.sites],
-            "site_count": self.evidence.total,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class CallsAnswer:
     """The resolved name and its call edges (none when the name did not resolve)."""
 
-    direction: Direction
+    direction: str  # "callers" or "callees"
     resolution: NameResolution
     edges: tuple[CallEdge, ...]
     edges_examined: int
     position: int
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON form."""
-        return {
-            "direction": self.direction,
-            "resolution": self.resolution.to_json(),
-            "edges": [edge.to_json() for edge in self.edges],
-            "edges_examined": self.edges_examined,
-            "position": self.position,
-        }
 
 
 def calls_of(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from cairn.errors import ValidationError
 from cairn.store.commands import EntityRef
@@ -57,18 +56,6 @@ class SymbolMatch:
     path: str | None
     range: tuple[int, ...] | None
 
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON form."""
-        return {
-            "collection": self.ref.collection,
-            "id": self.ref.id,
-            "tier": self.tier,
-            "kind": self.kind,
-            "qualified_name": self.qualified_name,
-            "path": self.path,
-            "range": None if self.range is None else list(self.range),
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class NameResolution:
@@ -79,16 +66,6 @@ class NameResolution:
     match: SymbolMatch | None
     candidates: tuple[SymbolMatch, ...]
     total: int
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON form."""
-        return {
-            "query": self.query,
-            "status": self.status,
-            "match": None if self.match is None else self.match.to_json(),
-            "candidates": [item.to_json() for item in self.candidates],
-            "total": self.total,
-        }
 
 
 def _like(text: str) -> str:

@@ -14,10 +14,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cairn.errors import CorruptionError, ValidationError
-from cairn.graph.model import thaw
 from cairn.search.names import NameResolution, resolve_name
 from cairn.store.reads import DocumentResult, read_document
 
@@ -48,16 +47,6 @@ class SourceLines:
     lines: tuple[str, ...]
     truncated: bool
 
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON form."""
-        return {
-            "path": self.path,
-            "start": self.start,
-            "end": self.end,
-            "lines": list(self.lines),
-            "truncated": self.truncated,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class ShowAnswer:
@@ -68,24 +57,6 @@ class ShowAnswer:
     source: SourceLines | None
     stale: bool | None
     reason: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON form."""
-        document = self.document
-        return {
-            "resolution": self.resolution.to_json(),
-            "document": None
-            if document is None
-            else {
-                "collection": document.ref.collection,
-                "id": document.ref.id,
-                "revision": document.revision,
-                "body": thaw(document.body),
-            },
-            "source": None if self.source is None else self.source.to_json(),
-            "stale": self.stale,
-            "reason": self.reason,
-        }
 
 
 def _manifest_hashes(path: Path) -> dict[str, str | None] | None:

@@ -53,16 +53,6 @@ class Evidence:
         """The first line of the site (1-based), if it has a range."""
         return None if self.range is None else self.range[0]
 
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON form."""
-        return {
-            "site_kind": self.site_kind,
-            "file": self.file,
-            "range": None if self.range is None else list(self.range),
-            "target_file": self.target_file,
-            "target_range": None if self.target_range is None else list(self.target_range),
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class FactEvidence:
@@ -71,14 +61,6 @@ class FactEvidence:
     fact_id: str
     sites: tuple[Evidence, ...]
     total: int
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON form."""
-        return {
-            "fact_id": self.fact_id,
-            "sites": [site.to_json() for site in self.sites],
-            "total": self.total,
-        }
 
 
 def _range(value: Any, what: str) -> Range | None:

@@ -37,6 +37,7 @@ from cairn.errors import (
     ValidationError,
     error_classes,
 )
+from cairn.search.calls import CallsAnswer, CallsRequest
 from cairn.search.contracts import (
     DocumentResult,
     GraphSearchRequest,
@@ -45,8 +46,9 @@ from cairn.search.contracts import (
     SearchRequest,
     SqlGraphSearchRequest,
 )
+from cairn.search.show import ShowAnswer, ShowRequest
 from cairn.search.traverse import TraverseRequest, TraverseResult, traverse_result_from_json
-from cairn.search.wire import from_wire, to_wire
+from cairn.search.wire import from_json, from_wire, to_json, to_wire
 from cairn.store.commands import CommandRequest, CommitReceipt
 from cairn.store.policy import (
     FieldPolicy,
@@ -170,6 +172,14 @@ def _health(data: Any) -> dict[str, Any]:
     return dict(data)
 
 
+def _calls_answer(data: Any) -> CallsAnswer:
+    return from_json(CallsAnswer, data)
+
+
+def _show_answer(data: Any) -> ShowAnswer:
+    return from_json(ShowAnswer, data)
+
+
 def _principal_settings(
     grants: Iterable[Grant],
     field_grants: Iterable[str],
@@ -222,6 +232,14 @@ class _Calls:
     def traverse(request: TraverseRequest) -> _Call[TraverseResult]:
         body = _dumps(request.to_json())
         return _Call("POST", "/v1/graph/traverse", traverse_result_from_json, body)
+
+    @staticmethod
+    def calls(request: CallsRequest) -> _Call[CallsAnswer]:
+        return _Call("POST", "/v1/graph/calls", _calls_answer, _dumps(to_json(request)))
+
+    @staticmethod
+    def show(request: ShowRequest) -> _Call[ShowAnswer]:
+        return _Call("POST", "/v1/symbols/show", _show_answer, _dumps(to_json(request)))
 
     @staticmethod
     def stats() -> _Call[DatabaseStats]:
@@ -414,6 +432,14 @@ class Client:
         """Bounded neighbours or a shortest path."""
         return self._run(_Calls.traverse(request))
 
+    def calls(self, request: CallsRequest) -> CallsAnswer:
+        """Who calls a symbol (or what it calls), by name, with call sites."""
+        return self._run(_Calls.calls(request))
+
+    def show(self, request: ShowRequest) -> ShowAnswer:
+        """A symbol by name: its document and source lines (or stale)."""
+        return self._run(_Calls.show(request))
+
     def stats(self) -> DatabaseStats:
         """Counts this key's principal may see."""
         return self._run(_Calls.stats())
@@ -550,6 +576,14 @@ class AsyncClient:
     async def traverse(self, request: TraverseRequest) -> TraverseResult:
         """Bounded neighbours or a shortest path."""
         return await self._run(_Calls.traverse(request))
+
+    async def calls(self, request: CallsRequest) -> CallsAnswer:
+        """Who calls a symbol (or what it calls), by name, with call sites."""
+        return await self._run(_Calls.calls(request))
+
+    async def show(self, request: ShowRequest) -> ShowAnswer:
+        """A symbol by name: its document and source lines (or stale)."""
+        return await self._run(_Calls.show(request))
 
     async def stats(self) -> DatabaseStats:
         """Counts this key's principal may see."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from cairn.errors import ValidationError
 from cairn.search.budget import CancelToken
 from cairn.search.names import NAME_COLLECTIONS, NameResolution, resolve_name
+from cairn.search.rules import check_record
 from cairn.search.traverse import TraverseRequest, admit_traverse, traverse_in_cut
 from cairn.store.commands import EntityRef
 from cairn.store.evidence import DEFAULT_EVIDENCE_PER_FACT, FactEvidence, read_evidence
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from cairn.index.database import Database
     from cairn.store.database import PrincipalLike
 
-__all__ = ["CALLS_RELATION", "CallEdge", "CallsAnswer", "calls_of"]
+__all__ = ["CALLS_RELATION", "CallEdge", "CallsAnswer", "CallsRequest", "calls", "calls_of"]
 
 CALLS_RELATION = "calls"
 DEFAULT_GRAPH = "code"
@@ -55,6 +56,41 @@ class CallsAnswer:
     edges: tuple[CallEdge, ...]
     edges_examined: int
     position: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallsRequest:
+    """Who calls ``name`` (``direction`` "callers") or what it calls ("callees"), up to
+    ``depth`` calls away, with up to ``sites`` call sites per edge (HTTP and SDK body)."""
+
+    database: str
+    name: str
+    direction: str = "callers"
+    depth: int = 1
+    sites: int = DEFAULT_EVIDENCE_PER_FACT
+    graph: str = DEFAULT_GRAPH
+
+
+def calls(
+    db: Database,
+    request: CallsRequest,
+    principal: PrincipalLike = None,
+    cancel: CancelToken | None = None,
+) -> CallsAnswer:
+    """``calls_of`` for a request record: its fields held to their rules (the same ones
+    the OpenAPI schema states), the database name checked, then the walk."""
+    check_record(request)
+    check_served_database(request.database, db.name)
+    return calls_of(
+        db,
+        request.name,
+        direction="callers" if request.direction == "callers" else "callees",
+        depth=request.depth,
+        sites=request.sites,
+        graph=request.graph,
+        principal=principal,
+        cancel=cancel,
+    )
 
 
 def calls_of(

@@ -30,10 +30,12 @@ from cairn.search.limits import (
     MIN_LIMIT,
     MIN_VERTICES,
 )
+from cairn.store.evidence import MAX_EVIDENCE_PER_FACT
 from cairn.store.limits import MAX_VECTOR_VALUE
 from cairn.store.rules import (
     CONTROL_CHARACTERS,
     STORE_RULES,
+    Choice,
     Count,
     Identifier,
     IntegerRange,
@@ -45,13 +47,16 @@ from cairn.store.rules import (
 __all__ = [
     "CONTROL_CHARACTERS",
     "DESCRIPTIONS",
+    "MAX_SHOW_BYTES",
     "RULES",
+    "Choice",
     "Count",
     "Identifier",
     "IntegerRange",
     "Rule",
     "Values",
     "Weight",
+    "check_record",
     "rule",
     "rules_of",
     "with_rules",
@@ -66,6 +71,9 @@ _CAPS: dict[str, Rule] = {
     "max_edges": IntegerRange(MIN_EDGES, MAX_EDGES),
 }
 _LABELS = Count(0, MAX_LABELS, "labels")
+
+MAX_SHOW_BYTES = 1_000_000
+"""Upper bound on the source bytes one show answer returns."""
 
 RULES: dict[str, dict[str, Rule]] = {
     "SearchRequest": {
@@ -88,6 +96,19 @@ RULES: dict[str, dict[str, Rule]] = {
     },
     "GraphExpansion": {"graph": _NAME, **_CAPS, "labels": _LABELS},
     "GraphRetriever": {"weight": _WEIGHT},
+    "CallsRequest": {
+        "database": _NAME,
+        "name": _NAME,
+        "direction": Choice(("callers", "callees")),
+        "depth": IntegerRange(MIN_DEPTH, MAX_DEPTH),
+        "sites": IntegerRange(0, MAX_EVIDENCE_PER_FACT),
+        "graph": _NAME,
+    },
+    "ShowRequest": {
+        "database": _NAME,
+        "name": _NAME,
+        "max_bytes": IntegerRange(0, MAX_SHOW_BYTES),
+    },
     "TraverseRequest": {
         "database": _NAME,
         "graph": _NAME,
@@ -107,6 +128,12 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
     "TraverseRequest": {"seeds": "At most max_vertices seeds."},
 }
 """What admission checks beyond the rules, stated on the field in the schema."""
+
+
+def check_record(record: Any) -> None:
+    """Hold every field of a search-side request record to its rule in ``RULES``."""
+    for name, held in RULES[type(record).__name__].items():
+        held.check(getattr(record, name), name)
 
 
 def rule(record: str, name: str) -> Rule:

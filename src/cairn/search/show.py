@@ -18,18 +18,28 @@ from typing import TYPE_CHECKING
 
 from cairn.errors import CorruptionError, ValidationError
 from cairn.search.names import NameResolution, resolve_name
+from cairn.search.rules import MAX_SHOW_BYTES, check_record
 from cairn.store.reads import DocumentResult, read_document
+from cairn.store.validation import check_served_database
 
 if TYPE_CHECKING:
     from cairn.index.database import Database
     from cairn.store.database import PrincipalLike
 
-__all__ = ["DEFAULT_SOURCE_BYTES", "MAX_SOURCE_BYTES", "ShowAnswer", "SourceLines", "show"]
+__all__ = [
+    "DEFAULT_SOURCE_BYTES",
+    "MAX_SOURCE_BYTES",
+    "ShowAnswer",
+    "ShowRequest",
+    "SourceLines",
+    "show",
+    "show_request",
+]
 
 DEFAULT_SOURCE_BYTES = 16_000
 """Source bytes returned unless asked otherwise."""
 
-MAX_SOURCE_BYTES = 1_000_000
+MAX_SOURCE_BYTES = MAX_SHOW_BYTES
 """Upper bound on the source bytes one answer returns."""
 
 MANIFEST_NAME = "manifest.json"
@@ -85,6 +95,23 @@ def _lines(data: bytes, path: str, start: int, end: int, budget: int) -> SourceL
         picked.append(line)
         used += size
     return SourceLines(path, start, start + len(picked) - 1, tuple(picked), truncated)
+
+
+@dataclass(frozen=True, slots=True)
+class ShowRequest:
+    """Show ``name``: its document and up to ``max_bytes`` of its source (HTTP, SDK)."""
+
+    database: str
+    name: str
+    max_bytes: int = DEFAULT_SOURCE_BYTES
+
+
+def show_request(db: Database, request: ShowRequest, principal: PrincipalLike = None) -> ShowAnswer:
+    """``show`` for a request record (fields held to their rules), from the checkout
+    beside the database."""
+    check_record(request)
+    check_served_database(request.database, db.name)
+    return show(db, request.name, max_bytes=request.max_bytes, principal=principal)
 
 
 def show(

@@ -21,7 +21,15 @@ from cairn.graph.model import freeze
 from cairn.search import contracts
 from cairn.search.aliases import CONTRACT_ALIASES
 
-__all__ = ["TYPE_KEY", "contract_hints", "contract_types", "from_wire", "to_json", "to_wire"]
+__all__ = [
+    "TYPE_KEY",
+    "contract_hints",
+    "contract_types",
+    "from_json",
+    "from_wire",
+    "to_json",
+    "to_wire",
+]
 
 TYPE_KEY = "type"
 T = TypeVar("T")
@@ -98,6 +106,13 @@ def from_wire(cls: type[T], data: Any) -> T:
         raise ValidationError(f"expected type {alias!r}, got {tag!r}")
     body = {key: value for key, value in data.items() if key != TYPE_KEY}
     result: T = _decode(cls, body, cls.__name__)
+    return result
+
+
+def from_json(cls: type[T], data: Any) -> T:
+    """Parse the plain (untagged) JSON form of any record class, as strictly as
+    ``from_wire``: what ``to_json`` of a ``cls`` value gives, back as that value."""
+    result: T = _decode_record(cls, data, cls.__name__)
     return result
 
 

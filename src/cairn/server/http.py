@@ -38,9 +38,11 @@ from cairn.errors import (
     UnauthenticatedError,
     ValidationError,
 )
+from cairn.search.calls import CallsRequest, calls
 from cairn.search.contracts import GraphSearchRequest, SearchRequest, SqlGraphSearchRequest
+from cairn.search.show import ShowRequest, show_request
 from cairn.search.traverse import traverse, traverse_request_from_json
-from cairn.search.wire import from_wire, to_wire
+from cairn.search.wire import from_json, from_wire, to_json, to_wire
 from cairn.server import admin
 from cairn.server.limits import MAX_BODY_BYTES, MAX_BODY_DEPTH, PROBLEM_MEDIA_TYPE
 from cairn.server.schemas import BODY_SUFFIX, component_schemas, json_body, json_reply
@@ -368,6 +370,28 @@ def _routes_search(app: FastAPI, db: Database, Caller: Any) -> None:
         """Bounded neighbours, or a shortest path to ``target``, with a relation filter."""
         parsed = traverse_request_from_json(await read_json(request))
         return _json((await _call(traverse, db, parsed, principal)).to_json())
+
+    @app.post(
+        f"{API_PREFIX}/graph/calls",
+        openapi_extra=json_body("CallsRequest"),
+        responses=json_reply("CallsAnswer", *errors),
+        tags=["search"],
+    )
+    async def graph_calls(request: Request, principal: Caller) -> Response:
+        """Who calls a symbol (or what it calls), by name, with each edge's call sites."""
+        parsed = from_json(CallsRequest, await read_json(request))
+        return _json(to_json(await _call(calls, db, parsed, principal)))
+
+    @app.post(
+        f"{API_PREFIX}/symbols/show",
+        openapi_extra=json_body("ShowRequest"),
+        responses=json_reply("ShowAnswer", *errors),
+        tags=["search"],
+    )
+    async def symbols_show(request: Request, principal: Caller) -> Response:
+        """A symbol by name: its document and source lines, or ``stale`` when changed."""
+        parsed = from_json(ShowRequest, await read_json(request))
+        return _json(to_json(await _call(show_request, db, parsed, principal)))
 
 
 def _routes_admin(app: FastAPI, db: Database, Caller: Any) -> None:

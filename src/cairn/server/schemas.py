@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from cairn.search.aliases import CONTRACT_ALIASES
+from cairn.search.calls import CallsAnswer, CallsRequest
 from cairn.search.contracts import (
     DocumentResult,
     GraphSearchRequest,
@@ -28,6 +29,7 @@ from cairn.search.contracts import (
     SqlGraphSearchRequest,
 )
 from cairn.search.rules import rules_of, with_rules
+from cairn.search.show import ShowAnswer, ShowRequest
 from cairn.search.traverse import (
     TRAVERSE_REQUEST_ALIAS,
     TRAVERSE_RESULT_ALIAS,
@@ -57,6 +59,14 @@ _RESULTS: dict[str, tuple[type[Any], str]] = {
     "DocumentResult": (DocumentResult, CONTRACT_ALIASES["DocumentResult"]),
     "TraverseResult": (TraverseResult, TRAVERSE_RESULT_ALIAS),
 }
+
+_PLAIN: dict[str, tuple[type[Any], str]] = {
+    "CallsRequest": (CallsRequest, "validation"),
+    "CallsAnswer": (CallsAnswer, "serialization"),
+    "ShowRequest": (ShowRequest, "validation"),
+    "ShowAnswer": (ShowAnswer, "serialization"),
+}
+"""Records sent and returned untagged (their plain JSON form), rendered as they are."""
 
 _STRING = {"type": "string"}
 _STRINGS = {"type": "array", "items": _STRING}
@@ -249,6 +259,10 @@ def _components() -> dict[str, dict[str, Any]]:
         mutation["properties"] = {"kind": {"const": kind}, **mutation["properties"]}
         mutation["required"] = ["kind", *mutation.get("required", [])]
         found[cls.__name__] = mutation
+    for name, (cls, mode) in _PLAIN.items():
+        schema, defs = _render(cls, mode)
+        found.update({key: value for key, value in defs.items() if key not in found})
+        found[name] = _strict(schema, None) if mode == "validation" else schema
     found.update(_WRITTEN)
     for name in list(found):
         record = name.removesuffix(BODY_SUFFIX)

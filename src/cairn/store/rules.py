@@ -41,6 +41,7 @@ __all__ = [
     "ANY_NAME",
     "CONTROL_CHARACTERS",
     "STORE_RULES",
+    "Choice",
     "Count",
     "Field",
     "GrantPattern",
@@ -229,7 +230,23 @@ class Count:
         return bounds
 
 
-Rule = IntegerRange | Weight | Count | Values | Identifier | GrantPattern | Pointer
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One of a fixed set of strings."""
+
+    values: tuple[str, ...]
+
+    def check(self, value: Any, what: str) -> None:
+        """Raise ``ValidationError`` naming ``what`` unless ``value`` is one of ``values``."""
+        if value not in self.values:
+            raise _fail(f"{what} must be one of {list(self.values)}, got {value!r}", what)
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema of the values ``check`` accepts."""
+        return {"type": "string", "enum": list(self.values)}
+
+
+Rule = IntegerRange | Weight | Count | Values | Identifier | GrantPattern | Pointer | Choice
 """A field rule: ``check(value, what)`` in validation, ``schema()`` in the OpenAPI."""
 
 

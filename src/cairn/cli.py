@@ -534,6 +534,74 @@ def _print_show(answer: Any, max_bytes: int) -> None:
         console.print(escape(f"... cut at {max_bytes} bytes (--max-bytes)"))
 
 
+@app.command("impact")
+def impact_command(
+    name: Annotated[str, typer.Argument(help="A symbol: name, dotted name or document ID.")],
+    depth: Annotated[int, typer.Option("--depth", help="Hops of dependents to walk.")] = 3,
+    relations: Annotated[
+        str | None, typer.Option("--relations", help="Relations followed, comma separated.")
+    ] = None,
+    max_vertices: Annotated[
+        int, typer.Option("--max-vertices", help="Dependents examined at most.")
+    ] = 2_000,
+    max_edges: Annotated[int, typer.Option("--max-edges", help="Edges examined at most.")] = 20_000,
+    top: Annotated[int, typer.Option("--top", help="Dependents listed.")] = 20,
+    graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = "code",
+    db: DbOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """What breaks if NAME changes: its dependents by hops, files and kinds, tests apart."""
+    from cairn.database import open as open_database
+    from cairn.errors import NotFoundError
+    from cairn.search.impact import IMPACT_RELATIONS, ImpactRequest, impact
+    from cairn.search.wire import to_json
+    from cairn.store.locate import resolve_database
+
+    chosen = IMPACT_RELATIONS if relations is None else tuple(filter(None, relations.split(",")))
+    try:
+        target = resolve_database(db)
+        with open_database(target) as database:
+            request = ImpactRequest(
+                database.name, name, chosen, depth, max_vertices, max_edges, top, graph
+            )
+            answer = impact(database, request)
+        if answer.resolution.status == "not_found":
+            raise NotFoundError(f"no symbol named {name!r}", details={"name": name})
+    except CairnError as error:
+        fail(error)
+        return
+    if as_json:
+        emit_json(to_json(answer))
+        return
+    _print_impact(answer)
+
+
+def _print_impact(answer: Any) -> None:
+    if answer.resolution.match is None:
+        _print_calls_candidates(answer.resolution)
+        return
+    console = Console(soft_wrap=True)
+    match = answer.resolution.match
+    state = (
+        "complete"
+        if answer.complete
+        else f"PARTIAL: stopped by {answer.stopped_by} after {answer.edges_examined} edges"
+    )
+    console.print(
+        escape(f"impact of {match.qualified_name or match.ref.id}: {answer.dependents} "
+               f"dependents ({answer.test_dependents} in test code); {state}")
+    )  # fmt: skip
+    hops = ", ".join(f"{hop} hop{'s' if hop > 1 else ''}: {n}" for hop, n in answer.per_hop)
+    console.print(escape(f"  by distance: {hops or 'none'}"))
+    kinds = ", ".join(f"{kind} {n}" for kind, n in answer.per_kind)
+    console.print(escape(f"  by kind: {kinds or 'none'}"))
+    for item in answer.top:
+        where = f"{item.path}" if item.path else item.ref.id
+        test = " [test]" if item.test else ""
+        label = item.qualified_name or item.ref.id
+        console.print(escape(f"  {item.hops}  {label}  {where}{test}"))
+
+
 @app.command("sql")
 def sql_command(
     statement: Annotated[str, typer.Argument(help="A SEARCH statement (see docs/sql.md).")],

@@ -47,6 +47,7 @@ from cairn.store.rules import (
 __all__ = [
     "CONTROL_CHARACTERS",
     "DESCRIPTIONS",
+    "MAX_IMPACT_TOP",
     "MAX_SHOW_BYTES",
     "RULES",
     "Choice",
@@ -71,6 +72,9 @@ _CAPS: dict[str, Rule] = {
     "max_edges": IntegerRange(MIN_EDGES, MAX_EDGES),
 }
 _LABELS = Count(0, MAX_LABELS, "labels")
+
+MAX_IMPACT_TOP = 500
+"""Upper bound on the dependents an impact answer lists (all are counted)."""
 
 MAX_SHOW_BYTES = 1_000_000
 """Upper bound on the source bytes one show answer returns."""
@@ -102,6 +106,14 @@ RULES: dict[str, dict[str, Rule]] = {
         "direction": Choice(("callers", "callees")),
         "depth": IntegerRange(MIN_DEPTH, MAX_DEPTH),
         "sites": IntegerRange(0, MAX_EVIDENCE_PER_FACT),
+        "graph": _NAME,
+    },
+    "ImpactRequest": {
+        "database": _NAME,
+        "name": _NAME,
+        "relations": Count(1, MAX_LABELS, "relations", one="relation", each=_NAME),
+        **_CAPS,
+        "top": IntegerRange(0, MAX_IMPACT_TOP),
         "graph": _NAME,
     },
     "ShowRequest": {

@@ -68,6 +68,7 @@ __all__ = [
     "TraverseResult",
     "TraverseVertex",
     "admit_traverse",
+    "reach_in_cut",
     "traverse",
     "traverse_in_cut",
     "traverse_request_from_json",
@@ -355,6 +356,7 @@ class _Reach:
     via: dict[EntityRef, TraverseEdge]
     edges: dict[str, TraverseEdge]
     examined: int
+    stopped: str | None = None  # a partial walk's limit that ended it ("max_edges", ...)
 
     def ordered(self) -> list[EntityRef]:
         return sorted(self.hops, key=lambda ref: (self.hops[ref], ref))
@@ -384,6 +386,21 @@ def traverse_in_cut(
 ) -> TraverseResult:
     """``traverse`` inside a read cut the caller holds (so other reads of the same
     answer see the same position); the request must be admitted already."""
+    result, _ = _traverse_in_cut(cut, request, cancel, partial=False)
+    return result
+
+
+def reach_in_cut(
+    cut: IndexCut, request: TraverseRequest, cancel: CancelToken | None = None
+) -> tuple[TraverseResult, str | None]:
+    """A bounded partial traversal: the vertices and edges found before ``max_edges``
+    or ``max_vertices`` stopped it, and the limit that did (None: it completed)."""
+    return _traverse_in_cut(cut, request, cancel, partial=True)
+
+
+def _traverse_in_cut(
+    cut: IndexCut, request: TraverseRequest, cancel: CancelToken | None, *, partial: bool
+) -> tuple[TraverseResult, str | None]:
     budget = ReadBudget(cancel=cancel)
     budget.check()
     label_readable = _authorise(cut, request)
@@ -394,8 +411,8 @@ def traverse_in_cut(
                 f"no document {ref.id!r} in {ref.collection!r}",
                 details={"collection": ref.collection, "id": ref.id},
             )
-    reach = _walk(cut, request, budget, visibility)
-    return _result(cut, request, budget, reach, label_readable)
+    reach = _walk(cut, request, budget, visibility, partial=partial)
+    return _result(cut, request, budget, reach, label_readable), reach.stopped
 
 
 def _authorise(cut: IndexCut, request: TraverseRequest) -> bool:
@@ -436,8 +453,16 @@ def _edge(edge: Edge, source: EntityRef, target: EntityRef) -> tuple[EntityRef, 
 
 
 def _walk(
-    cut: IndexCut, request: TraverseRequest, budget: ReadBudget, visibility: VertexVisibility
+    cut: IndexCut,
+    request: TraverseRequest,
+    budget: ReadBudget,
+    visibility: VertexVisibility,
+    *,
+    partial: bool = False,
 ) -> _Reach:
+    """Breadth-first reach. A limit passed is ``BudgetExceededError``, or with
+    ``partial`` the end of the walk: what was found so far (every vertex at its true
+    hop count) and ``stopped`` naming the limit."""
     layer = sorted(set(request.seeds))
     if len(layer) > request.max_vertices:
         raise _vertex_budget(request)
@@ -445,11 +470,14 @@ def _walk(
     reach = _Reach(dict.fromkeys(layer, 0), {}, {}, {}, 0)
     goal = request.target
     for depth in range(1, request.max_depth + 1):
-        if not layer or (goal is not None and goal in reach.hops):
+        if not layer or (goal is not None and goal in reach.hops) or reach.stopped:
             break
         candidates: dict[EntityRef, tuple[EntityRef, TraverseEdge]] = {}
         for vertex in layer:
             edges = _edges(cut, request.graph, vertex, request.direction)
+            if partial and reach.examined + len(edges) > request.max_edges:
+                reach.stopped = "max_edges"
+                break
             reach.examined += len(edges)
             budget.examine(len(edges))
             if reach.examined > request.max_edges:
@@ -469,6 +497,9 @@ def _walk(
         # Path order (the rule of cairn.search.walk): rank of the best predecessor, then ref.
         rank = {vertex: index for index, vertex in enumerate(layer)}
         layer = sorted(candidates, key=lambda ref: (rank[candidates[ref][0]], ref))
+        room = request.max_vertices - len(reach.hops)
+        if partial and len(layer) > room:
+            layer, reach.stopped = layer[:room], "max_vertices"
         for vertex in layer:
             reach.hops[vertex] = depth
             reach.predecessor[vertex], reach.via[vertex] = candidates[vertex]

@@ -1,0 +1,191 @@
+"""What breaks if I change Y: every node with a path of dependencies leading to a
+symbol, summarised, ordered, and honest about where it stopped.
+
+Impact is reverse reachability from the symbol over the relations that make one node
+depend on another (calls, imports, inheritance, decorators, routes, references). Unlike
+a graph search, whose budgets are strict (spec §5: an answer past a budget is an
+error), an impact answer may be partial, and then says so: ``complete`` is false and
+``stopped_by`` names the limit (``max_edges`` or ``max_vertices``) with the edges
+examined, so a hub symbol gets a bounded, labelled answer instead of none. Every vertex
+in the answer is at its true hop count. Test code is counted apart, recognised by the
+path conventions in ``TEST_PATTERNS`` (stated as such, not guessed per project).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from cairn.search.budget import CancelToken
+from cairn.search.names import NameResolution, resolve_name
+from cairn.search.rules import check_record
+from cairn.search.traverse import TraverseRequest, admit_traverse, reach_in_cut
+from cairn.store.commands import EntityRef
+from cairn.store.reads import read_documents
+from cairn.store.validation import check_served_database
+
+if TYPE_CHECKING:
+    from cairn.index.database import Database
+    from cairn.store.database import PrincipalLike
+
+__all__ = [
+    "DEFAULT_IMPACT_DEPTH",
+    "DEFAULT_TOP",
+    "IMPACT_RELATIONS",
+    "TEST_PATTERNS",
+    "Dependent",
+    "ImpactAnswer",
+    "ImpactRequest",
+    "impact",
+    "is_test_path",
+]
+
+DEFAULT_IMPACT_DEPTH = 3
+DEFAULT_TOP = 20
+DEFAULT_IMPACT_VERTICES = 2_000
+DEFAULT_IMPACT_EDGES = 20_000
+
+IMPACT_RELATIONS = (
+    "calls",
+    "imports",
+    "inherits",
+    "decorates",
+    "handles_route",
+    "mentions",
+    "references",
+)
+"""Relations that make one node depend on another (structural ``contains`` is left out)."""
+
+TEST_PATTERNS = (
+    "tests/*",
+    "*/tests/*",
+    "test/*",
+    "*/test/*",
+    "*/__tests__/*",
+    "test_*.py",
+    "*/test_*.py",
+    "*_test.py",
+    "*_test.go",
+    "conftest.py",
+    "*/conftest.py",
+    "*.test.[jt]s",
+    "*.spec.[jt]s",
+    "*.test.[jt]sx",
+    "*.spec.[jt]sx",
+)
+"""Path conventions of test code (pytest, Go, Jest/Vitest layouts)."""
+
+
+def is_test_path(path: str | None) -> bool:
+    """Whether ``path`` follows one of the ``TEST_PATTERNS``."""
+    return path is not None and any(fnmatch.fnmatchcase(path, p) for p in TEST_PATTERNS)
+
+
+@dataclass(frozen=True, slots=True)
+class ImpactRequest:
+    """Who depends on ``name``, up to ``max_depth`` hops over ``relations``."""
+
+    database: str
+    name: str
+    relations: tuple[str, ...] = IMPACT_RELATIONS
+    max_depth: int = DEFAULT_IMPACT_DEPTH
+    max_vertices: int = DEFAULT_IMPACT_VERTICES
+    max_edges: int = DEFAULT_IMPACT_EDGES
+    top: int = DEFAULT_TOP
+    graph: str = "code"
+
+
+@dataclass(frozen=True, slots=True)
+class Dependent:
+    """One node that depends on the symbol: how far, what it is, whether it is test code."""
+
+    ref: EntityRef
+    hops: int
+    kind: str | None
+    qualified_name: str | None
+    path: str | None
+    test: bool
+    degree: int  # dependency edges into it that the walk saw (a cheap centrality)
+
+
+@dataclass(frozen=True, slots=True)
+class ImpactAnswer:
+    """The resolved name, a summary of its dependents, the top ones, and completeness."""
+
+    resolution: NameResolution
+    dependents: int
+    test_dependents: int
+    per_hop: tuple[tuple[int, int], ...]
+    per_kind: tuple[tuple[str, int], ...]
+    per_file: tuple[tuple[str, int], ...]
+    top: tuple[Dependent, ...]
+    complete: bool
+    stopped_by: str | None
+    edges_examined: int
+    position: int
+
+
+def _counted(counter: Counter[str]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(counter.items(), key=lambda item: (-item[1], item[0])))
+
+
+def impact(
+    db: Database,
+    request: ImpactRequest,
+    principal: PrincipalLike = None,
+    cancel: CancelToken | None = None,
+) -> ImpactAnswer:
+    """Reverse reachability from ``request.name`` in one read cut, as ``principal``."""
+    check_record(request)
+    check_served_database(request.database, db.name)
+    with db.read_cut(principal) as cut:
+        resolution = resolve_name(cut, request.name)
+        if resolution.match is None:
+            return ImpactAnswer(resolution, 0, 0, (), (), (), (), True, None, 0, cut.position)
+        seed = resolution.match.ref
+        walk = TraverseRequest(
+            db.name,
+            request.graph,
+            (seed,),
+            direction="in",
+            relations=request.relations,
+            max_depth=request.max_depth,
+            max_vertices=request.max_vertices,
+            max_edges=request.max_edges,
+        )
+        admit_traverse(walk)
+        reached, stopped = reach_in_cut(cut, walk, cancel)
+        vertices = [vertex for vertex in reached.vertices if vertex.ref != seed]
+        documents = read_documents(cut, [vertex.ref for vertex in vertices])
+        degree = Counter(edge.target for edge in reached.edges)
+        found: list[Dependent] = []
+        for vertex, document in zip(vertices, documents, strict=True):
+            body = document.body if document is not None else {}
+            kind, qualified, path = body.get("kind"), body.get("qualified_name"), body.get("path")
+            found.append(
+                Dependent(
+                    vertex.ref,
+                    vertex.hops,
+                    kind if isinstance(kind, str) else None,
+                    qualified if isinstance(qualified, str) else None,
+                    path if isinstance(path, str) else None,
+                    is_test_path(path if isinstance(path, str) else None),
+                    degree[vertex.ref],
+                )
+            )
+        ordered = sorted(found, key=lambda d: (d.hops, -d.degree, d.ref.id))
+        return ImpactAnswer(
+            resolution,
+            len(found),
+            sum(1 for item in found if item.test),
+            tuple(sorted(Counter(item.hops for item in found).items())),
+            _counted(Counter(item.kind or "?" for item in found)),
+            _counted(Counter(item.path for item in found if item.path)),
+            tuple(ordered[: request.top]),
+            stopped is None,
+            stopped,
+            reached.edges_examined,
+            cut.position,
+        )

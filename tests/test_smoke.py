@@ -9,3 +9,14 @@ def test_demo_graph_counts_match_fixture() -> None:
     assert summary["counts"]["node_count"] == 7
     assert summary["counts"]["fact_count"] == 8
     assert summary["counts"]["occurrence_count"] == 9
+
+
+def test_cli_prints_its_version() -> None:
+    from typer.testing import CliRunner
+
+    import cairn
+    from cairn.cli import app
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"cairn {cairn.__version__}"

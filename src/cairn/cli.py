@@ -24,6 +24,27 @@ app = typer.Typer(
 graph_app = typer.Typer(help="Inspect and convert graph artifacts.", no_args_is_help=True)
 app.add_typer(graph_app, name="graph")
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from cairn import __version__
+
+        typer.echo(f"cairn {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """Cairn: a semantic graph and document database for code and knowledge."""
+
+
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 

@@ -70,12 +70,13 @@ def demo(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Index a repository, load its database and run three example searches."""
+    """Index a repository, load it, run example searches, and ask who calls its most called
+    symbol and what depends on it."""
     if fixture:
         _fixture_demo(as_json)
         return
     from cairn.demo_repo import run_repository_demo
-    from cairn.search.wire import to_wire
+    from cairn.search.wire import to_json, to_wire
 
     console = Console(stderr=as_json)
     try:
@@ -93,6 +94,8 @@ def demo(
                     {"title": s.title, "request": s.request, "result": to_wire(s.result)}
                     for s in run.searches
                 ],
+                "callers": None if run.callers is None else to_json(run.callers),
+                "impact": None if run.impact is None else to_json(run.impact),
             }
         )
         return
@@ -108,6 +111,16 @@ def demo(
     for search in run.searches:
         console.print(f"\n[bold]{search.title}[/]  [dim]{escape(search.request)}[/]")
         _print_result(search.result, title=search.title)
+    if run.callers is not None and run.callers.resolution.match is not None:
+        symbol = run.callers.resolution.match.ref.id
+        console.print(
+            f"\n[bold]Who calls the most called symbol[/]  [dim]cairn callers {escape(symbol)}[/]"
+        )
+        _print_calls(run.callers)
+    if run.impact is not None:
+        symbol = run.impact.resolution.match.ref.id if run.impact.resolution.match else ""
+        console.print(f"\n[bold]What depends on it[/]  [dim]cairn impact {escape(symbol)}[/]")
+        _print_impact(run.impact)
 
 
 def _fixture_demo(as_json: bool) -> None:

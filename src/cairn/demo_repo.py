@@ -1,17 +1,22 @@
-"""The main demo job: index a repository, load it, and run three example searches.
+"""The main demo job: index a repository, load it, run three example searches, and ask
+who calls its most called symbol and what depends on it.
 
 ``make demo`` runs it on Cairn's own source tree: it builds ``.cairn/graph.cairn``,
 loads ``.cairn/cairn.db`` (one atomic diff, so a second run changes nothing), then asks
-the three kinds of question Cairn answers: a text search, a graph retrieval seeded at
-a file, and the same kind of question as one SQL ``SEARCH`` statement.
+the kinds of question Cairn answers: a text search, a graph retrieval seeded at a file,
+the same kind of question as one SQL ``SEARCH`` statement, and, for the symbol of this
+repository with the most call sites, its callers with file:line and its impact.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cairn.graph import SemanticGraph
+from cairn.search.calls import CallsAnswer, calls_of
 from cairn.search.contracts import (
     EntityRef,
     GraphExpansion,
@@ -23,9 +28,10 @@ from cairn.search.contracts import (
     SearchRequest,
     SqlGraphSearchRequest,
 )
+from cairn.search.impact import ImpactAnswer, ImpactRequest, impact
 from cairn.search.limits import SEARCH_REQUEST_VERSION
 
-__all__ = ["DEMO_QUERY", "DemoRun", "DemoSearch", "run_repository_demo"]
+__all__ = ["DEMO_QUERY", "DemoRun", "DemoSearch", "most_called", "run_repository_demo"]
 
 DEMO_QUERY = "semantic graph admission"
 """The words of the demo's text search."""
@@ -34,6 +40,8 @@ DEMO_SEED_FILE = "src/cairn/graph/multigraph.py"
 """The file the demo's graph retrieval is seeded at (falls back to the first file)."""
 
 DEMO_LIMIT = 5
+DEMO_SITES = 2
+EXTERNAL_PREFIX = "external:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +55,25 @@ class DemoSearch:
 
 @dataclass(frozen=True, slots=True)
 class DemoRun:
-    """What the demo did: the index summary, the load summary and three searches."""
+    """What the demo did: the index and load summaries, three searches, and the callers
+    and impact of the repository's most called symbol (None when nothing is called)."""
 
     index: dict[str, Any]
     load: dict[str, Any]
     searches: tuple[DemoSearch, ...]
+    callers: CallsAnswer | None = None
+    impact: ImpactAnswer | None = None
+
+
+def most_called(graph: SemanticGraph) -> str | None:
+    """The repository symbol with the most incoming ``calls`` sites (ties: by ID)."""
+    sites: Counter[str] = Counter()
+    for fact in graph.facts():
+        if fact.relation == "calls" and not fact.target.startswith(EXTERNAL_PREFIX):
+            sites[fact.target] += max(1, len(fact.occurrence_ids))
+    if not sites:
+        return None
+    return min(sites, key=lambda node_id: (-sites[node_id], node_id))
 
 
 def _seed_file(root: Path) -> str:
@@ -81,7 +103,13 @@ def run_repository_demo(root: str | Path, *, workers: int | None = None) -> Demo
             _graph_search(db, seed),
             _sql_search(db, seed),
         )
-    return DemoRun(index_summary(result), load_summary(receipt, before=before), searches)
+        symbol = most_called(result.graph)
+        callers = impact_answer = None
+        if symbol is not None:
+            callers = calls_of(db, symbol, sites=DEMO_SITES)
+            impact_answer = impact(db, ImpactRequest(db.name, symbol, top=DEMO_LIMIT))
+    summary = load_summary(receipt, before=before)
+    return DemoRun(index_summary(result), summary, searches, callers, impact_answer)
 
 
 def _text_search(db: Any) -> DemoSearch:

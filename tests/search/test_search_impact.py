@@ -108,3 +108,24 @@ def test_cli_impact(db_path: Path) -> None:
         runner.invoke(app, ["impact", "load_user", "--json", "--db", str(db_path)]).stdout
     )
     assert data["complete"] is True and data["test_dependents"] == 1
+
+
+def test_the_demo_asks_about_the_most_called_symbol(tmp_path: Path) -> None:
+    from cairn.demo_repo import most_called
+
+    repo = tmp_path / "demo"
+    shutil.copytree(FIXTURE, repo)
+    # User() is called in services.load_user and in views.users: two sites, the most.
+    assert most_called(index_repository(repo).graph) == "class:app/models.py#User"
+    result = CliRunner().invoke(app, ["demo", str(repo), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    callers = data["callers"]
+    assert callers["resolution"]["match"]["ref"]["id"] == "class:app/models.py#User"
+    sites = sorted(
+        (site["file"], site["range"][0])
+        for edge in callers["edges"]
+        for site in edge["evidence"]["sites"]
+    )
+    assert sites == [("app/services.py", 12), ("app/views.py", 18)]
+    assert data["impact"]["complete"] is True

@@ -116,11 +116,15 @@ def demo(
         console.print(
             f"\n[bold]Who calls the most called symbol[/]  [dim]cairn callers {escape(symbol)}[/]"
         )
-        _print_calls(run.callers)
+        _print_calls(run.callers, limit=DEMO_SHOWN)
     if run.impact is not None:
         symbol = run.impact.resolution.match.ref.id if run.impact.resolution.match else ""
         console.print(f"\n[bold]What depends on it[/]  [dim]cairn impact {escape(symbol)}[/]")
         _print_impact(run.impact)
+
+
+DEMO_SHOWN = 10
+"""Callers the demo prints (the JSON keeps every one)."""
 
 
 def _fixture_demo(as_json: bool) -> None:
@@ -467,7 +471,7 @@ def _print_calls_candidates(resolution: Any) -> None:
         console.print(escape(line))
 
 
-def _print_calls(answer: Any) -> None:
+def _print_calls(answer: Any, limit: int | None = None) -> None:
     console = Console(soft_wrap=True)
     resolution = answer.resolution
     if resolution.match is None:
@@ -478,7 +482,8 @@ def _print_calls(answer: Any) -> None:
         escape(f"{answer.direction} of {match.qualified_name or match.ref.id} "
                f"({match.ref.id}; {match.tier} match): {len(answer.edges)}")
     )  # fmt: skip
-    for edge in answer.edges:
+    shown = answer.edges if limit is None else answer.edges[:limit]
+    for edge in shown:
         other = edge.caller if answer.direction == "callers" else edge.callee
         label = edge.other_name or other.id
         sites = ", ".join(f"{site.file}:{site.line}" for site in edge.evidence.sites)
@@ -486,6 +491,8 @@ def _print_calls(answer: Any) -> None:
         extra = f" (+{more} more)" if more > 0 else ""
         hops = f" [{edge.hops} hops]" if edge.hops > 1 else ""
         console.print(escape(f"  {label}{hops}  {sites}{extra}"))
+    if len(shown) < len(answer.edges):
+        console.print(escape(f"  ... and {len(answer.edges) - len(shown)} more"))
 
 
 def _calls_cli(command: str, direction: Literal["callers", "callees"], doc: str) -> None:

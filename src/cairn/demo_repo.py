@@ -28,7 +28,7 @@ from cairn.search.contracts import (
     SearchRequest,
     SqlGraphSearchRequest,
 )
-from cairn.search.impact import ImpactAnswer, ImpactRequest, impact
+from cairn.search.impact import ImpactAnswer, ImpactRequest, impact, is_test_path
 from cairn.search.limits import SEARCH_REQUEST_VERSION
 
 __all__ = ["DEMO_QUERY", "DemoRun", "DemoSearch", "most_called", "run_repository_demo"]
@@ -66,10 +66,14 @@ class DemoRun:
 
 
 def most_called(graph: SemanticGraph) -> str | None:
-    """The repository symbol with the most incoming ``calls`` sites (ties: by ID)."""
+    """The repository symbol outside test code with the most incoming ``calls`` sites
+    (ties: by ID)."""
     sites: Counter[str] = Counter()
     for fact in graph.facts():
-        if fact.relation == "calls" and not fact.target.startswith(EXTERNAL_PREFIX):
+        if fact.relation != "calls" or fact.target.startswith(EXTERNAL_PREFIX):
+            continue
+        path = graph.node(fact.target).attributes.get("path")
+        if not is_test_path(path if isinstance(path, str) else None):
             sites[fact.target] += max(1, len(fact.occurrence_ids))
     if not sites:
         return None

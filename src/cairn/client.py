@@ -46,6 +46,7 @@ from cairn.search.contracts import (
     SearchRequest,
     SqlGraphSearchRequest,
 )
+from cairn.search.impact import ImpactAnswer, ImpactRequest
 from cairn.search.show import ShowAnswer, ShowRequest
 from cairn.search.traverse import TraverseRequest, TraverseResult, traverse_result_from_json
 from cairn.search.wire import from_json, from_wire, to_json, to_wire
@@ -180,6 +181,10 @@ def _show_answer(data: Any) -> ShowAnswer:
     return from_json(ShowAnswer, data)
 
 
+def _impact_answer(data: Any) -> ImpactAnswer:
+    return from_json(ImpactAnswer, data)
+
+
 def _principal_settings(
     grants: Iterable[Grant],
     field_grants: Iterable[str],
@@ -236,6 +241,10 @@ class _Calls:
     @staticmethod
     def calls(request: CallsRequest) -> _Call[CallsAnswer]:
         return _Call("POST", "/v1/graph/calls", _calls_answer, _dumps(to_json(request)))
+
+    @staticmethod
+    def impact(request: ImpactRequest) -> _Call[ImpactAnswer]:
+        return _Call("POST", "/v1/graph/impact", _impact_answer, _dumps(to_json(request)))
 
     @staticmethod
     def show(request: ShowRequest) -> _Call[ShowAnswer]:
@@ -436,6 +445,10 @@ class Client:
         """Who calls a symbol (or what it calls), by name, with call sites."""
         return self._run(_Calls.calls(request))
 
+    def impact(self, request: ImpactRequest) -> ImpactAnswer:
+        """What depends on a symbol, labelled complete or partial."""
+        return self._run(_Calls.impact(request))
+
     def show(self, request: ShowRequest) -> ShowAnswer:
         """A symbol by name: its document and source lines (or stale)."""
         return self._run(_Calls.show(request))
@@ -580,6 +593,10 @@ class AsyncClient:
     async def calls(self, request: CallsRequest) -> CallsAnswer:
         """Who calls a symbol (or what it calls), by name, with call sites."""
         return await self._run(_Calls.calls(request))
+
+    async def impact(self, request: ImpactRequest) -> ImpactAnswer:
+        """What depends on a symbol, labelled complete or partial."""
+        return await self._run(_Calls.impact(request))
 
     async def show(self, request: ShowRequest) -> ShowAnswer:
         """A symbol by name: its document and source lines (or stale)."""

@@ -21,6 +21,7 @@ import cairn
 from cairn.cli import app as cli
 from cairn.client import AsyncClient
 from cairn.search.calls import CallsRequest, calls
+from cairn.search.impact import ImpactRequest, impact
 from cairn.search.show import ShowRequest, show_request
 from cairn.search.wire import to_json
 from cairn.server.bootstrap import ensure_admin
@@ -95,6 +96,24 @@ def test_show_is_the_same_through_every_door(served: Served) -> None:
     assert (stale.json()["stale"], stale.json()["source"]) == (True, None)
 
 
+def test_impact_is_the_same_through_every_door(served: Served) -> None:
+    request = ImpactRequest(served.db.name, "load_user")
+    embedded = impact(served.db, request)
+    assert embedded.complete and embedded.dependents >= 1
+    reply = served.http.post("/v1/graph/impact", json=to_json(request), headers=served.headers())
+    assert reply.status_code == 200, reply.text
+    assert reply.json() == to_json(embedded)
+    partial = ImpactRequest(served.db.name, "load_user", max_edges=1)
+    cut = served.http.post("/v1/graph/impact", json=to_json(partial), headers=served.headers())
+    assert (cut.json()["complete"], cut.json()["stopped_by"]) == (False, "max_edges")
+
+    async def sdk() -> object:
+        async with _sdk(served) as client:
+            return await client.impact(request)
+
+    assert asyncio.run(sdk()) == embedded
+
+
 def test_ambiguous_names_return_candidates_on_http(served: Served) -> None:
     body = {"database": served.db.name, "name": "validate"}
     reply = served.http.post("/v1/graph/calls", json=body, headers=served.headers()).json()
@@ -111,6 +130,9 @@ def test_ambiguous_names_return_candidates_on_http(served: Served) -> None:
         ("/v1/graph/calls", "CallsRequest", "sites", [-1, 0, 100, 101]),
         ("/v1/graph/calls", "CallsRequest", "name", ["", " ", "load_user"]),
         ("/v1/symbols/show", "ShowRequest", "max_bytes", [-1, 0, 1_000_000, 1_000_001]),
+        ("/v1/graph/impact", "ImpactRequest", "max_depth", [-1, 0, 16, 17]),
+        ("/v1/graph/impact", "ImpactRequest", "top", [-1, 0, 500, 501]),
+        ("/v1/graph/impact", "ImpactRequest", "relations", [[], ["calls"], [" "]]),
     ],
 )
 def test_the_schema_accepts_exactly_what_the_server_accepts(

@@ -131,10 +131,19 @@ def _decode(hint: Any, value: Any, path: str) -> Any:
         (inner,) = [option for option in options if option is not type(None)]
         return _decode(inner, value, path)
     if origin is tuple:
-        item_hint = typing.get_args(hint)[0]
+        args = typing.get_args(hint)
         if not isinstance(value, list | tuple):
             raise ValidationError(f"{path} must be an array")
-        return tuple(_decode(item_hint, item, f"{path}[{i}]") for i, item in enumerate(value))
+        if (len(args) == 2 and args[1] is Ellipsis) or len(args) == 1:
+            item_hint = args[0]
+            return tuple(_decode(item_hint, item, f"{path}[{i}]") for i, item in enumerate(value))
+        # A fixed-length tuple (``tuple[str, int]``): one hint per position.
+        if len(value) != len(args):
+            raise ValidationError(f"{path} must hold exactly {len(args)} items")
+        return tuple(
+            _decode(item_hint, item, f"{path}[{i}]")
+            for i, (item_hint, item) in enumerate(zip(args, value, strict=True))
+        )
     if origin is not None and issubclass(origin, Mapping):
         return _json_object(value, path)
     if hint is Any:

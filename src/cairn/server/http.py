@@ -40,6 +40,7 @@ from cairn.errors import (
 )
 from cairn.search.calls import CallsRequest, calls
 from cairn.search.contracts import GraphSearchRequest, SearchRequest, SqlGraphSearchRequest
+from cairn.search.impact import ImpactRequest, impact
 from cairn.search.show import ShowRequest, show_request
 from cairn.search.traverse import traverse, traverse_request_from_json
 from cairn.search.wire import from_json, from_wire, to_json, to_wire
@@ -381,6 +382,17 @@ def _routes_search(app: FastAPI, db: Database, Caller: Any) -> None:
         """Who calls a symbol (or what it calls), by name, with each edge's call sites."""
         parsed = from_json(CallsRequest, await read_json(request))
         return _json(to_json(await _call(calls, db, parsed, principal)))
+
+    @app.post(
+        f"{API_PREFIX}/graph/impact",
+        openapi_extra=json_body("ImpactRequest"),
+        responses=json_reply("ImpactAnswer", *errors),
+        tags=["search"],
+    )
+    async def graph_impact(request: Request, principal: Caller) -> Response:
+        """What depends on a symbol: counts, top dependents, and whether it is complete."""
+        parsed = from_json(ImpactRequest, await read_json(request))
+        return _json(to_json(await _call(impact, db, parsed, principal)))
 
     @app.post(
         f"{API_PREFIX}/symbols/show",

@@ -28,6 +28,7 @@ from cairn.search.contracts import (
     SearchRequest,
     SqlGraphSearchRequest,
 )
+from cairn.search.impact import ImpactAnswer, ImpactRequest
 from cairn.search.rules import rules_of, with_rules
 from cairn.search.show import ShowAnswer, ShowRequest
 from cairn.search.traverse import (
@@ -63,6 +64,8 @@ _RESULTS: dict[str, tuple[type[Any], str]] = {
 _PLAIN: dict[str, tuple[type[Any], str]] = {
     "CallsRequest": (CallsRequest, "validation"),
     "CallsAnswer": (CallsAnswer, "serialization"),
+    "ImpactRequest": (ImpactRequest, "validation"),
+    "ImpactAnswer": (ImpactAnswer, "serialization"),
     "ShowRequest": (ShowRequest, "validation"),
     "ShowAnswer": (ShowAnswer, "serialization"),
 }

@@ -432,21 +432,21 @@ class _PlainResult:
         return {"hits": [to_json(hit) for hit in self.hits]}
 
 
-def _calls_command(name: str, direction: Literal["callers", "callees"], depth: int,
-                   sites: int, graph: str, db: str | None, as_json: bool) -> None:  # fmt: skip
+def _calls_command(request: Any, db: str | None, as_json: bool) -> None:
     """``cairn callers`` / ``cairn callees``: resolve, walk ``calls``, print the sites."""
+    from dataclasses import replace
+
     from cairn.database import open as open_database
     from cairn.errors import NotFoundError
-    from cairn.search.calls import calls_of
+    from cairn.search.calls import calls
     from cairn.search.wire import to_json
     from cairn.store.locate import resolve_database
 
+    name = request.name
     try:
         target = resolve_database(db)
         with open_database(target) as database:
-            answer = calls_of(
-                database, name, direction=direction, depth=depth, sites=sites, graph=graph
-            )
+            answer = calls(database, replace(request, database=database.name))
         if answer.resolution.status == "not_found":
             raise NotFoundError(f"no symbol named {name!r}", details={"name": name})
     except CairnError as error:
@@ -495,6 +495,21 @@ def _print_calls(answer: Any, limit: int | None = None) -> None:
         console.print(escape(f"  ... and {len(answer.edges) - len(shown)} more"))
 
 
+KindOption = Annotated[
+    list[str] | None, typer.Option("--kind", help="Only nodes of this kind (repeatable).")
+]
+PathOption = Annotated[
+    list[str] | None, typer.Option("--path", help="Only nodes whose path matches this glob.")
+]
+ExcludeTestsOption = Annotated[
+    bool, typer.Option("--exclude-tests", help="Leave out test code (path conventions).")
+]
+
+
+def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
+    return None if not values else tuple(values)
+
+
 def _calls_cli(command: str, direction: Literal["callers", "callees"], doc: str) -> None:
     """Register ``cairn callers`` or ``cairn callees`` (the same options, one walk)."""
 
@@ -503,10 +518,18 @@ def _calls_cli(command: str, direction: Literal["callers", "callees"], doc: str)
         depth: Annotated[int, typer.Option("--depth", help="Calls away to walk.")] = 1,
         sites: Annotated[int, typer.Option("--sites", help="Call sites shown per edge.")] = 5,
         graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = "code",
+        kind: KindOption = None,
+        path: PathOption = None,
+        exclude_tests: ExcludeTestsOption = False,
         db: DbOption = None,
         as_json: JsonFlag = False,
     ) -> None:
-        _calls_command(name, direction, depth, sites, graph, db, as_json)
+        from cairn.search.calls import CallsRequest
+
+        request = CallsRequest(
+            "", name, direction, depth, sites, graph, _tuple(kind), _tuple(path), exclude_tests
+        )
+        _calls_command(request, db, as_json)
 
     run.__doc__ = doc
     run.__name__ = f"{command}_command"
@@ -588,6 +611,9 @@ def impact_command(
     max_edges: Annotated[int, typer.Option("--max-edges", help="Edges examined at most.")] = 20_000,
     top: Annotated[int, typer.Option("--top", help="Dependents listed.")] = 20,
     graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = "code",
+    kind: KindOption = None,
+    path: PathOption = None,
+    exclude_tests: ExcludeTestsOption = False,
     db: DbOption = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -603,7 +629,17 @@ def impact_command(
         target = resolve_database(db)
         with open_database(target) as database:
             request = ImpactRequest(
-                database.name, name, chosen, depth, max_vertices, max_edges, top, graph
+                database.name,
+                name,
+                chosen,
+                depth,
+                max_vertices,
+                max_edges,
+                top,
+                graph,
+                _tuple(kind),
+                _tuple(path),
+                exclude_tests,
             )
             answer = impact(database, request)
         if answer.resolution.status == "not_found":
@@ -636,6 +672,8 @@ def _print_impact(answer: Any) -> None:
     console.print(escape(f"  by distance: {hops or 'none'}"))
     kinds = ", ".join(f"{kind} {n}" for kind, n in answer.per_kind)
     console.print(escape(f"  by kind: {kinds or 'none'}"))
+    if answer.filtered_out:
+        console.print(escape(f"  left out by the filters: {answer.filtered_out}"))
     for item in answer.top:
         where = f"{item.path}" if item.path else item.ref.id
         test = " [test]" if item.test else ""

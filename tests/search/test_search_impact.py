@@ -129,3 +129,28 @@ def test_the_demo_asks_about_the_most_called_symbol(tmp_path: Path) -> None:
     )
     assert sites == [("app/services.py", 12), ("app/views.py", 18)]
     assert data["impact"]["complete"] is True
+
+
+def test_filters_narrow_impact_and_callers(db: cairn.Database, db_path: Path) -> None:
+    from cairn.search.calls import CallsRequest, calls
+
+    full = impact(db, ImpactRequest(db.name, "load_user"))
+    no_tests = impact(db, ImpactRequest(db.name, "load_user", exclude_tests=True))
+    assert no_tests.test_dependents == 0
+    assert no_tests.dependents == full.dependents - full.test_dependents
+    assert no_tests.filtered_out == full.test_dependents == 1
+    routes = impact(db, ImpactRequest(db.name, "load_user", kinds=("route",)))
+    assert {d.kind for d in routes.top} == {"route"} and routes.dependents >= 1
+    only_tests = impact(db, ImpactRequest(db.name, "load_user", paths=("tests/*",)))
+    assert [d.ref.id for d in only_tests.top] == ["function:tests/test_services.py#test_load"]
+    callers = calls(db, CallsRequest(db.name, "load_user"))
+    assert len(callers.edges) == 2  # views.get_user and the test
+    kept_edges = calls(db, CallsRequest(db.name, "load_user", exclude_tests=True))
+    assert [e.caller.id for e in kept_edges.edges] == ["function:app/views.py#get_user"]
+    with pytest.raises(ValidationError):
+        calls(db, CallsRequest(db.name, "load_user", kinds=()))
+    shown = CliRunner().invoke(
+        app, ["callers", "load_user", "--exclude-tests", "--db", str(db_path)]
+    )
+    assert shown.exit_code == 0 and "test_load" not in shown.output
+    assert "app.views.get_user" in shown.output

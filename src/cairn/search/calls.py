@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from cairn.errors import ValidationError
 from cairn.search.budget import CancelToken
+from cairn.search.impact import kept
 from cairn.search.names import NAME_COLLECTIONS, NameResolution, resolve_name
 from cairn.search.rules import check_record
 from cairn.search.traverse import TraverseRequest, admit_traverse, traverse_in_cut
@@ -69,6 +70,9 @@ class CallsRequest:
     depth: int = 1
     sites: int = DEFAULT_EVIDENCE_PER_FACT
     graph: str = DEFAULT_GRAPH
+    kinds: tuple[str, ...] | None = None
+    paths: tuple[str, ...] | None = None
+    exclude_tests: bool = False
 
 
 def calls(
@@ -88,6 +92,9 @@ def calls(
         depth=request.depth,
         sites=request.sites,
         graph=request.graph,
+        kinds=request.kinds,
+        paths=request.paths,
+        exclude_tests=request.exclude_tests,
         principal=principal,
         cancel=cancel,
     )
@@ -101,11 +108,15 @@ def calls_of(
     depth: int = 1,
     sites: int = DEFAULT_EVIDENCE_PER_FACT,
     graph: str = DEFAULT_GRAPH,
+    kinds: tuple[str, ...] | None = None,
+    paths: tuple[str, ...] | None = None,
+    exclude_tests: bool = False,
     principal: PrincipalLike = None,
     cancel: CancelToken | None = None,
 ) -> CallsAnswer:
     """The callers (or callees) of the symbol ``name`` up to ``depth`` calls away, each
-    edge with up to ``sites`` call sites, in one read cut as ``principal``."""
+    edge with up to ``sites`` call sites, in one read cut as ``principal``; ``kinds``,
+    ``paths`` (globs) and ``exclude_tests`` keep only edges whose other end passes."""
     if direction not in ("callers", "callees"):
         raise ValidationError(f"direction must be callers or callees, got {direction!r}")
     with db.read_cut(principal) as cut:
@@ -133,6 +144,15 @@ def calls_of(
             vertex = vertices.get(other)
             body = vertex.document.body if vertex is not None and vertex.document else {}
             qualified, path = body.get("qualified_name"), body.get("path")
+            kind = body.get("kind")
+            if not kept(
+                kind if isinstance(kind, str) else None,
+                path if isinstance(path, str) else None,
+                kinds,
+                paths,
+                exclude_tests,
+            ):
+                continue
             edges.append(
                 CallEdge(
                     edge.source,

@@ -40,6 +40,7 @@ __all__ = [
     "ImpactRequest",
     "impact",
     "is_test_path",
+    "kept",
 ]
 
 DEFAULT_IMPACT_DEPTH = 3
@@ -95,6 +96,25 @@ class ImpactRequest:
     max_edges: int = DEFAULT_IMPACT_EDGES
     top: int = DEFAULT_TOP
     graph: str = "code"
+    kinds: tuple[str, ...] | None = None
+    paths: tuple[str, ...] | None = None
+    exclude_tests: bool = False
+
+
+def kept(
+    kind: str | None,
+    path: str | None,
+    kinds: tuple[str, ...] | None,
+    paths: tuple[str, ...] | None,
+    exclude_tests: bool,
+) -> bool:
+    """Whether a node passes the answer filters: one of ``kinds``, a path matching one of
+    the ``paths`` globs, and not test code when ``exclude_tests``."""
+    if kinds is not None and kind not in kinds:
+        return False
+    if paths is not None and (path is None or not any(fnmatch.fnmatchcase(path, g) for g in paths)):
+        return False
+    return not (exclude_tests and is_test_path(path))
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +145,7 @@ class ImpactAnswer:
     stopped_by: str | None
     edges_examined: int
     position: int
+    filtered_out: int = 0  # dependents reached but left out by the filters
 
 
 def _counted(counter: Counter[str]) -> tuple[tuple[str, int], ...]:
@@ -175,6 +196,12 @@ def impact(
                     degree[vertex.ref],
                 )
             )
+        reached_count = len(found)
+        found = [
+            item
+            for item in found
+            if kept(item.kind, item.path, request.kinds, request.paths, request.exclude_tests)
+        ]
         ordered = sorted(found, key=lambda d: (d.hops, -d.degree, d.ref.id))
         return ImpactAnswer(
             resolution,
@@ -188,4 +215,5 @@ def impact(
             stopped,
             reached.edges_examined,
             cut.position,
+            reached_count - len(found),
         )

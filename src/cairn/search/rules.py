@@ -72,6 +72,7 @@ _CAPS: dict[str, Rule] = {
     "max_edges": IntegerRange(MIN_EDGES, MAX_EDGES),
 }
 _LABELS = Count(0, MAX_LABELS, "labels")
+_FILTERS = Count(1, MAX_LABELS, "filters", one="value", each=_NAME)
 
 MAX_IMPACT_TOP = 500
 """Upper bound on the dependents an impact answer lists (all are counted)."""
@@ -107,6 +108,8 @@ RULES: dict[str, dict[str, Rule]] = {
         "depth": IntegerRange(MIN_DEPTH, MAX_DEPTH),
         "sites": IntegerRange(0, MAX_EVIDENCE_PER_FACT),
         "graph": _NAME,
+        "kinds": _FILTERS,
+        "paths": _FILTERS,
     },
     "ImpactRequest": {
         "database": _NAME,
@@ -115,6 +118,8 @@ RULES: dict[str, dict[str, Rule]] = {
         **_CAPS,
         "top": IntegerRange(0, MAX_IMPACT_TOP),
         "graph": _NAME,
+        "kinds": _FILTERS,
+        "paths": _FILTERS,
     },
     "ShowRequest": {
         "database": _NAME,
@@ -143,9 +148,12 @@ DESCRIPTIONS: dict[str, dict[str, str]] = {
 
 
 def check_record(record: Any) -> None:
-    """Hold every field of a search-side request record to its rule in ``RULES``."""
+    """Hold every field of a search-side request record to its rule in ``RULES`` (an
+    optional field left ``None`` passes)."""
     for name, held in RULES[type(record).__name__].items():
-        held.check(getattr(record, name), name)
+        value = getattr(record, name)
+        if value is not None:
+            held.check(value, name)
 
 
 def rule(record: str, name: str) -> Rule:

@@ -58,13 +58,22 @@ async def session_calls(db_path: Path, calls: list[tuple[str, dict[str, Any]]]) 
     )
     results: list[Any] = []
     async with stdio_client(params) as streams, ClientSession(streams[0], streams[1]) as session:
-        await session.initialize()
+        hello = await session.initialize()
         tools = await session.list_tools()
         results.append(sorted(tool.name for tool in tools.tools))
         results.append({tool.name: tool.input_schema for tool in tools.tools})
+        SESSION_FACTS["version"] = hello.server_info.version
+        SESSION_FACTS["read_only"] = {
+            tool.name: bool(tool.annotations and tool.annotations.read_only_hint)
+            for tool in tools.tools
+        }
         for name, arguments in calls:
             results.append(await session.call_tool(name, arguments))
     return results
+
+
+SESSION_FACTS: dict[str, Any] = {}
+"""What the last session's handshake and listing said (version, read-only hints)."""
 
 
 def run_calls(db_path: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
@@ -117,6 +126,14 @@ def replies(db_path: Path) -> list[Any]:
             ("cairn_stats", {}),
         ],
     )
+
+
+def test_the_server_names_its_version_and_marks_every_tool_read_only(
+    replies: list[Any],
+) -> None:
+    assert SESSION_FACTS["version"] == cairn.__version__  # it was empty
+    assert set(SESSION_FACTS["read_only"]) == set(replies[0])
+    assert all(SESSION_FACTS["read_only"].values())
 
 
 def test_tools_are_listed_with_contract_schemas(replies: list[Any]) -> None:

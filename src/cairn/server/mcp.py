@@ -22,6 +22,7 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel.server import Server
 
+from cairn import __version__
 from cairn.errors import CairnError, UnauthenticatedError, ValidationError
 from cairn.server.throttle import FailureLimiter, authenticated, client_address
 
@@ -119,7 +120,15 @@ def build_server(backend: McpBackend, principal: Resolver) -> Server[Any]:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[
-                types.Tool(name=tool.name, description=tool.description, input_schema=tool.schema)
+                types.Tool(
+                    name=tool.name,
+                    description=tool.description,
+                    input_schema=tool.schema,
+                    # Every tool reads: agent hosts may run them without asking.
+                    annotations=types.ToolAnnotations(
+                        read_only_hint=True, destructive_hint=False, idempotent_hint=True
+                    ),
+                )
                 for tool in _tools()
             ]
         )
@@ -152,6 +161,7 @@ def build_server(backend: McpBackend, principal: Resolver) -> Server[Any]:
 
     return Server(
         SERVER_NAME,
+        version=__version__,
         instructions=(
             "Cairn answers questions about a code repository and its docs: hybrid text, "
             "vector and graph search over files, symbols, routes and doc sections, plus "

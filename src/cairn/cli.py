@@ -681,6 +681,36 @@ def _print_impact(answer: Any) -> None:
         console.print(escape(f"  {item.hops}  {label}  {where}{test}"))
 
 
+@app.command("routes")
+def routes_command(
+    graph: Annotated[str, typer.Option("--graph", help="Graph read.")] = "code",
+    db: DbOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The HTTP routes of the indexed code: each handler and where the route is registered."""
+    from cairn.database import open as open_database
+    from cairn.search.routes import list_routes
+    from cairn.search.wire import to_json
+    from cairn.store.locate import resolve_database
+
+    try:
+        target = resolve_database(db)
+        with open_database(target) as database:
+            answer = list_routes(database, graph)
+    except CairnError as error:
+        fail(error)
+        return
+    if as_json:
+        emit_json(to_json(answer))
+        return
+    console = Console(soft_wrap=True)
+    console.print(escape(f"{answer.total} routes"))
+    for route in answer.routes:
+        handlers = ", ".join(ref.id for ref in route.handlers) or "(no handler resolved)"
+        sites = ", ".join(f"{site.file}:{site.line}" for site in route.sites) or route.path
+        console.print(escape(f"  {route.name}  -> {handlers}  {sites}"))
+
+
 @app.command("sql")
 def sql_command(
     statement: Annotated[str, typer.Argument(help="A SEARCH statement (see docs/sql.md).")],

@@ -172,3 +172,29 @@ def test_show_returns_the_source_lines_and_flags_a_changed_file(indexed: Path) -
     shown = CliRunner().invoke(app, ["show", "load_user", "--db", str(db_path)])
     assert shown.exit_code == 0, shown.output
     assert "    11  def load_user(user_id):" in shown.output
+
+
+def test_routes_list_their_handlers_and_registration_lines(db: cairn.Database) -> None:
+    from cairn.search.routes import list_routes
+
+    answer = list_routes(db)
+    found = {
+        route.name: ([h.id for h in route.handlers], [(s.file, s.line) for s in route.sites])
+        for route in answer.routes
+    }
+    assert answer.total == 4
+    assert found == {
+        "GET /health": (["function:app/__init__.py#create_app.health"], [("app/__init__.py", 13)]),
+        "GET /api/users": (["function:app/views.py#users"], [("app/views.py", 16)]),
+        "POST /api/users": (["function:app/views.py#users"], [("app/views.py", 16)]),
+        "GET /api/users/{user_id}": (["function:app/views.py#get_user"], [("app/views.py", 10)]),
+    }
+
+
+def test_cli_routes(db_path: Path) -> None:
+    shown = CliRunner().invoke(app, ["routes", "--db", str(db_path)])
+    assert shown.exit_code == 0, shown.output
+    assert (
+        "GET /api/users/{user_id}  -> function:app/views.py#get_user  app/views.py:10"
+        in shown.output
+    )

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from cairn.errors import CairnError
 
-__all__ = ["app", "graph_app", "main"]
+__all__ = ["app", "graph_app", "keys_app", "main"]
 
 app = typer.Typer(
     name="cairn",
@@ -23,6 +23,8 @@ app = typer.Typer(
 )
 graph_app = typer.Typer(help="Inspect and convert graph artifacts.", no_args_is_help=True)
 app.add_typer(graph_app, name="graph")
+keys_app = typer.Typer(help="List, mint and revoke API keys of a database.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
 
 
 def _print_version(value: bool) -> None:
@@ -709,6 +711,83 @@ def routes_command(
         handlers = ", ".join(ref.id for ref in route.handlers) or "(no handler resolved)"
         sites = ", ".join(f"{site.file}:{site.line}" for site in route.sites) or route.path
         console.print(escape(f"  {route.name}  -> {handlers}  {sites}"))
+
+
+@keys_app.command("list")
+def keys_list_command(db: DbOption = None, as_json: JsonFlag = False) -> None:
+    """Every principal and the IDs of its keys (never a secret)."""
+    from cairn.database import open as open_database
+    from cairn.server.admin import list_principals
+    from cairn.store.locate import resolve_database
+
+    try:
+        with open_database(resolve_database(db)) as database:
+            records = list_principals(database, None)
+    except CairnError as error:
+        fail(error)
+        return
+    rows = [{"principal": r.principal.id, "key_ids": list(r.key_ids)} for r in records]
+    if as_json:
+        emit_json({"principals": rows})
+        return
+    console = Console(soft_wrap=True)
+    if not rows:
+        console.print("no principals stored (the built-in owner needs no key)")
+    for row in rows:
+        console.print(escape(f"{row['principal']}: {', '.join(row['key_ids']) or '(no keys)'}"))
+
+
+@keys_app.command("add")
+def keys_add_command(
+    principal: Annotated[str, typer.Argument(help="The principal that gets the key.")],
+    db: DbOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Mint a key for PRINCIPAL and print its token once (only a verifier is stored)."""
+    from cairn.database import open as open_database
+    from cairn.server.admin import add_api_key
+    from cairn.store.locate import resolve_database
+    from cairn.store.policy import issue_api_key
+
+    issued = issue_api_key()
+    try:
+        with open_database(resolve_database(db)) as database:
+            add_api_key(database, None, principal, issued.verifier)
+    except CairnError as error:
+        fail(error)
+        return
+    reply = {"principal": principal, "key_id": issued.verifier.key_id, "token": issued.token}
+    if as_json:
+        emit_json(reply)
+        return
+    Console(soft_wrap=True).print(
+        escape(f"key {reply['key_id']} for {principal} (shown once): {issued.token}")
+    )
+
+
+@keys_app.command("revoke")
+def keys_revoke_command(
+    principal: Annotated[str, typer.Argument(help="The principal holding the key.")],
+    key_id: Annotated[str, typer.Argument(help="The key's ID (from `cairn keys list`).")],
+    db: DbOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Revoke one key of PRINCIPAL: requests with it are refused from the next read on."""
+    from cairn.database import open as open_database
+    from cairn.server.admin import revoke_api_key
+    from cairn.store.locate import resolve_database
+
+    try:
+        with open_database(resolve_database(db)) as database:
+            receipt = revoke_api_key(database, None, principal, key_id)
+    except CairnError as error:
+        fail(error)
+        return
+    reply = {"principal": principal, "key_id": key_id, "position": receipt.token.position}
+    if as_json:
+        emit_json(reply)
+        return
+    Console(soft_wrap=True).print(escape(f"revoked key {key_id} of {principal}"))
 
 
 @app.command("sql")

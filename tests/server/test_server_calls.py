@@ -26,6 +26,7 @@ from cairn.search.show import ShowRequest, show_request
 from cairn.search.wire import to_json
 from cairn.server.bootstrap import ensure_admin
 from cairn.server.http import create_app
+from cairn.store.commands import EntityRef
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "flask_app"
 URL = "http://cairn.test"
@@ -150,3 +151,34 @@ def test_the_schema_accepts_exactly_what_the_server_accepts(
         assert validator.is_valid(body) == (status == 200), (field, value, status)
         verdicts.add(status)
     assert verdicts == {200, 400}
+
+
+def test_traverse_edges_carry_their_sites_on_request(served: Served) -> None:
+    from cairn.search.traverse import TraverseRequest, traverse
+
+    seed = EntityRef("symbols", "function:app/views.py#get_user")
+    plain = TraverseRequest(served.db.name, "code", (seed,), relations=("calls",))
+    assert all(edge.evidence is None for edge in traverse(served.db, plain).edges)
+    request = TraverseRequest(served.db.name, "code", (seed,), relations=("calls",), evidence=2)
+    embedded = traverse(served.db, request)
+    sites = {
+        edge.target.id: [(s.file, s.line) for s in edge.evidence.sites]
+        for edge in embedded.edges
+        if edge.evidence is not None
+    }
+    assert sites == {
+        "function:app/services.py#load_user": [("app/views.py", 12)],
+        "external:python:flask.jsonify": [("app/views.py", 13)],
+    }
+    reply = served.http.post("/v1/graph/traverse", json=request.to_json(), headers=served.headers())
+    assert reply.status_code == 200, reply.text
+    assert reply.json() == embedded.to_json()
+
+    async def sdk() -> object:
+        async with _sdk(served) as client:
+            return await client.traverse(request)
+
+    assert asyncio.run(sdk()) == embedded
+    too_many = {**request.to_json(), "evidence": 101}
+    refused = served.http.post("/v1/graph/traverse", json=too_many, headers=served.headers())
+    assert refused.status_code == 400

@@ -132,6 +132,7 @@ RULES: dict[str, dict[str, Rule]] = {
         **_CAPS,
         "seeds": Count(1, MAX_SEEDS, "seeds"),
         "relations": _LABELS,
+        "evidence": IntegerRange(0, MAX_EVIDENCE_PER_FACT),
     },
 }
 """Record name -> field -> its rule."""

@@ -47,7 +47,8 @@ from cairn.search.limits import (
 )
 from cairn.search.rules import rule
 from cairn.search.walk import VertexVisibility
-from cairn.search.wire import TYPE_KEY, from_wire, to_json
+from cairn.search.wire import TYPE_KEY, from_json, to_json
+from cairn.store.evidence import FactEvidence, read_evidence
 from cairn.store.limits import check_identifier
 from cairn.store.policy import Capability, field_allowed
 from cairn.store.reads import field_policies, read_document
@@ -106,6 +107,8 @@ class TraverseRequest:
     max_vertices: int = DEFAULT_MAX_VERTICES
     max_edges: int = DEFAULT_MAX_EDGES
     include_documents: bool = False
+    evidence: int = 0
+    """Sites (file, range, site kind) returned per edge; 0: none (the edges only)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.seeds, list):
@@ -135,6 +138,7 @@ class TraverseEdge:
     target: EntityRef
     relation: str | None
     fact_id: str
+    evidence: FactEvidence | None = None  # when asked: the fact's sites and their total
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,100 +158,26 @@ class TraverseResult:
 
 
 # ------------------------------------------------------------ JSON parsing
-_REQUEST_FIELDS = frozenset(
-    {
-        "database",
-        "graph",
-        "seeds",
-        "target",
-        "direction",
-        "relations",
-        "max_depth",
-        "max_vertices",
-        "max_edges",
-        "include_documents",
-    }
-)
-_REQUIRED_FIELDS = ("database", "graph", "seeds")
-
-
-def _object(value: Any, path: str, alias: str | None = None) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ValidationError(f"{path} must be a JSON object")
-    body = dict(value)
-    if alias is not None:
-        tag = body.pop(TYPE_KEY, alias)
-        if tag != alias:
-            raise ValidationError(f"expected type {alias!r}, got {tag!r}")
-    return body
-
-
-def _string(value: Any, path: str) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(f"{path} must be a string")
-    return value
-
-
-def _integer(value: Any, path: str) -> int:
-    if type(value) is not int:
-        raise ValidationError(f"{path} must be an integer")
-    return value
-
-
-def _array(value: Any, path: str) -> list[Any]:
-    if not isinstance(value, list | tuple):
-        raise ValidationError(f"{path} must be an array")
-    return list(value)
-
-
-def _ref(value: Any, path: str) -> EntityRef:
-    body = _object(value, path)
-    unknown = sorted(set(body) - {"collection", "id"})
-    if unknown:
-        raise ValidationError(f"{path} has unknown fields {unknown}")
-    if "collection" not in body or "id" not in body:
-        raise ValidationError(f"{path} needs collection and id")
-    return EntityRef(
-        _string(body["collection"], f"{path}.collection"), _string(body["id"], f"{path}.id")
-    )
+def _untagged(data: Any, name: str, alias: str) -> dict[str, Any]:
+    if not isinstance(data, Mapping):
+        raise ValidationError(f"{name} must be a JSON object")
+    tag = data.get(TYPE_KEY, alias)
+    if tag != alias:
+        raise ValidationError(f"expected type {alias!r}, got {tag!r}")
+    return {key: value for key, value in data.items() if key != TYPE_KEY}
 
 
 def traverse_request_from_json(data: Any) -> TraverseRequest:
-    """Parse the wire form of a ``TraverseRequest`` strictly (unknown fields rejected)."""
-    body = _object(data, "TraverseRequest", TRAVERSE_REQUEST_ALIAS)
-    unknown = sorted(set(body) - _REQUEST_FIELDS)
-    if unknown:
-        raise ValidationError(f"TraverseRequest has unknown fields {unknown}")
-    for name in _REQUIRED_FIELDS:
-        if name not in body:
-            raise ValidationError(f"TraverseRequest.{name} is required")
-    seeds = tuple(
-        _ref(item, f"TraverseRequest.seeds[{i}]")
-        for i, item in enumerate(_array(body["seeds"], "TraverseRequest.seeds"))
-    )
-    target = body.get("target")
-    relations = body.get("relations")
-    include = body.get("include_documents", False)
-    if not isinstance(include, bool):
-        raise ValidationError("TraverseRequest.include_documents must be a boolean")
-    direction = _string(body.get("direction", "out"), "TraverseRequest.direction")
-    return TraverseRequest(
-        database=_string(body["database"], "TraverseRequest.database"),
-        graph=_string(body["graph"], "TraverseRequest.graph"),
-        seeds=seeds,
-        target=None if target is None else _ref(target, "TraverseRequest.target"),
-        direction=_direction(direction),
-        relations=None
-        if relations is None
-        else tuple(
-            _string(item, f"TraverseRequest.relations[{i}]")
-            for i, item in enumerate(_array(relations, "TraverseRequest.relations"))
-        ),
-        max_depth=_integer(body.get("max_depth", DEFAULT_TRAVERSE_DEPTH), "max_depth"),
-        max_vertices=_integer(body.get("max_vertices", DEFAULT_MAX_VERTICES), "max_vertices"),
-        max_edges=_integer(body.get("max_edges", DEFAULT_MAX_EDGES), "max_edges"),
-        include_documents=include,
-    )
+    """Parse the wire form of a ``TraverseRequest`` strictly (the contracts' codec:
+    unknown fields, missing fields and wrong JSON types are ``ValidationError``)."""
+    body = _untagged(data, "TraverseRequest", TRAVERSE_REQUEST_ALIAS)
+    return from_json(TraverseRequest, body)
+
+
+def traverse_result_from_json(data: Any) -> TraverseResult:
+    """Parse the wire form of a ``TraverseResult`` (what the SDK receives)."""
+    body = _untagged(data, "TraverseResult", TRAVERSE_RESULT_ALIAS)
+    return from_json(TraverseResult, body)
 
 
 def _direction(value: str) -> Direction:
@@ -258,42 +188,6 @@ def _direction(value: str) -> Direction:
         f"direction must be one of {list(TRAVERSE_DIRECTIONS)}, got {value!r}",
         details={"field": "direction"},
     )
-
-
-def traverse_result_from_json(data: Any) -> TraverseResult:
-    """Parse the wire form of a ``TraverseResult`` (what the SDK receives)."""
-    body = _object(data, "TraverseResult", TRAVERSE_RESULT_ALIAS)
-    try:
-        vertices = tuple(
-            TraverseVertex(
-                _ref(item["ref"], "vertex.ref"),
-                _integer(item["hops"], "vertex.hops"),
-                None
-                if item.get("document") is None
-                else from_wire(DocumentResult, item["document"]),
-            )
-            for item in _array(body["vertices"], "vertices")
-        )
-        edges = tuple(
-            TraverseEdge(
-                _ref(item["source"], "edge.source"),
-                _ref(item["target"], "edge.target"),
-                item["relation"],
-                _string(item["fact_id"], "edge.fact_id"),
-            )
-            for item in _array(body["edges"], "edges")
-        )
-        path = body["path"]
-        return TraverseResult(
-            vertices,
-            edges,
-            None if path is None else tuple(_ref(item, "path") for item in _array(path, "path")),
-            _integer(body["edges_examined"], "edges_examined"),
-            _integer(body["position"], "position"),
-            tuple(_string(item, "redacted_fields") for item in body.get("redacted_fields", ())),
-        )
-    except (KeyError, TypeError) as exc:
-        raise ValidationError(f"malformed traverse result: {exc}") from exc
 
 
 # ---------------------------------------------------------------- admission
@@ -334,6 +228,7 @@ def admit_traverse(request: TraverseRequest) -> int:
             check_identifier(label, "relation")
     if type(request.include_documents) is not bool:
         raise ValidationError("include_documents must be a boolean")
+    rule("TraverseRequest", "evidence").check(request.evidence, "evidence")
     try:
         size = len(canonical_bytes(request.to_json()))
     except CanonicalizationError as exc:
@@ -542,8 +437,16 @@ def _result(
     )
     redacted: tuple[str, ...] = ()
     if not label_readable:
+        # A site's kind would tell the relation: no evidence when the label is hidden.
         edges = [TraverseEdge(e.source, e.target, None, e.fact_id) for e in edges]
         redacted = (LABEL_FIELD,)
+    elif request.evidence:
+        found = read_evidence(
+            cut.conn, request.graph, [e.fact_id for e in edges], limit=request.evidence
+        )
+        edges = [
+            TraverseEdge(e.source, e.target, e.relation, e.fact_id, found[e.fact_id]) for e in edges
+        ]
     return TraverseResult(vertices, tuple(edges), path, reach.examined, cut.position, redacted)
 
 

@@ -124,6 +124,11 @@ def contract_hints(cls: Any) -> dict[str, Any]:
 
 def _decode(hint: Any, value: Any, path: str) -> Any:
     origin = typing.get_origin(hint)
+    if origin is typing.Literal:
+        allowed = typing.get_args(hint)
+        if not any(type(value) is type(choice) and value == choice for choice in allowed):
+            raise ValidationError(f"{path} must be one of {list(allowed)}, got {value!r}")
+        return value
     if origin in (typing.Union, types.UnionType):
         options = typing.get_args(hint)
         if value is None and type(None) in options:

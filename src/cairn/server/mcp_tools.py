@@ -176,12 +176,21 @@ def _traverse(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) ->
         "path": None
         if result.path is None
         else [{"collection": r.collection, "id": r.id} for r in result.path],
-        "edges": [
-            {"source": e.source.id, "target": e.target.id, "relation": e.relation}
-            for e in result.edges
-        ],
+        "edges": [_compact_edge(e) for e in result.edges],
     }
     return result.to_json(), json.dumps(compact, ensure_ascii=False)
+
+
+def _compact_edge(edge: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "source": edge.source.id,
+        "target": edge.target.id,
+        "relation": edge.relation,
+    }
+    if edge.evidence is not None:  # asked for: the call sites as file:line, and their total
+        entry["sites"] = [f"{site.file}:{site.line}" for site in edge.evidence.sites]
+        entry["site_count"] = edge.evidence.total
+    return entry
 
 
 def _impact(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:

@@ -945,14 +945,17 @@ def mcp_command(
     ] = None,
 ) -> None:
     """Serve Cairn's tools to an AI agent over MCP (stdio); the database opens lazily."""
+    from pathlib import Path
+
     from cairn.server.mcp import run_stdio
-    from cairn.store.locate import resolve_database
+    from cairn.store.locate import database_path, resolve_database
 
     try:
         target = resolve_database(db)
-    except CairnError as error:
-        fail(error)
-        return
+    except CairnError:
+        # Nothing indexed yet: serve anyway (the handshake and the tool list need no
+        # database); each tool call says how to create one until `cairn index` has run.
+        target = database_path(Path.cwd())
     run_stdio(target, api_key=api_key)
 
 

@@ -211,7 +211,25 @@ def test_the_database_opens_lazily(tmp_path: Path) -> None:
     )
     assert "cairn_search" in names  # the handshake and listing never touched the file
     assert reply.is_error and reply.structured_content["code"] == "not_found"
+    assert "run `cairn index PATH`" in reply.structured_content["detail"]  # what to do
     assert not missing.parent.exists()
+
+
+def test_mcp_starts_before_anything_is_indexed(tmp_path: Path) -> None:
+    async def handshake() -> tuple[list[str], Any]:
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "cairn.cli", "mcp"], cwd=str(tmp_path)
+        )
+        async with stdio_client(params) as streams, ClientSession(*streams) as session:
+            await session.initialize()
+            listed = await session.list_tools()
+            reply = await session.call_tool("cairn_stats", {})
+            return [tool.name for tool in listed.tools], reply
+
+    names, reply = anyio.run(handshake)
+    assert "cairn_search" in names  # it started: it used to exit with "no .cairn/cairn.db"
+    assert reply.is_error and "cairn index" in reply.structured_content["detail"]
+    assert not (tmp_path / ".cairn").exists()  # nothing created in the user's folder
 
 
 def test_traverse_impact_and_stats_match_the_library(db_path: Path, replies: list[Any]) -> None:

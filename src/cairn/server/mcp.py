@@ -23,7 +23,7 @@ import mcp_types as types
 from mcp.server.lowlevel.server import Server
 
 from cairn import __version__
-from cairn.errors import CairnError, UnauthenticatedError, ValidationError
+from cairn.errors import CairnError, NotFoundError, UnauthenticatedError, ValidationError
 from cairn.server.throttle import FailureLimiter, authenticated, client_address
 
 if TYPE_CHECKING:
@@ -84,6 +84,15 @@ class McpBackend:
             if self._db is None:
                 from cairn.database import open as open_database
 
+                if not self._path.is_file():
+                    # An agent host starts the server before anything is indexed: say
+                    # what to do, and never create an empty database in its place.
+                    raise NotFoundError(
+                        f"no Cairn database at {str(self._path)!r} yet: run `cairn index "
+                        "PATH` in the repository (it writes .cairn/cairn.db), or start "
+                        "`cairn mcp --db FILE`",
+                        details={"db": str(self._path)},
+                    )
                 self._db = open_database(self._path)
             return self._db
 

@@ -169,3 +169,16 @@ def test_cli_reindex_reuses_the_cache_and_says_nothing_changed(tmp_path: Path) -
     assert summary["load"]["up_to_date"] is True
     assert summary["load"]["position"] == 1
     assert summary["load"]["mutations"] == {}
+
+
+def test_a_cache_that_cannot_be_opened_is_done_without(tmp_path: Path) -> None:
+    repo = _copy(tmp_path)
+    blocked = tmp_path / "a-folder-not-a-file"
+    blocked.mkdir()
+    result = index_repository(repo, cache=blocked)
+    assert result.cache is not None and result.cache.reset is not None
+    assert result.cache.reset.startswith("cache unavailable")
+    written = write_index(result, tmp_path / "out", generated_at=FIXED_TIME)
+    assert (written.graph_path.read_bytes(), written.manifest_path.read_bytes()) == _bytes(
+        repo, tmp_path / "clean", cache=None
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
@@ -48,7 +49,7 @@ from cairn.codegraph.scan import (
     scan_repository,
 )
 from cairn.codegraph.wire import gc_paused, worker_initializer, worker_tick
-from cairn.errors import ValidationError, os_error
+from cairn.errors import CairnError, ValidationError, os_error
 from cairn.graph import SemanticGraph, build_receipt, fully_stable_facts
 
 __all__ = [
@@ -303,19 +304,26 @@ def index_repository(
     with gc_paused():  # ~10^5 acyclic records: the collector would only rescan them
         tell("scanning")
         scan = scan_repository(root, excludes=excludes)
-        opened = _open_cache(cache)
+        opened, stats = _open_cache(cache)
         try:
             tell("extracting")
             manifest, graph = _index(scan, workers, progress, tell, opened)
         finally:
             if opened is not None:
                 opened.close()
-    stats = None if opened is None else opened.stats
     return IndexResult(scan.root, graph, manifest, time.perf_counter() - started, stats)
 
 
-def _open_cache(path: Path | str | None) -> ExtractCache | None:
-    return None if path is None else ExtractCache.open(path)
+def _open_cache(path: Path | str | None) -> tuple[ExtractCache | None, CacheStats | None]:
+    """The cache at ``path`` and its stats; a cache that cannot be opened (a read-only
+    folder, a full disk) is done without, and says why: it only saves time."""
+    if path is None:
+        return None, None
+    try:
+        opened = ExtractCache.open(path)
+    except (sqlite3.Error, OSError, CairnError) as exc:
+        return None, CacheStats(reset=f"cache unavailable ({exc}); every file parsed")
+    return opened, opened.stats
 
 
 def _quiet(name: str) -> None:
@@ -342,7 +350,10 @@ def _index(
         emitter.flush()  # admit the Python facts while the workers finish the other files
         pairs.extend(next(phases))
     if cache is not None:
-        cache.save(fresh.rows, (outcome.path for outcome, _ in pairs))
+        try:
+            cache.save(fresh.rows, (outcome.path for outcome, _ in pairs))
+        except sqlite3.Error as exc:  # the graph is whole either way; the next run re-parses
+            cache.stats.reset = f"cache not saved ({exc})"
     phase("resolving")
     pairs.sort(key=lambda pair: pair[0].path)
     extracts = [extract for _, extract in pairs]

@@ -24,7 +24,9 @@ from cairn.search.contracts import (
     SearchRequest,
     SqlGraphSearchRequest,
 )
-from cairn.search.wire import to_wire
+from cairn.search.impact import ImpactRequest
+from cairn.search.impact import impact as impact_of
+from cairn.search.wire import to_json, to_wire
 from cairn.store import (
     CommandRequest,
     ConfigureCollection,
@@ -124,6 +126,7 @@ def replies(db_path: Path) -> list[Any]:
             ),
             ("cairn_impact", {"collection": "symbols", "id": "g"}),
             ("cairn_stats", {}),
+            ("cairn_impact", {"name": "g", "max_edges": 1}),
         ],
     )
 
@@ -249,7 +252,15 @@ def test_traverse_impact_and_stats_match_the_library(db_path: Path, replies: lis
         "g",
     ]
     # g is called by f, which is contained in app.py (contains is not a dependency).
-    assert json.loads(impact.content[0].text)["dependents"] == [
-        {"collection": "symbols", "id": "f", "hops": 1}
-    ]
+    compact = json.loads(impact.content[0].text)
+    assert [(d["collection"], d["id"], d["hops"]) for d in compact["top"]] == [("symbols", "f", 1)]
+    assert (compact["complete"], compact["dependents"], compact["symbol"]) == (True, 1, "g")
+    with cairn.open(db_path) as db:
+        embedded = impact_of(db, ImpactRequest("main", "g"))
+    assert impact.structured_content == json.loads(json.dumps(to_json(embedded)))
     assert stats.structured_content == json.loads(json.dumps(counts.to_json()))
+    # By name, past a limit: a bounded answer labelled partial (it was budget_exceeded).
+    partial = replies[12]
+    assert partial.is_error is False
+    assert partial.structured_content["complete"] is False
+    assert partial.structured_content["stopped_by"] == "max_edges"

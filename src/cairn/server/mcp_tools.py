@@ -24,7 +24,7 @@ from cairn.search.contracts import (
 )
 from cairn.search.limits import SEARCH_REQUEST_VERSION
 from cairn.search.schema import json_schema
-from cairn.search.wire import from_wire, to_json, to_wire
+from cairn.search.wire import from_json, from_wire, to_json, to_wire
 
 if TYPE_CHECKING:
     from cairn.database import Database
@@ -194,34 +194,46 @@ def _compact_edge(edge: Any) -> dict[str, Any]:
 
 
 def _impact(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
-    """Reverse reachability: every vertex with a path *to* the symbol, with its hops."""
-    from cairn.search.traverse import traverse, traverse_request_from_json
+    """What depends on a symbol (by name or ID): counts, the top dependents, and whether
+    the answer is complete; a hub gets a bounded answer labelled partial, never none."""
+    from cairn.search.impact import ImpactRequest, impact
 
     given = dict(arguments)
     unknown = sorted(set(given) - _IMPACT_FIELDS)
     if unknown:
         raise ValidationError(f"cairn_impact has unknown fields {unknown}")
-    if "collection" not in given or "id" not in given:
-        raise ValidationError("cairn_impact needs the symbol's collection and id")
-    request = traverse_request_from_json(
-        {
-            "database": given.get("database", db.name),
-            "graph": given.get("graph", DEFAULT_GRAPH),
-            "seeds": [{"collection": given["collection"], "id": given["id"]}],
-            "direction": "in",
-            "relations": given.get("relations", list(IMPACT_RELATIONS)),
-            "max_depth": given.get("max_depth", DEFAULT_IMPACT_DEPTH),
-            **{k: given[k] for k in ("max_vertices", "max_edges") if k in given},
-        }
-    )
-    result = traverse(db, request, who)
-    seed = request.seeds[0]
-    dependents = [
-        {"collection": v.ref.collection, "id": v.ref.id, "hops": v.hops}
-        for v in result.vertices
-        if v.ref != seed
-    ]
-    return result.to_json(), json.dumps({"dependents": dependents}, ensure_ascii=False)
+    name = given.pop("name", None)
+    if name is None:
+        if "id" not in given:
+            raise ValidationError("cairn_impact needs the symbol's name (or its id)")
+        name = given["id"]
+    given.pop("id", None)
+    given.pop("collection", None)  # an ID names its document on its own
+    body = {"database": db.name, "name": name, **given}
+    request = from_json(ImpactRequest, body)
+    answer = impact(db, request, who)
+    compact = {
+        "symbol": None if answer.resolution.match is None else answer.resolution.match.ref.id,
+        "status": answer.resolution.status,
+        "complete": answer.complete,
+        "stopped_by": answer.stopped_by,
+        "dependents": answer.dependents,
+        "test_dependents": answer.test_dependents,
+        "per_hop": [list(item) for item in answer.per_hop],
+        "top": [
+            {
+                "collection": item.ref.collection,
+                "id": item.ref.id,
+                "hops": item.hops,
+                "kind": item.kind,
+                "path": item.path,
+                "test": item.test,
+            }
+            for item in answer.top
+        ],
+        "candidates": [item.ref.id for item in answer.resolution.candidates],
+    }
+    return to_json(answer), json.dumps(compact, ensure_ascii=False)
 
 
 def _stats(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
@@ -253,20 +265,22 @@ _REFS_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-DEFAULT_GRAPH = "code"
-DEFAULT_IMPACT_DEPTH = 3
-IMPACT_RELATIONS = (
-    "calls",
-    "imports",
-    "inherits",
-    "decorates",
-    "handles_route",
-    "mentions",
-    "references",
-)
-"""Relations that make one node depend on another (structural ``contains`` is left out)."""
 _IMPACT_FIELDS = frozenset(
-    {"database", "graph", "collection", "id", "relations", "max_depth", "max_vertices", "max_edges"}
+    {
+        "database",
+        "graph",
+        "name",
+        "collection",
+        "id",
+        "relations",
+        "max_depth",
+        "max_vertices",
+        "max_edges",
+        "top",
+        "kinds",
+        "paths",
+        "exclude_tests",
+    }
 )
 
 
@@ -276,25 +290,20 @@ def _traverse_schema() -> dict[str, Any]:
     return json_schema(TraverseRequest, optional=frozenset({"database"}))
 
 
-_IMPACT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "collection": {"type": "string", "description": "Collection of the symbol, e.g. symbols."},
-        "id": {"type": "string", "description": "Exact ID, e.g. function:src/app.py#load_user."},
-        "relations": {
-            "type": "array",
-            "items": {"type": "string"},
-            "default": list(IMPACT_RELATIONS),
-        },
-        "graph": {"type": "string", "default": DEFAULT_GRAPH},
-        "max_depth": {"type": "integer", "default": DEFAULT_IMPACT_DEPTH},
-        "max_vertices": {"type": "integer"},
-        "max_edges": {"type": "integer"},
-        "database": {"type": "string"},
-    },
-    "required": ["collection", "id"],
-    "additionalProperties": False,
-}
+def _impact_schema() -> dict[str, Any]:
+    from cairn.search.impact import ImpactRequest
+
+    schema = json_schema(ImpactRequest, optional=frozenset({"database", "name"}))
+    properties = schema["properties"]
+    properties["name"] = {
+        **properties["name"],
+        "description": "The symbol: a name (load_user), a dotted name (app.services.load_user) "
+        "or an exact ID (function:src/app.py#load_user).",
+    }
+    properties["id"] = {"type": "string", "description": "Same as name (an exact ID)."}
+    properties["collection"] = {"type": "string", "description": "Ignored (kept for IDs)."}
+    return schema
+
 
 TOOLS: list[McpTool] = [
     McpTool(
@@ -343,10 +352,13 @@ TOOLS: list[McpTool] = [
     ),
     McpTool(
         "cairn_impact",
-        "Who depends on this symbol: everything with a path of calls, imports, "
-        "inheritance, decorators, routes or doc references leading to it, with the number "
-        "of hops. Use before changing or deleting a symbol.",
-        _IMPACT_SCHEMA,
+        "What breaks if this symbol changes: everything with a path of calls, imports, "
+        "inheritance, decorators, routes or doc references leading to it, counted by hops, "
+        "kind and file, test code apart, the top dependents listed. Give the symbol by name "
+        "('load_user', 'Flask.full_dispatch_request') or exact ID. A hub gets a bounded "
+        "answer marked complete: false with the limit that stopped it. Use before changing "
+        "or deleting a symbol.",
+        _impact_schema(),
         _impact,
     ),
     McpTool(

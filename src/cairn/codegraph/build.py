@@ -354,6 +354,10 @@ def _index(
             cache.save(fresh.rows, (outcome.path for outcome, _ in pairs))
         except sqlite3.Error as exc:  # the graph is whole either way; the next run re-parses
             cache.stats.reset = f"cache not saved ({exc})"
+        else:
+            for outcome, extract in pairs:
+                if outcome.sha256 is not None:
+                    cache.remember_written(outcome.path, outcome.sha256, extract)
     phase("resolving")
     pairs.sort(key=lambda pair: pair[0].path)
     extracts = [extract for _, extract in pairs]

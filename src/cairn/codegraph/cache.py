@@ -89,6 +89,12 @@ CREATE TABLE IF NOT EXISTS extracts (
 
 _ALLOWED_BUILTINS = frozenset({"frozenset"})
 
+MAX_MEMO_FILES = 50_000
+"""Extracts one process keeps in memory between indexes (``cairn watch``)."""
+
+_MEMO: dict[tuple[str, str, str, str], tuple[int, FileExtract]] = {}
+"""(extractor fingerprint, path, language, sha256) -> (row checksum, the extract)."""
+
 Row = tuple[str, str, str, str | None, bytes, int]
 """A stored row after its path: language, sha256, outcome, error, data, checksum."""
 FreshRow = tuple[str, str, str, str, str | None, bytes]
@@ -190,6 +196,7 @@ class ExtractCache:
     conn: sqlite3.Connection
     fingerprint: str
     stats: CacheStats = field(default_factory=CacheStats)
+    _written: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def open(cls, path: Path | str) -> ExtractCache:
@@ -246,6 +253,11 @@ class ExtractCache:
             self.stats.damaged += 1
             self.stats.misses += 1
             return None
+        known = _MEMO.get((self.fingerprint, path, language, sha256))
+        if known is not None and known[0] == checksum:
+            # This very row was read or written by this process: no unpickling.
+            self.stats.hits += 1
+            return CachedExtract(outcome, error, known[1])
         try:
             extract = load_extract(data)
         except (pickle.UnpicklingError, EOFError, TypeError, ValueError, AttributeError):
@@ -257,12 +269,32 @@ class ExtractCache:
             self.stats.misses += 1
             return None
         self.stats.hits += 1
+        self._remember(path, sha256, checksum, extract)
         return CachedExtract(outcome, error, extract)
+
+    def remember_written(self, path: str, sha256: str, extract: FileExtract) -> None:
+        """Keep a freshly parsed ``extract`` in this process, tied to the row ``save``
+        wrote for it (no row written: nothing kept)."""
+        checksum = self._written.get(path)
+        if checksum is not None:
+            self._remember(path, sha256, checksum, extract)
+
+    def _remember(self, path: str, sha256: str, checksum: int, extract: FileExtract) -> None:
+        """Keep ``extract`` for the next index of this row in this process (``cairn
+        watch`` re-indexes many times: an unchanged file is then neither parsed nor
+        unpickled). Only a byte-identical row (same checksum) is answered from it; at most
+        ``MAX_MEMO_FILES`` are kept, the oldest dropped first."""
+        key = (self.fingerprint, path, extract.language, sha256)
+        _MEMO.pop(key, None)
+        _MEMO[key] = (checksum, extract)
+        while len(_MEMO) > MAX_MEMO_FILES:
+            del _MEMO[next(iter(_MEMO))]
 
     def save(self, fresh: Iterable[FreshRow], keep: Iterable[str]) -> None:
         """Store the newly parsed rows ``(path, language, sha256, outcome, error, data)`` and
         drop every row whose path is neither in ``keep`` nor among them (one transaction)."""
         written = [(*row, _row_checksum(*row)) for row in fresh]
+        self._written = {row[0]: row[-1] for row in written}
         kept = set(keep) | {row[0] for row in written}
         with self.conn:
             self.conn.executemany(

@@ -434,21 +434,17 @@ class _PlainResult:
         return {"hits": [to_json(hit) for hit in self.hits]}
 
 
-def _calls_command(request: Any, db: str | None, as_json: bool) -> None:
-    """``cairn callers`` / ``cairn callees``: resolve, walk ``calls``, print the sites."""
-    from dataclasses import replace
-
+def _named_answer(name: str, db: str | None, as_json: bool, run: Any, show_answer: Any) -> None:
+    """Open the database, ``run(database)`` for an answer about ``name``, and print it
+    (JSON, or ``show_answer(answer)``); an unknown name is ``not_found`` (exit 1)."""
     from cairn.database import open as open_database
     from cairn.errors import NotFoundError
-    from cairn.search.calls import calls
     from cairn.search.wire import to_json
     from cairn.store.locate import resolve_database
 
-    name = request.name
     try:
-        target = resolve_database(db)
-        with open_database(target) as database:
-            answer = calls(database, replace(request, database=database.name))
+        with open_database(resolve_database(db)) as database:
+            answer = run(database)
         if answer.resolution.status == "not_found":
             raise NotFoundError(f"no symbol named {name!r}", details={"name": name})
     except CairnError as error:
@@ -457,7 +453,19 @@ def _calls_command(request: Any, db: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(to_json(answer))
         return
-    _print_calls(answer)
+    show_answer(answer)
+
+
+def _calls_command(request: Any, db: str | None, as_json: bool) -> None:
+    """``cairn callers`` / ``cairn callees``: resolve, walk ``calls``, print the sites."""
+    from dataclasses import replace
+
+    from cairn.search.calls import calls
+
+    def run(database: Any) -> Any:
+        return calls(database, replace(request, database=database.name))
+
+    _named_answer(request.name, db, as_json, run, _print_calls)
 
 
 def _print_calls_candidates(resolution: Any) -> None:
@@ -559,25 +567,12 @@ def show_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Show NAME: where it is, its signature, and its source lines (or why not: stale)."""
-    from cairn.database import open as open_database
-    from cairn.errors import NotFoundError
     from cairn.search.show import show
-    from cairn.search.wire import to_json
-    from cairn.store.locate import resolve_database
 
-    try:
-        target = resolve_database(db)
-        with open_database(target) as database:
-            answer = show(database, name, root=root, max_bytes=max_bytes)
-        if answer.resolution.status == "not_found":
-            raise NotFoundError(f"no symbol named {name!r}", details={"name": name})
-    except CairnError as error:
-        fail(error)
-        return
-    if as_json:
-        emit_json(to_json(answer))
-        return
-    _print_show(answer, max_bytes)
+    def run(database: Any) -> Any:
+        return show(database, name, root=root, max_bytes=max_bytes)
+
+    _named_answer(name, db, as_json, run, lambda answer: _print_show(answer, max_bytes))
 
 
 def _print_show(answer: Any, max_bytes: int) -> None:
@@ -620,39 +615,27 @@ def impact_command(
     as_json: JsonFlag = False,
 ) -> None:
     """What breaks if NAME changes: its dependents by hops, files and kinds, tests apart."""
-    from cairn.database import open as open_database
-    from cairn.errors import NotFoundError
     from cairn.search.impact import IMPACT_RELATIONS, ImpactRequest, impact
-    from cairn.search.wire import to_json
-    from cairn.store.locate import resolve_database
 
     chosen = IMPACT_RELATIONS if relations is None else tuple(filter(None, relations.split(",")))
-    try:
-        target = resolve_database(db)
-        with open_database(target) as database:
-            request = ImpactRequest(
-                database.name,
-                name,
-                chosen,
-                depth,
-                max_vertices,
-                max_edges,
-                top,
-                graph,
-                _tuple(kind),
-                _tuple(path),
-                exclude_tests,
-            )
-            answer = impact(database, request)
-        if answer.resolution.status == "not_found":
-            raise NotFoundError(f"no symbol named {name!r}", details={"name": name})
-    except CairnError as error:
-        fail(error)
-        return
-    if as_json:
-        emit_json(to_json(answer))
-        return
-    _print_impact(answer)
+
+    def run(database: Any) -> Any:
+        request = ImpactRequest(
+            database.name,
+            name,
+            chosen,
+            depth,
+            max_vertices,
+            max_edges,
+            top,
+            graph,
+            _tuple(kind),
+            _tuple(path),
+            exclude_tests,
+        )
+        return impact(database, request)
+
+    _named_answer(name, db, as_json, run, _print_impact)
 
 
 def _print_impact(answer: Any) -> None:

@@ -114,3 +114,26 @@ READER = {
     "seeds": ("query", "documents_read"),
     GRAPH: ("graph_read",),
 }
+
+
+FLASK_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "flask_app"
+"""The Flask fixture repository the answers-by-name tests index."""
+
+
+def flask_db(tmp_path: Path, extra: dict[str, str] | None = None) -> Path:
+    """A database loaded from a copy of the Flask fixture (plus ``extra`` files)."""
+    import shutil
+
+    import cairn
+    from cairn.codegraph import index_repository
+    from cairn.store.load import load_semantic_graph
+
+    repo = tmp_path / "repo"
+    shutil.copytree(FLASK_FIXTURE, repo)
+    for relative, text in (extra or {}).items():
+        (repo / relative).parent.mkdir(parents=True, exist_ok=True)
+        (repo / relative).write_text(text)
+    path = tmp_path / "cairn.db"
+    with cairn.open(path) as db:
+        load_semantic_graph(db, index_repository(repo).graph)
+    return path

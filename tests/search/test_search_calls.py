@@ -12,16 +12,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from search_helpers import flask_db
 from typer.testing import CliRunner
 
 import cairn
 from cairn.cli import app
-from cairn.codegraph import index_repository
 from cairn.errors import CorruptionError, ValidationError
 from cairn.search.calls import calls_of
 from cairn.search.names import resolve_name
 from cairn.store.evidence import read_evidence
-from cairn.store.load import load_semantic_graph
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "flask_app"
 LOAD_USER = "function:app/services.py#load_user"
@@ -30,12 +29,7 @@ GET_USER = "function:app/views.py#get_user"
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    shutil.copytree(FIXTURE, repo)
-    path = tmp_path / "cairn.db"
-    with cairn.open(path) as db:
-        load_semantic_graph(db, index_repository(repo).graph)
-    return path
+    return flask_db(tmp_path)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from search_helpers import flask_db
 from typer.testing import CliRunner
 
 import cairn
@@ -20,7 +21,6 @@ from cairn.errors import BudgetExceededError, ValidationError
 from cairn.search.impact import ImpactRequest, impact, is_test_path
 from cairn.search.traverse import TraverseRequest, traverse
 from cairn.store.commands import EntityRef
-from cairn.store.load import load_semantic_graph
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "flask_app"
 TEST_FILE = "from app.services import load_user\n\n\ndef test_load():\n    assert load_user(1)\n"
@@ -28,14 +28,7 @@ TEST_FILE = "from app.services import load_user\n\n\ndef test_load():\n    asser
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    shutil.copytree(FIXTURE, repo)
-    (repo / "tests").mkdir()
-    (repo / "tests" / "test_services.py").write_text(TEST_FILE)
-    path = tmp_path / "cairn.db"
-    with cairn.open(path) as db:
-        load_semantic_graph(db, index_repository(repo).graph)
-    return path
+    return flask_db(tmp_path, {"tests/test_services.py": TEST_FILE})
 
 
 @pytest.fixture

@@ -127,6 +127,7 @@ def replies(db_path: Path) -> list[Any]:
             ("cairn_impact", {"collection": "symbols", "id": "g"}),
             ("cairn_stats", {}),
             ("cairn_impact", {"name": "g", "max_edges": 1}),
+            ("cairn_stats", {"max_chars": 5}),
         ],
     )
 
@@ -150,6 +151,9 @@ def test_tools_are_listed_with_contract_schemas(replies: list[Any]) -> None:
         "cairn_stats",
         "cairn_traverse",
     ]
+    assert all(
+        schema["properties"]["max_chars"]["default"] == 25_000 for schema in schemas.values()
+    )
     search_schema = schemas["cairn_search"]
     assert search_schema["required"] == ["collection"]
     assert search_schema["properties"]["limit"] == {  # the bounds admission checks (item 12)
@@ -165,6 +169,7 @@ def test_tools_are_listed_with_contract_schemas(replies: list[Any]) -> None:
         "scope",
         "retriever",
         "expansion",
+        "max_chars",  # the reply budget every tool takes
     }
 
 
@@ -264,3 +269,6 @@ def test_traverse_impact_and_stats_match_the_library(db_path: Path, replies: lis
     assert partial.is_error is False
     assert partial.structured_content["complete"] is False
     assert partial.structured_content["stopped_by"] == "max_edges"
+    # Every tool takes a reply budget, checked like any argument.
+    refused = replies[13]
+    assert refused.is_error and refused.structured_content["code"] == "validation"

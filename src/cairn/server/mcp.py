@@ -24,6 +24,7 @@ from mcp.server.lowlevel.server import Server
 
 from cairn import __version__
 from cairn.errors import CairnError, NotFoundError, UnauthenticatedError, ValidationError
+from cairn.server.bounds import BUDGET_ARGUMENT, bound_reply, budget_schema, take_budget
 from cairn.server.throttle import FailureLimiter, authenticated, client_address
 
 if TYPE_CHECKING:
@@ -110,6 +111,12 @@ def _tools() -> list[McpTool]:
     return TOOLS
 
 
+def _with_budget(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool's input schema with the ``max_chars`` argument every call takes."""
+    properties = {**schema.get("properties", {}), BUDGET_ARGUMENT: budget_schema()}
+    return {**schema, "properties": properties}
+
+
 def _problem_result(problem: Mapping[str, Any]) -> types.CallToolResult:
     text = json.dumps(problem, ensure_ascii=False, sort_keys=True)
     return types.CallToolResult(
@@ -132,7 +139,7 @@ def build_server(backend: McpBackend, principal: Resolver) -> Server[Any]:
                 types.Tool(
                     name=tool.name,
                     description=tool.description,
-                    input_schema=tool.schema,
+                    input_schema=_with_budget(tool.schema),
                     # Every tool reads: agent hosts may run them without asking.
                     annotations=types.ToolAnnotations(
                         read_only_hint=True, destructive_hint=False, idempotent_hint=True
@@ -149,6 +156,10 @@ def build_server(backend: McpBackend, principal: Resolver) -> Server[Any]:
             error = ValidationError(f"unknown tool {params.name!r}; tools: {sorted(tools)}")
             return _problem_result(error.to_problem())
         arguments = dict(params.arguments or {})
+        try:
+            budget = take_budget(arguments)
+        except CairnError as error:
+            return _problem_result(error.to_problem())
 
         def run() -> Any:
             db = backend.database()
@@ -162,6 +173,7 @@ def build_server(backend: McpBackend, principal: Resolver) -> Server[Any]:
             # Never leak internals to a client; the operator finds them on stderr.
             _LOG.exception("MCP tool %s failed", params.name)
             return _problem_result(_INTERNAL)
+        structured, text = bound_reply(structured, text, budget)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
             structured_content=structured,

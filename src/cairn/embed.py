@@ -56,6 +56,7 @@ __all__ = [
     "Embedder",
     "HashingEmbedder",
     "SentenceTransformerEmbedder",
+    "embedder_for",
     "hashing_features",
     "load_embedder",
 ]
@@ -346,6 +347,19 @@ def _load_packaged(name: str, package: str) -> SentenceTransformerEmbedder:
         raise _unavailable(name, f"{package} ships no model directory")
     revision = f"{package}-{getattr(shipped, '__version__', 'unknown')}"
     return _load_model_directory(name, library, path, package, revision)
+
+
+def embedder_for(space: VectorSpace) -> Embedder | None:
+    """An embedder whose vectors live in exactly ``space`` and that runs here offline
+    (the hashing embedder of that dimension), or None: a query for that space must
+    bring its own vector."""
+    if space.model != HASHING_MODEL or space.version != HASHING_VERSION:
+        return None
+    try:
+        embedder = HashingEmbedder(space.dimension)
+    except ValidationError:
+        return None
+    return embedder if embedder.space == space else None
 
 
 def load_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:

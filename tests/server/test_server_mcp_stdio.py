@@ -155,7 +155,8 @@ def test_tools_are_listed_with_contract_schemas(replies: list[Any]) -> None:
         schema["properties"]["max_chars"]["default"] == 25_000 for schema in schemas.values()
     )
     search_schema = schemas["cairn_search"]
-    assert search_schema["required"] == ["collection"]
+    assert search_schema["required"] == []  # collection defaults to symbols (issue 19)
+    assert search_schema["properties"]["hybrid"]["default"] is True
     assert search_schema["properties"]["limit"] == {  # the bounds admission checks (item 12)
         "type": "integer",
         "default": 10,
@@ -272,3 +273,35 @@ def test_traverse_impact_and_stats_match_the_library(db_path: Path, replies: lis
     # Every tool takes a reply budget, checked like any argument.
     refused = replies[13]
     assert refused.is_error and refused.structured_content["code"] == "validation"
+
+
+def test_search_defaults_to_hybrid_over_symbols_on_a_code_index(tmp_path: Path) -> None:
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from cairn.cli import app
+    from cairn.search.present import query_vector
+
+    repo = tmp_path / "repo"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "flask_app", repo)
+    assert CliRunner().invoke(app, ["index", str(repo), "--workers", "1"]).exit_code == 0
+    db_path = repo / ".cairn" / "cairn.db"
+    _, _, hybrid, plain = run_calls(
+        db_path,
+        [
+            ("cairn_search", {"text": "load user"}),
+            ("cairn_search", {"text": "load user", "hybrid": False}),
+        ],
+    )
+    with cairn.open(db_path) as db:
+        both = db.search(
+            SearchRequest(db.name, "symbols", "/text", "load user", **query_vector("load user"))
+        )
+        text_only = db.search(SearchRequest(db.name, "symbols", "/text", "load user"))
+    assert hybrid.structured_content == json.loads(json.dumps({"hits": [to_wire(h) for h in both]}))
+    assert plain.structured_content == json.loads(
+        json.dumps({"hits": [to_wire(h) for h in text_only]})
+    )
+    assert json.loads(hybrid.content[0].text)["hybrid"] is True
+    assert json.loads(plain.content[0].text)["hybrid"] is False

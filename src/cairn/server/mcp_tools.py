@@ -115,12 +115,63 @@ def _with_database(arguments: Mapping[str, Any], db: Database) -> dict[str, Any]
 
 
 # ------------------------------------------------------------------ handlers
+DEFAULT_COLLECTION = "symbols"
+DEFAULT_TEXT_FIELD = "/text"
+_VECTOR_KEYS = frozenset({"vector", "vector_field", "space"})
+
+
+def _query_vector(db: Database, collection: str, text: str) -> dict[str, Any] | None:
+    """The query's vector under the embedder the collection's vectors came from (the
+    load's ``embedding`` field), or None when there is no such field or no such
+    embedder here (then the search is text only, and the reply says so)."""
+    from cairn.embed import embedder_for
+    from cairn.store.apply import load_collection
+    from cairn.store.load import VECTOR_FIELD
+
+    with db.read_cut() as cut:
+        config = load_collection(cut.conn, collection)
+    fields = {} if config is None else {f.name: f.space for f in config.vector_fields}
+    space = fields.get(VECTOR_FIELD)
+    embedder = None if space is None else embedder_for(space)
+    if space is None or embedder is None:
+        return None
+    (row,) = embedder.embed([text])
+    return {
+        "vector_field": VECTOR_FIELD,
+        "vector": [float(x) for x in row],
+        "space": to_json(space),
+    }
+
+
+def _search_arguments(db: Database, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Agent defaults: the symbols collection, its ``/text`` field, and (``hybrid``,
+    default true, when no vector was given) the query embedded like the collection."""
+    given = _with_database(arguments, db)
+    hybrid = given.pop("hybrid", True)
+    if type(hybrid) is not bool:
+        raise ValidationError("hybrid must be a boolean", details={"field": "hybrid"})
+    given.setdefault("collection", DEFAULT_COLLECTION)
+    text = given.get("text")
+    if isinstance(text, str) and "text_field" not in given:
+        given["text_field"] = DEFAULT_TEXT_FIELD
+    embedded = False
+    if hybrid and isinstance(text, str) and not _VECTOR_KEYS & set(given):
+        vector = _query_vector(db, str(given["collection"]), text)
+        if vector is not None:
+            given.update(vector)
+            embedded = True
+    return given, embedded
+
+
 def _search(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
-    request = from_wire(SearchRequest, _with_database(arguments, db))
+    given, embedded = _search_arguments(db, arguments)
+    request = from_wire(SearchRequest, given)
     hits = db.search(request, who)
     result = GraphSearchResult(tuple(hits))
+    compact = json.loads(_compact_result(result))
+    compact["hybrid"] = embedded  # whether the query was embedded: nothing is silent
     # The same JSON as the HTTP API's POST /v1/search.
-    return {"hits": [to_wire(hit) for hit in hits]}, _compact_result(result)
+    return {"hits": [to_wire(hit) for hit in hits]}, json.dumps(compact, ensure_ascii=False)
 
 
 def _search_graph(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
@@ -246,7 +297,13 @@ def _stats(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> To
 
 
 # -------------------------------------------------------------------- schemas
-_SEARCH_SCHEMA = json_schema(SearchRequest, optional=frozenset({"database"}))
+_SEARCH_SCHEMA = json_schema(SearchRequest, optional=frozenset({"database", "collection"}))
+_SEARCH_SCHEMA["properties"]["hybrid"] = {
+    "type": "boolean",
+    "default": True,
+    "description": "Embed the text like the collection's vectors and fuse both branches "
+    "(ignored when a vector is given); false: BM25 only.",
+}
 _GRAPH_SCHEMA = json_schema(GraphSearchRequest, optional=frozenset({"version"}))
 _GRAPH_SCHEMA["properties"]["search"] = _SEARCH_SCHEMA
 _QUERY_SCHEMA = json_schema(QueryRequest)
@@ -308,11 +365,11 @@ def _impact_schema() -> dict[str, Any]:
 TOOLS: list[McpTool] = [
     McpTool(
         "cairn_search",
-        "Search one collection of the code graph by text (BM25 over names, signatures, "
-        "docstrings and doc sections) and/or by vector. Collections: files, symbols, "
-        "routes, sections, externals; the text field is '/text'. Example: "
-        '{"collection": "symbols", "text_field": "/text", "text": "load user"}. '
-        "Returns ranked hits with exact (collection, id) refs to use as graph seeds.",
+        "Find code: hybrid search (BM25 over names, signatures, docstrings and doc "
+        "sections, fused with the embedded query) of one collection, 'symbols' unless "
+        "another is named (files, routes, sections, externals). Example: "
+        '{"text": "load user"}. Returns ranked hits with exact (collection, id) refs to '
+        "use as graph seeds; 'hybrid' in the text says whether the query was embedded.",
         _SEARCH_SCHEMA,
         _search,
     ),

@@ -200,9 +200,11 @@ def test_plain_sql_and_document_tools(db_path: Path, replies: list[Any]) -> None
     assert [h["document"]["ref"]["id"] for h in sql.structured_content["hits"]] == ["f", "g"]
     assert sql.structured_content == json.loads(json.dumps(to_wire(embedded_sql)))
     assert sql.structured_content["expansion"]["completeness"] == "selected_hits"
-    assert documents.structured_content == json.loads(
-        json.dumps({"documents": [to_wire(document)]})
-    )
+    assert documents.structured_content["documents"] == json.loads(json.dumps([to_wire(document)]))
+    # Source lines ride along; this document names no file, and the answer says so.
+    assert documents.structured_content["sources"] == [
+        {"lines": None, "stale": None, "reason": "the node has no file"}
+    ]
 
 
 def test_errors_are_problem_documents(replies: list[Any]) -> None:
@@ -273,6 +275,35 @@ def test_traverse_impact_and_stats_match_the_library(db_path: Path, replies: lis
     # Every tool takes a reply budget, checked like any argument.
     refused = replies[13]
     assert refused.is_error and refused.structured_content["code"] == "validation"
+
+
+def test_get_documents_shows_numbered_source_lines_or_stale(tmp_path: Path) -> None:
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from cairn.cli import app
+
+    repo = tmp_path / "repo"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "flask_app", repo)
+    assert CliRunner().invoke(app, ["index", str(repo), "--workers", "1"]).exit_code == 0
+    ref = {"collection": "symbols", "id": "function:app/views.py#get_user"}
+    (_, _, fresh) = run_calls(
+        repo / ".cairn" / "cairn.db", [("cairn_get_documents", {"refs": [ref]})]
+    )
+    (entry,) = json.loads(fresh.content[0].text)
+    assert entry["source"]["lines"] == [
+        "11  def get_user(user_id):",
+        "12      user = services.load_user(user_id)",
+        "13      return jsonify(user.name)",
+    ]
+    views = repo / "app" / "views.py"
+    views.write_text(views.read_text() + "\n# edited\n")
+    (_, _, stale) = run_calls(
+        repo / ".cairn" / "cairn.db", [("cairn_get_documents", {"refs": [ref]})]
+    )
+    (entry,) = json.loads(stale.content[0].text)
+    assert entry["source"] == {"stale": True, "reason": "app/views.py changed since it was indexed"}
 
 
 def test_search_defaults_to_hybrid_over_symbols_on_a_code_index(tmp_path: Path) -> None:

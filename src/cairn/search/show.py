@@ -14,7 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cairn.errors import CorruptionError, ValidationError
 from cairn.search.names import NameResolution, resolve_name
@@ -31,9 +31,12 @@ __all__ = [
     "MAX_SOURCE_BYTES",
     "ShowAnswer",
     "ShowRequest",
+    "Source",
     "SourceLines",
+    "checkout_of",
     "show",
     "show_request",
+    "source_of",
 ]
 
 DEFAULT_SOURCE_BYTES = 16_000
@@ -114,6 +117,55 @@ def show_request(db: Database, request: ShowRequest, principal: PrincipalLike = 
     return show(db, request.name, max_bytes=request.max_bytes, principal=principal)
 
 
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A document's source lines (or None) and whether they are stale, with why not."""
+
+    lines: SourceLines | None
+    stale: bool | None
+    reason: str | None
+
+
+def checkout_of(db: Database, root: Path | str | None = None) -> tuple[Path | None, Path]:
+    """The checkout root (given, or the folder holding the database's ``.cairn/``) and
+    the index manifest beside the database."""
+    folder = Path(db.path).resolve().parent
+    base = (
+        Path(root) if root is not None else folder.parent if folder.name == INDEX_FOLDER else None
+    )
+    return base, folder / MANIFEST_NAME
+
+
+def source_of(
+    body: Any, base: Path | None, listing: Path, max_bytes: int = DEFAULT_SOURCE_BYTES
+) -> Source:
+    """The lines of a document body's ``path`` and ``range`` in the checkout at
+    ``base``, checked against the manifest at ``listing`` (stale: no lines)."""
+    path, found = body.get("path"), body.get("range")
+    if not isinstance(path, str):
+        return Source(None, None, "the node has no file")
+    if base is None:
+        return Source(None, None, "no checkout root (give --root)")
+    try:
+        data = (base / path).read_bytes()
+    except FileNotFoundError:
+        return Source(None, True, f"{path} is gone from the checkout")
+    except OSError as exc:
+        return Source(None, None, f"cannot read {path}: {exc}")
+    hashes = _manifest_hashes(listing)
+    if hashes is None:
+        stale, reason = None, "no index manifest: freshness unknown"
+    elif hashes.get(path) != hashlib.sha256(data).hexdigest():
+        return Source(None, True, f"{path} changed since it was indexed")
+    else:
+        stale, reason = False, None
+    if isinstance(found, list | tuple) and len(found) == 4:
+        start, end = int(found[0]), int(found[2])
+    else:
+        start, end = 1, len(data.splitlines())
+    return Source(_lines(data, path, start, end, max_bytes), stale, reason)
+
+
 def show(
     db: Database,
     name: str,
@@ -127,40 +179,14 @@ def show(
     ``root`` (default: the folder holding the database's ``.cairn/``)."""
     if type(max_bytes) is not int or not 0 <= max_bytes <= MAX_SOURCE_BYTES:
         raise ValidationError(f"max_bytes must be an integer in 0..{MAX_SOURCE_BYTES}")
-    folder = Path(db.path).resolve().parent
-    base = (
-        Path(root) if root is not None else folder.parent if folder.name == INDEX_FOLDER else None
-    )
-    listing = Path(manifest) if manifest is not None else folder / MANIFEST_NAME
+    base, listing = checkout_of(db, root)
+    if manifest is not None:
+        listing = Path(manifest)
     with db.read_cut(principal) as cut:
         resolution = resolve_name(cut, name)
         if resolution.match is None:
             return ShowAnswer(resolution, None, None, None, None)
         ref = resolution.match.ref
         document = read_document(cut, ref.collection, ref.id)
-    body = document.body
-    path, found = body.get("path"), body.get("range")
-    if not isinstance(path, str):
-        return ShowAnswer(resolution, document, None, None, "the node has no file")
-    if base is None:
-        return ShowAnswer(resolution, document, None, None, "no checkout root (give --root)")
-    try:
-        data = (base / path).read_bytes()
-    except FileNotFoundError:
-        return ShowAnswer(resolution, document, None, True, f"{path} is gone from the checkout")
-    except OSError as exc:
-        return ShowAnswer(resolution, document, None, None, f"cannot read {path}: {exc}")
-    hashes = _manifest_hashes(listing)
-    if hashes is None:
-        stale, reason = None, "no index manifest: freshness unknown"
-    elif hashes.get(path) != hashlib.sha256(data).hexdigest():
-        return ShowAnswer(resolution, document, None, True, f"{path} changed since it was indexed")
-    else:
-        stale, reason = False, None
-    if isinstance(found, list | tuple) and len(found) == 4:
-        start, end = int(found[0]), int(found[2])
-    else:
-        start, end = 1, len(data.splitlines())
-    return ShowAnswer(
-        resolution, document, _lines(data, path, start, end, max_bytes), stale, reason
-    )
+    found = source_of(document.body, base, listing, max_bytes)
+    return ShowAnswer(resolution, document, found.lines, found.stale, found.reason)

@@ -190,28 +190,54 @@ def _query_search(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]
 
 
 def _get_documents(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
+    from cairn.search.show import checkout_of, source_of
     from cairn.server.mcp import MAX_DOCUMENT_REFS
     from cairn.store.reads import read_document
 
+    unknown = sorted(set(arguments) - {"refs", "source"})
+    if unknown:
+        raise ValidationError(f"cairn_get_documents has unknown fields {unknown}")
     refs = arguments.get("refs")
     if not isinstance(refs, list) or not 1 <= len(refs) <= MAX_DOCUMENT_REFS:
         raise ValidationError(f"refs must be an array of 1..{MAX_DOCUMENT_REFS} entity refs")
+    with_source = arguments.get("source", True)
+    if type(with_source) is not bool:
+        raise ValidationError("source must be a boolean", details={"field": "source"})
     wanted = [from_wire(EntityRef, item) for item in refs]
     found: list[dict[str, Any]] = []
+    sources: list[dict[str, Any]] = []
+    base, listing = checkout_of(db)
     with db.read_cut(who) as cut:  # one cut for every document of the call
         for ref in wanted:
             document = read_document(cut, ref.collection, ref.id)
             found.append(to_wire(document))  # as GET /v1/documents returns it
-    compact = [
-        {
+            if with_source:  # the source lines from the checkout, or why not (stale)
+                sources.append(to_json(source_of(document.body, base, listing)))
+    compact = []
+    for index, d in enumerate(found):
+        entry = {
             "collection": d["ref"]["collection"],
             "id": d["ref"]["id"],
             "revision": d["revision"],
             **{k: _trim(v) for k, v in d["body"].items()},
         }
-        for d in found
-    ]
-    return {"documents": found}, compact_documents(compact)
+        if with_source:
+            entry["source"] = _numbered(sources[index])
+        compact.append(entry)
+    structured: dict[str, Any] = {"documents": found}
+    if with_source:
+        structured["sources"] = sources
+    return structured, compact_documents(compact)
+
+
+def _numbered(source: Mapping[str, Any]) -> Any:
+    """Source lines as ``"12  text"`` strings, or the reason there are none."""
+    lines = source.get("lines")
+    if not lines:
+        return {"stale": source.get("stale"), "reason": source.get("reason")}
+    start = lines["start"]
+    numbered = [f"{start + i}  {text}" for i, text in enumerate(lines["lines"])]
+    return {"stale": source.get("stale"), "lines": numbered, "truncated": lines["truncated"]}
 
 
 def _traverse(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
@@ -316,7 +342,13 @@ _REFS_SCHEMA: dict[str, Any] = {
             "minItems": 1,
             "maxItems": 100,
             "description": "Exact (collection, id) pairs, as returned by the search tools.",
-        }
+        },
+        "source": {
+            "type": "boolean",
+            "default": True,
+            "description": "Add each document's source lines from the indexed checkout "
+            "(none, and stale: true, when the file changed since it was indexed).",
+        },
     },
     "required": ["refs"],
     "additionalProperties": False,
@@ -394,8 +426,9 @@ TOOLS: list[McpTool] = [
     ),
     McpTool(
         "cairn_get_documents",
-        "Fetch documents by exact ref (collection, id), e.g. the full body of a symbol "
-        "found by a search: kind, name, path, range, signature, docstring, snippet.",
+        "Show code: documents by exact ref (collection, id), e.g. a symbol found by a "
+        "search: kind, name, path, range, signature, docstring, and its source lines from "
+        "the indexed checkout, numbered (or stale: true when the file changed since).",
         _REFS_SCHEMA,
         _get_documents,
     ),

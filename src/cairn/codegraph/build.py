@@ -314,6 +314,13 @@ def index_repository(
     return IndexResult(scan.root, graph, manifest, time.perf_counter() - started, stats)
 
 
+def _root_package(root: Path) -> str | None:
+    """The indexed folder's own package name when it is a package (``__init__.py`` at
+    its top and a name Python can import), else None."""
+    name = root.name
+    return name if (root / "__init__.py").is_file() and name.isidentifier() else None
+
+
 def _open_cache(path: Path | str | None) -> tuple[ExtractCache | None, CacheStats | None]:
     """The cache at ``path`` and its stats; a cache that cannot be opened (a read-only
     folder, a full disk) is done without, and says why: it only saves time."""
@@ -345,7 +352,9 @@ def _index(
     fresh = _Fresh(cache is not None)
     with closing(_extract_phases(_plan(scan, cache), workers, progress, fresh)) as phases:
         pairs = next(phases)
-        python = PythonResolver(_by_language([e for _, e in pairs], PYTHON), emitter)
+        python = PythonResolver(
+            _by_language([e for _, e in pairs], PYTHON), emitter, _root_package(scan.root)
+        )
         python.run()
         emitter.flush()  # admit the Python facts while the workers finish the other files
         pairs.extend(next(phases))

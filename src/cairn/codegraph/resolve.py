@@ -129,14 +129,18 @@ class _Module:
     members: dict[str, dict[str, Symbol]] = field(default_factory=dict)
 
 
-def module_names(paths: Iterable[str]) -> dict[str, str]:
+def module_names(paths: Iterable[str], root_package: str | None = None) -> dict[str, str]:
     """Map each Python file path to its dotted module name from the package layout.
 
     A module's package chain is the run of parent directories holding ``__init__.py``;
-    the directory above the topmost one is its import root.
+    the directory above the topmost one is its import root. When the indexed folder is
+    itself a package (``__init__.py`` at its top), ``root_package`` is its name (the
+    folder's): ``django/http/response.py`` indexed from ``django/`` is
+    ``django.http.response``, so ``from django.http import ...`` resolves inside.
     """
     paths = sorted(paths)
     inits = {p.rsplit("/", 1)[0] if "/" in p else "" for p in paths if p.endswith("__init__.py")}
+    prefix = f"{root_package}." if root_package and "" in inits else ""
     names: dict[str, str] = {}
     for path in paths:
         parts = path[: -len(".py")].split("/")
@@ -149,6 +153,8 @@ def module_names(paths: Iterable[str]) -> dict[str, str]:
         while start > 0 and "/".join(directory_parts[:start]) in inits:
             start -= 1
         dotted = ".".join(parts[start:])
+        if prefix and start == 0:  # the chain reaches the indexed folder: a package too
+            dotted = prefix + dotted if dotted else prefix[:-1]
         if dotted:
             names[path] = dotted
     return names
@@ -182,9 +188,14 @@ def _django_regex(route: str) -> str:
 class PythonResolver:
     """Resolves every Python extract and emits its nodes and facts."""
 
-    def __init__(self, extracts: Sequence[FileExtract], emitter: GraphEmitter) -> None:
+    def __init__(
+        self,
+        extracts: Sequence[FileExtract],
+        emitter: GraphEmitter,
+        root_package: str | None = None,
+    ) -> None:
         self.emit = emitter
-        names = module_names(e.path for e in extracts)
+        names = module_names((e.path for e in extracts), root_package)
         self.by_name: dict[str, _Module] = {}
         self.by_path: dict[str, _Module] = {}
         ambiguous: set[str] = set()

@@ -28,8 +28,15 @@ from cairn.graph import EndpointIdentity, OccurrenceInput, SemanticGraph, Source
 from cairn.store import EntityRef
 from cairn.store.bulk import _depth_within
 from cairn.store.limits import MAX_DOCUMENT_DEPTH, json_depth
-from cairn.store.load import _Encoder, _gc_paused, _record_bytes, _validate_ref, _wanted
-from cairn.store.records import fact_record, occurrence_record
+from cairn.store.load import (
+    _Encoder,
+    _gc_paused,
+    _record_bytes,
+    _Splitter,
+    _validate_ref,
+    _wanted,
+)
+from cairn.store.records import fact_record, occurrence_record, split_fact, split_occurrence
 
 
 class _Colour(enum.StrEnum):
@@ -287,3 +294,74 @@ def test_depth_within_at_the_document_limit(depth: int) -> None:
     value = _nested(depth)
     assert json_depth(value) == depth
     assert _depth_within(value, MAX_DOCUMENT_DEPTH) == (depth <= MAX_DOCUMENT_DEPTH)
+
+
+def _indexed(fixture: str) -> SemanticGraph:
+    from pathlib import Path
+
+    from cairn.codegraph import index_repository
+
+    root = Path(__file__).resolve().parents[1] / "fixtures" / fixture
+    return index_repository(root).graph
+
+
+@pytest.mark.parametrize(
+    "graph",
+    [build(), build(extra=True), _rich_graph(), _indexed("flask_app"), _indexed("ts_lib")],
+    ids=["small", "extra", "rich", "flask_app", "ts_lib"],
+)
+def test_the_splitter_equals_the_general_split_functions(graph: SemanticGraph) -> None:
+    # The oracle: the general functions over each record's whole JSON, with the
+    # reference encoder. The splitter memoises shapes; its bytes must not differ.
+    splitter = _Splitter(_record_bytes)
+    memoised = 0
+    for fact in graph.facts():
+        ends = (fact.source, fact.target)
+        occurrences = [splitter.occurrence(o, fact.id) for o in graph.occurrences_of(fact.id)]
+        expected_occurrences = [
+            split_occurrence(o.id, fact.id, o.to_json(), canonical_bytes_reference)
+            for o in graph.occurrences_of(fact.id)
+        ]
+        assert occurrences == expected_occurrences
+        stored = splitter.fact(fact, ends, occurrences)
+        expected = split_fact(
+            fact.to_json(),
+            fact.id,
+            fact.relation,
+            ends,
+            expected_occurrences,
+            canonical_bytes_reference,
+        )
+        assert stored == expected
+        memoised += stored.shape is not None
+    assert memoised == graph.fact_count  # a graph's own records always split
+
+
+def test_the_splitter_keeps_apart_shapes_that_differ_in_endpoint_identity() -> None:
+    # Same relation and discriminator, endpoints of three identities: three shapes.
+    graph = SemanticGraph()
+    identities = {
+        "a": EndpointIdentity.stable(),
+        "b": EndpointIdentity.context_bound("source_location_derived"),
+        "c": EndpointIdentity.context_bound("source_location_derived", "source_ordinal_derived"),
+    }
+    for name, identity in identities.items():
+        graph.add_node(f"function:m.py#{name}", "function", identity=identity)
+    for target in ("a", "b", "c"):
+        graph.add_fact(
+            "function:m.py#a",
+            f"function:m.py#{target}",
+            "calls",
+            {"invocation": "call", "dispatch": "direct"},
+        )
+    splitter = _Splitter(_record_bytes)
+    shapes = set()
+    for fact in graph.facts():
+        ends = (fact.source, fact.target)
+        stored = splitter.fact(fact, ends, [])
+        reference = split_fact(
+            fact.to_json(), fact.id, fact.relation, ends, [], canonical_bytes_reference
+        )
+        assert stored == reference
+        shapes.add(stored.shape)
+    assert len(shapes) == 3

@@ -48,7 +48,7 @@ from cairn.canonical import (
 )
 from cairn.errors import BudgetExceededError, IdentityCollisionError, ValidationError
 from cairn.graph.identity import FACT_ID_PREFIX, fact_identity_payload, id_from_payload
-from cairn.graph.model import Node, SemanticFact, thaw
+from cairn.graph.model import EndpointIdentity, EvidenceOccurrence, Node, SemanticFact, thaw
 from cairn.graph.multigraph import SemanticGraph
 from cairn.store.apply import field_text, load_collection
 from cairn.store.bulk import BulkApplier, BulkDocument, BulkFact, BulkVector, lookup_chunks
@@ -86,6 +86,9 @@ from cairn.store.limits import (
 )
 from cairn.store.policy import Capability, Principal, require
 from cairn.store.records import (
+    FACT_COLUMNS,
+    OCCURRENCE_COLUMNS,
+    OCCURRENCE_PARTS,
     StoredFact,
     StoredOccurrence,
     read_shapes,
@@ -416,6 +419,93 @@ def _wanted(graph: SemanticGraph, graph_name: str, space: VectorSpace) -> _Wante
     return _Wanted(graph_name, space, collections, graph, refs, order)
 
 
+class _Splitter:
+    """``split_occurrence`` and ``split_fact`` of a graph's own objects, each shape
+    encoded once per load.
+
+    A repository's occurrences share a handful of shapes (the adapter and its version)
+    and its facts a few thousand (direction, discriminator, endpoint identities), yet
+    the general functions build and encode every record whole. Only records whose shape
+    fields are plain strings and empty lists are memoised (a key of strings cannot
+    confuse ``1`` with ``1.0``); anything else takes the general functions, whose bytes
+    these equal (tested on real graphs).
+    """
+
+    def __init__(self, encode: Callable[[Any], bytes]) -> None:
+        self._encode = encode
+        self._occurrence_shapes: dict[tuple[Any, ...], bytes] = {}
+        self._fact_shapes: dict[tuple[Any, ...], tuple[Any, bytes]] = {}
+
+    def occurrence(self, item: EvidenceOccurrence, fact_id: str) -> StoredOccurrence:
+        """``split_occurrence(item.id, fact_id, item.to_json(), encode)``."""
+        encode = self._encode
+        if (
+            item.fact_id != fact_id
+            or item.provenance
+            or item.confidence_observations
+            or item.metadata_variants
+            or item.diagnostics
+        ):
+            return split_occurrence(item.id, fact_id, item.to_json(), encode)
+        owner = item.owner
+        key = (owner.adapter_id, owner.strategy, owner.adapter_version, item.adapter_evidence_key)
+        shape = self._occurrence_shapes.get(key)
+        if shape is None:
+            skipped = (*OCCURRENCE_COLUMNS, *OCCURRENCE_PARTS)
+            shape = encode({k: v for k, v in item.to_json().items() if k not in skipped})
+            self._occurrence_shapes[key] = shape
+        source, target = item.source_range, item.target_range
+        parts = [
+            item.site_kind,
+            item.source_file,
+            source.to_json() if source else None,
+            item.target_file,
+            target.to_json() if target else None,
+        ]
+        return StoredOccurrence(item.id, shape, encode(parts))
+
+    def fact(
+        self,
+        fact: SemanticFact,
+        endpoint_ids: tuple[str, str],
+        occurrences: Sequence[StoredOccurrence],
+    ) -> StoredFact:
+        """``split_fact(fact.to_json(), fact.id, fact.relation, endpoint_ids, occurrences,
+        encode)``."""
+        ordered = tuple(sorted(occurrences, key=_by_id))
+        if (
+            fact.annotation_variants
+            or endpoint_ids != (fact.source, fact.target)
+            or fact.occurrence_ids != tuple(item.id for item in ordered)
+        ):
+            return split_fact(
+                fact.to_json(), fact.id, fact.relation, endpoint_ids, ordered, self._encode
+            )
+        disc, ends = fact.discriminator, fact.endpoint_identity
+        key = (
+            fact.direction.value,
+            id(disc),
+            *_identity_key(ends.source),
+            *_identity_key(ends.target),
+        )
+        held = self._fact_shapes.get(key)
+        if held is None or held[0] is not disc:
+            shape = self._encode({k: v for k, v in fact.to_json().items() if k not in FACT_COLUMNS})
+            held = (disc, shape)  # the discriminator is kept alive, so its id stays its own
+            self._fact_shapes[key] = held
+        return StoredFact(held[1], None, ordered)
+
+
+def _by_id(item: StoredOccurrence) -> str:
+    return item.id
+
+
+def _identity_key(identity: EndpointIdentity) -> tuple[str, ...]:
+    """An endpoint identity as plain strings: its status, then its reasons (a length
+    first, so two identities never run together into one key)."""
+    return (str(identity.status.value), str(len(identity.reasons)), *map(str, identity.reasons))
+
+
 class _Encoder:
     """The wanted records in store order, canonicalised a batch at a time, and the
     fingerprint of all of them once both walks are done.
@@ -454,7 +544,9 @@ class _Encoder:
         """Every wanted fact with its occurrences, ``LOAD_BATCH_SIZE`` at a time, by ID."""
         if self._walked != {"documents"}:
             raise RuntimeError("a load's facts are walked once, after its documents")
-        encode, feed, refs = self._encode, self._digest.feed, self.wanted.refs
+        feed, refs = self._digest.feed, self.wanted.refs
+        split = _Splitter(self._encode)
+        occurrence, split_one = split.occurrence, split.fact
         occurrences_of = self.wanted.source.occurrences_of
         facts = self.wanted.source.facts()
         for start in range(0, len(facts), LOAD_BATCH_SIZE):
@@ -462,18 +554,9 @@ class _Encoder:
             for fact in facts[start : start + LOAD_BATCH_SIZE]:
                 _verified(fact)
                 endpoints = (refs[fact.source], refs[fact.target])
-                occurrences = [
-                    split_occurrence(item.id, fact.id, item.to_json(), encode)
-                    for item in occurrences_of(fact.id)
-                ]
-                stored = split_fact(
-                    fact.to_json(),
-                    fact.id,
-                    fact.relation,
-                    (endpoints[0].id, endpoints[1].id),
-                    occurrences,
-                    encode,
-                )
+                fact_id = fact.id
+                occurrences = [occurrence(item, fact_id) for item in occurrences_of(fact_id)]
+                stored = split_one(fact, (endpoints[0].id, endpoints[1].id), occurrences)
                 batch.append(BulkFact(fact, endpoints, stored))
                 feed(*_fact_chunks(fact.id, fact.relation, endpoints, stored))
             yield batch

@@ -16,11 +16,12 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.codegraph.cache import (
     CacheStats,
@@ -29,7 +30,7 @@ from cairn.codegraph.cache import (
     dump_extract,
     load_extract,
 )
-from cairn.codegraph.emit import GraphEmitter
+from cairn.codegraph.emit import GraphEmitter, node_of
 from cairn.codegraph.limits import (
     ADAPTER_VERSION,
     DEFAULT_OUT_DIRNAME,
@@ -39,7 +40,7 @@ from cairn.codegraph.limits import (
     MANIFEST_FILENAME,
 )
 from cairn.codegraph.records import FileExtract
-from cairn.codegraph.resolve import PythonResolver
+from cairn.codegraph.resolve import PythonResolver, module_names, python_node_specs
 from cairn.codegraph.scan import (
     INDEXED,
     FileOutcome,
@@ -50,7 +51,11 @@ from cairn.codegraph.scan import (
 )
 from cairn.codegraph.wire import gc_paused, worker_initializer, worker_tick
 from cairn.errors import CairnError, ValidationError, os_error
-from cairn.graph import SemanticGraph, build_receipt, fully_stable_facts
+from cairn.graph import Node, SemanticGraph, build_receipt, fully_stable_facts
+
+if TYPE_CHECKING:
+    from cairn.embed import Embedder
+    from cairn.store.load import PreparedDocuments
 
 __all__ = [
     "INDEX_PHASES",
@@ -112,6 +117,9 @@ class IndexResult:
     manifest: Manifest
     seconds: float
     cache: CacheStats | None = None
+    prepared: PreparedDocuments | None = None
+    """Documents of the Python nodes made by a worker while the graph was resolved
+    (``index_repository(embedder=...)`` with workers), for the load to take."""
 
 
 def extract_file(path: str, language: str, data: bytes) -> FileExtract:
@@ -166,6 +174,52 @@ def _parse_in_worker(job: Job) -> tuple[FileOutcome, bytes]:
         worker_tick()
 
 
+PrepareJob = tuple[list[tuple[str, str, bytes]], "Embedder"]
+"""Python files to make documents of: (path, module name, the extract's bytes) each."""
+
+
+def _prepare_in_worker(job: PrepareJob) -> PreparedDocuments:
+    """The documents of the nodes the resolver will emit for these files (a worker's
+    job while the parent resolves: the same nodes, by ``python_node_specs``)."""
+    from cairn.store.load import prepare_documents
+
+    files, embedder = job
+    nodes: dict[str, Node] = {}
+    for _path, name, blob in files:
+        for node_id, kind, attributes in python_node_specs(name, load_extract(blob)):
+            if node_id not in nodes:  # the emitter keeps the first of an ID, as here
+                nodes[node_id] = node_of(node_id, kind, attributes)
+    return prepare_documents(list(nodes.values()), embedder)
+
+
+class _Preparing:
+    """What the parent asks the pool to make ahead: the embedder, the module names, and
+    the job once it is sent."""
+
+    def __init__(self, embedder: Embedder | None, names: dict[str, str]) -> None:
+        self.embedder = embedder
+        self.names = names
+        self.future: Future[PreparedDocuments] | None = None
+
+    def send(self, pool: ProcessPoolExecutor, parsed: list[tuple[str, bytes]]) -> None:
+        """Queue the documents of the freshly parsed Python files (cached ones have no
+        bytes here; their documents are made by the load as before)."""
+        if self.embedder is None:
+            return
+        files = [(path, self.names[path], blob) for path, blob in parsed if path in self.names]
+        if files:
+            self.future = pool.submit(_prepare_in_worker, (files, self.embedder))
+
+    def result(self) -> PreparedDocuments | None:
+        """The prepared documents (the pool has finished by now), or None."""
+        if self.future is None:
+            return None
+        try:
+            return self.future.result()
+        except BrokenProcessPool:  # a killed worker costs time only: the load makes them
+            return None
+
+
 def _pool_context() -> multiprocessing.context.BaseContext:
     methods = multiprocessing.get_all_start_methods()
     if "forkserver" in methods:
@@ -202,6 +256,7 @@ def _extract_phases(
     workers: int,
     progress: ProgressCallback | None,
     fresh: _Fresh,
+    preparing: _Preparing | None = None,
 ) -> Generator[list[Extracted], None, None]:
     """Parse each phase's jobs, yielding one phase's results at a time (any order).
 
@@ -242,13 +297,17 @@ def _extract_phases(
         for phase in phases:
             ordered = sorted(phase.jobs, key=lambda job: (-len(job[1]), job[0].path))
             streams.append(pool.map(_parse_in_worker, ordered, chunksize=CHUNK_FILES))
-        for phase, stream in zip(phases, streams, strict=True):
+        for number, (phase, stream) in enumerate(zip(phases, streams, strict=True)):
             results: list[Extracted] = []
+            parsed: list[tuple[str, bytes]] = []
             for item in phase.ready:
                 tick(results, item)
             for outcome, blob in stream:
                 fresh.add(outcome, blob)
+                parsed.append((outcome.path, blob))
                 tick(results, (outcome, load_extract(blob)))
+            if number == 0 and preparing is not None:
+                preparing.send(pool, parsed)  # a worker makes them while we resolve
             yield results
 
 
@@ -289,13 +348,17 @@ def index_repository(
     progress: ProgressCallback | None = None,
     phase: PhaseCallback | None = None,
     cache: Path | str | None = None,
+    embedder: Embedder | None = None,
 ) -> IndexResult:
     """Index the repository at ``root`` into a semantic graph plus manifest.
 
     ``progress`` follows the files extracted; ``phase`` is told each phase as it starts.
     With ``cache`` (an extraction cache file, see ``cairn.codegraph.cache``), a file
     whose bytes, path and language match a cached row is not parsed again, and the
-    cache is brought up to date; the graph is the same either way.
+    cache is brought up to date; the graph is the same either way. With ``embedder``
+    and workers, a worker makes the documents of the freshly parsed Python files' nodes
+    while this process resolves (``IndexResult.prepared``, for
+    ``load_semantic_graph(prepared=...)`` with the same embedder).
     """
     if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
         raise ValidationError(f"workers must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
@@ -307,11 +370,12 @@ def index_repository(
         opened, stats = _open_cache(cache)
         try:
             tell("extracting")
-            manifest, graph = _index(scan, workers, progress, tell, opened)
+            manifest, graph, prepared = _index(scan, workers, progress, tell, opened, embedder)
         finally:
             if opened is not None:
                 opened.close()
-    return IndexResult(scan.root, graph, manifest, time.perf_counter() - started, stats)
+    seconds = time.perf_counter() - started
+    return IndexResult(scan.root, graph, manifest, seconds, stats, prepared)
 
 
 def _root_package(root: Path) -> str | None:
@@ -343,17 +407,22 @@ def _index(
     progress: ProgressCallback | None,
     phase: PhaseCallback = _quiet,
     cache: ExtractCache | None = None,
-) -> tuple[Manifest, SemanticGraph]:
+    embedder: Embedder | None = None,
+) -> tuple[Manifest, SemanticGraph, PreparedDocuments | None]:
     """Extract, resolve and admit: the body of ``index_repository`` (collector paused)."""
     manifest = Manifest()
     for skipped in scan.skipped:
         manifest.add(skipped)
     emitter = GraphEmitter()
     fresh = _Fresh(cache is not None)
-    with closing(_extract_phases(_plan(scan, cache), workers, progress, fresh)) as phases:
+    root_package = _root_package(scan.root)
+    names = module_names((f.path for f in scan.files if f.language == PYTHON), root_package)
+    preparing = _Preparing(embedder, names)
+    planned = _plan(scan, cache)
+    with closing(_extract_phases(planned, workers, progress, fresh, preparing)) as phases:
         pairs = next(phases)
         python = PythonResolver(
-            _by_language([e for _, e in pairs], PYTHON), emitter, _root_package(scan.root)
+            _by_language([e for _, e in pairs], PYTHON), emitter, root_package, names
         )
         python.run()
         emitter.flush()  # admit the Python facts while the workers finish the other files
@@ -390,7 +459,7 @@ def _index(
             outcome = replace(outcome, counts=tuple(sorted(stats.items())))
             manifest.calls.update(stats)
         manifest.add(outcome)
-    return manifest, emitter.graph
+    return manifest, emitter.graph, preparing.result()
 
 
 def index_summary(result: IndexResult) -> dict[str, Any]:

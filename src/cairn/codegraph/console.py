@@ -32,10 +32,10 @@ from cairn.codegraph.build import (
 )
 from cairn.codegraph.cache import CACHE_FILENAME
 from cairn.codegraph.limits import DEFAULT_OUT_DIRNAME
-from cairn.graph.multigraph import SemanticGraph
 from cairn.store.locate import DATABASE_FILE
 
 if TYPE_CHECKING:
+    from cairn.embed import Embedder
     from cairn.store.load import LoadProgress
 
 __all__ = [
@@ -137,6 +137,7 @@ def index_once(
     summary: the summary and the index result (``cairn index`` and ``cairn watch``)."""
     count = workers if workers is not None else default_workers()
     folder = index_folder(path, out)
+    embedder = _embedder() if load else None
     with _progress(console, show_progress) as steps:
         result = index_repository(
             path,
@@ -145,6 +146,7 @@ def index_once(
             progress=steps.files,
             phase=steps.phase,
             cache=folder / CACHE_FILENAME,
+            embedder=embedder,
         )
         steps.phase("writing graph.cairn")
         written = write_index(result, out, generated_at=generated_at)
@@ -153,13 +155,22 @@ def index_once(
         summary["graph_path"] = str(written.graph_path)
         summary["manifest_path"] = str(written.manifest_path)
         summary["graph_bytes"] = written.graph_bytes
-        if load:
+        if embedder is not None:
             database = written.graph_path.parent / DATABASE_FILE
-            summary["load"] = _load(database, result.graph, steps.loading)
+            summary["load"] = _load(database, result, embedder, steps.loading)
     return summary, result
 
 
-def _load(db_path: Path, graph: SemanticGraph, progress: LoadProgress) -> dict[str, Any]:
+def _embedder() -> Embedder:
+    """The embedder a code index is loaded with: the default hashing one."""
+    from cairn.embed import HashingEmbedder
+
+    return HashingEmbedder()
+
+
+def _load(
+    db_path: Path, result: IndexResult, embedder: Embedder, progress: LoadProgress
+) -> dict[str, Any]:
     from cairn.store import open as open_database
     from cairn.store.load import load_semantic_graph, load_summary, repair_collector
 
@@ -172,7 +183,9 @@ def _load(db_path: Path, graph: SemanticGraph, progress: LoadProgress) -> dict[s
         # (0.1 s at a cold open, 12% of the file), measured in docs/benchmarks.md.
         receipt = load_semantic_graph(
             db,
-            graph,
+            result.graph,
+            embedder=embedder,
+            prepared=result.prepared,
             progress=progress,
             checkpoint=False,
             pack=False,

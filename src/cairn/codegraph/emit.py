@@ -16,10 +16,10 @@ from typing import Any
 
 from cairn.codegraph.limits import ADAPTER_VERSION
 from cairn.codegraph.records import Range
-from cairn.graph import EndpointIdentity, OccurrenceInput, SemanticGraph, SourceRange
+from cairn.graph import EndpointIdentity, Node, OccurrenceInput, SemanticGraph, SourceRange
 from cairn.graph.multigraph import FactCandidate
 
-__all__ = ["GraphEmitter", "external_id", "file_id", "partial_marks", "symbol_id"]
+__all__ = ["GraphEmitter", "external_id", "file_id", "node_of", "partial_marks", "symbol_id"]
 
 
 def file_id(path: str) -> str:
@@ -52,6 +52,18 @@ _STABLE = EndpointIdentity.stable()
 """One shared (immutable) stable identity instead of one per node."""
 
 
+def node_of(
+    node_id: str,
+    kind: str,
+    attributes: Mapping[str, Any],
+    identity: EndpointIdentity | None = None,
+) -> Node:
+    """The node ``GraphEmitter.node`` adds: ``kind`` first among the attributes, None
+    values dropped, stable unless told otherwise (so a worker can build the same one)."""
+    attrs = {key: value for key, value in attributes.items() if value is not None}
+    return Node(node_id, kind, identity or _STABLE, {"kind": kind, **attrs})
+
+
 class GraphEmitter:
     """Adds nodes and one fact per evidence site to a ``SemanticGraph``."""
 
@@ -81,13 +93,7 @@ class GraphEmitter:
     ) -> str:
         """Add a node unless it already exists; returns its ID."""
         if not self._graph.has_node(node_id):
-            attrs = {key: value for key, value in attributes.items() if value is not None}
-            self._graph.add_node(
-                node_id,
-                kind,
-                identity=identity or _STABLE,
-                attributes={"kind": kind, **attrs},
-            )
+            self._graph.put_node(node_of(node_id, kind, attributes, identity))
         return node_id
 
     def external(self, language: str, dotted: str) -> str:

@@ -185,6 +185,51 @@ def _django_regex(route: str) -> str:
     return "".join(out).replace("\\", "")
 
 
+NodeSpec = tuple[str, str, dict[str, Any]]
+"""A node as the resolver emits it: ID, kind and attributes (None values dropped later)."""
+
+
+def python_node_specs(module_name: str, extract: FileExtract) -> list[NodeSpec]:
+    """The nodes of one Python file, in emission order: the file, then each symbol.
+
+    A pure function of the file's module name and extract, so a worker can build the
+    same nodes (and their documents) as the resolver while it resolves.
+    """
+    path = extract.path
+    partial, symbol_partial = partial_marks(extract.parse_error)
+    specs: list[NodeSpec] = [
+        (
+            file_id(path),
+            "file",
+            {
+                "name": path.rsplit("/", 1)[-1],
+                "qualified_name": module_name,
+                "path": path,
+                "language": LANGUAGE,
+                "partial_parse": partial,
+            },
+        )
+    ]
+    for symbol in extract.symbols:
+        specs.append(
+            (
+                symbol_id(symbol.kind, path, symbol.qualname),
+                symbol.kind,
+                {
+                    "name": symbol.name,
+                    "qualified_name": f"{module_name}.{symbol.qualname}",
+                    "path": path,
+                    "range": list(symbol.ranges[0]),
+                    "language": LANGUAGE,
+                    "signature": symbol.signature,
+                    "docstring": symbol.docstring,
+                    "partial_parse": symbol_partial,
+                },
+            )
+        )
+    return specs
+
+
 class PythonResolver:
     """Resolves every Python extract and emits its nodes and facts."""
 
@@ -193,9 +238,11 @@ class PythonResolver:
         extracts: Sequence[FileExtract],
         emitter: GraphEmitter,
         root_package: str | None = None,
+        names: dict[str, str] | None = None,
     ) -> None:
         self.emit = emitter
-        names = module_names((e.path for e in extracts), root_package)
+        if names is None:  # the module names of these paths (passed in: already known)
+            names = module_names((e.path for e in extracts), root_package)
         self.by_name: dict[str, _Module] = {}
         self.by_path: dict[str, _Module] = {}
         ambiguous: set[str] = set()
@@ -877,34 +924,10 @@ class PythonResolver:
         return file_id(module.path)
 
     def _emit_structure(self, module: _Module) -> None:
-        partial, symbol_partial = partial_marks(module.extract.parse_error)
-        file_node = self.emit.node(
-            file_id(module.path),
-            "file",
-            {
-                "name": module.path.rsplit("/", 1)[-1],
-                "qualified_name": module.name,
-                "path": module.path,
-                "language": LANGUAGE,
-                "partial_parse": partial,
-            },
-        )
-        for symbol in module.extract.symbols:
-            node_id = symbol_id(symbol.kind, module.path, symbol.qualname)
-            self.emit.node(
-                node_id,
-                symbol.kind,
-                {
-                    "name": symbol.name,
-                    "qualified_name": f"{module.name}.{symbol.qualname}",
-                    "path": module.path,
-                    "range": list(symbol.ranges[0]),
-                    "language": LANGUAGE,
-                    "signature": symbol.signature,
-                    "docstring": symbol.docstring,
-                    "partial_parse": symbol_partial,
-                },
-            )
+        specs = python_node_specs(module.name, module.extract)
+        for node_id, kind, attributes in specs:
+            self.emit.node(node_id, kind, attributes)
+        file_node = specs[0][0]
         for symbol in module.extract.symbols:
             node_id = symbol_id(symbol.kind, module.path, symbol.qualname)
             parent = file_node if symbol.parent is None else self._scope_node(module, symbol.parent)

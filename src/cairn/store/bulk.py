@@ -71,6 +71,9 @@ class BulkDocument:
     id: str
     body: dict[str, Any]
     data: bytes
+    analysed: list[tuple[str, list[str], list[int]]] | None = None
+    """Its text fields' terms and counts when made ahead (``_analyse`` gives the same);
+    used only when they name exactly the collection's text fields."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +243,7 @@ class BulkApplier(Applier):
         planned = [
             self._check_document(item, stored[item.collection].get(item.id)) for item in items
         ]
-        analysed = [self._analyse(item) for item in items]
+        analysed = [self._analysed(item) for item in items]
         for item, fields in zip(items, analysed, strict=True):
             self.analysed[item.collection, item.id] = fields
         self._known_terms(term for fields in analysed for _, terms, _ in fields for term in terms)
@@ -332,6 +335,16 @@ class BulkApplier(Applier):
 
     def _denied_write(self, collection: str) -> Exception:
         return _denied(self.principal, collection, "write a row it could not see")
+
+    def _analysed(self, item: BulkDocument) -> list[tuple[str, list[str], list[int]]]:
+        """``item``'s analysis made ahead when it covers the collection's text fields,
+        else ``_analyse``."""
+        held = item.analysed
+        if held is not None:
+            fields = self._collection(item.collection).text_fields
+            if tuple(pointer for pointer, _, _ in held) == tuple(fields):
+                return held
+        return self._analyse(item)
 
     def _analyse(self, item: BulkDocument) -> list[tuple[str, list[str], list[int]]]:
         """Per declared text field with text: its distinct terms and their counts."""

@@ -96,7 +96,7 @@ from cairn.store.records import (
     split_fact,
     split_occurrence,
 )
-from cairn.store.text import identifier_words
+from cairn.store.text import analyze, identifier_words, term_counts
 
 if TYPE_CHECKING:
     from cairn.embed import Embedder
@@ -116,6 +116,8 @@ __all__ = [
     "VECTOR_FIELD",
     "GraphAgreement",
     "LoadProgress",
+    "PreparedDocument",
+    "PreparedDocuments",
     "RepairReport",
     "collection_of",
     "compare_semantic_graph",
@@ -123,6 +125,7 @@ __all__ = [
     "load_summary",
     "node_body",
     "node_text",
+    "prepare_documents",
     "repair_collector",
 ]
 
@@ -223,10 +226,97 @@ def node_body(node: Node) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class PreparedDocument:
+    """One node's document made ahead of a load: what the load's own encoding, text
+    analysis and embedding give for that node.
+
+    ``kind``, ``identity`` and ``attributes`` (thawed) are the node it was made from: a
+    load takes it only for a node equal to those, so a stale or foreign one is never
+    stored in place of the node's own document.
+    """
+
+    node_id: str
+    kind: str
+    identity: EndpointIdentity
+    attributes: dict[str, Any]
+    body: dict[str, Any]
+    data: bytes
+    terms: list[str]
+    counts: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedDocuments:
+    """Documents made ahead of a load by ``prepare_documents``, by node ID, and their
+    vectors (rows of ``vectors`` in ``order``) when the embedder allows it."""
+
+    documents: Mapping[str, PreparedDocument]
+    space: dict[str, Any] | None = None
+    vectors: bytes = b""
+    order: Mapping[str, int] = field(default_factory=dict)
+
+    def vector(self, node_id: str, space: VectorSpace) -> npt.NDArray[np.float32] | None:
+        """The prepared vector of ``node_id`` in ``space``, or None."""
+        row = self.order.get(node_id)
+        if row is None or self.space is None or self.space != space.to_json():
+            return None
+        dimension = space.dimension
+        return np.frombuffer(
+            self.vectors, dtype=np.float32, count=dimension, offset=row * dimension * 4
+        )
+
+    def matches(self, node: Node) -> PreparedDocument | None:
+        """The prepared document of ``node``, if it was made from an equal node."""
+        held = self.documents.get(node.id)
+        if (
+            held is None
+            or held.kind != node.kind
+            or held.identity != node.identity
+            or held.attributes != thaw(node.attributes)
+        ):
+            return None
+        return held
+
+
+def prepare_documents(nodes: Sequence[Node], embedder: Embedder) -> PreparedDocuments:
+    """The documents (and, for the row-independent hashing embedder, the vectors) a load
+    would make of ``nodes``: for a worker to make while the graph is still being resolved.
+    """
+    from cairn.embed import HashingEmbedder
+
+    made: dict[str, PreparedDocument] = {}
+    analysed: list[tuple[list[str], list[int]]] = []
+    for node in nodes:
+        body = node_body(node)
+        terms, counts = term_counts(analyze(body["text"]))
+        made[node.id] = PreparedDocument(
+            node.id,
+            node.kind,
+            node.identity,
+            thaw(node.attributes),
+            body,
+            _record_bytes(body),
+            terms,
+            counts,
+        )
+        analysed.append((terms, counts))
+    if type(embedder) is not HashingEmbedder or not made:
+        return PreparedDocuments(made)
+    rows = [
+        embedder.embed_analysed(analysed[start : start + EMBED_BATCH_SIZE])
+        for start in range(0, len(analysed), EMBED_BATCH_SIZE)
+    ]
+    matrix = np.ascontiguousarray(np.concatenate(rows), dtype=np.float32)
+    order = {node_id: index for index, node_id in enumerate(made)}
+    return PreparedDocuments(made, embedder.space.to_json(), matrix.tobytes(), order)
+
+
+@dataclass(frozen=True, slots=True)
 class _Document:
     ref: EntityRef
     body: dict[str, Any]
     data: bytes
+    prepared: PreparedDocument | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -515,9 +605,15 @@ class _Encoder:
     canonical bytes (``_record_bytes``; tests pass ``canonical_bytes`` and compare).
     """
 
-    def __init__(self, wanted: _Wanted, encode: Callable[[Any], bytes] = _record_bytes) -> None:
+    def __init__(
+        self,
+        wanted: _Wanted,
+        encode: Callable[[Any], bytes] = _record_bytes,
+        prepared: PreparedDocuments | None = None,
+    ) -> None:
         self.wanted = wanted
         self._encode = encode
+        self._prepared = prepared
         self._digest = _Digest()
         self._walked: set[str] = set()
         header = {"loader": LOADER_VERSION, "graph": wanted.graph, "space": wanted.space.to_json()}
@@ -529,13 +625,19 @@ class _Encoder:
             raise RuntimeError("a load's documents are walked once, before its facts")
         wanted, encode, feed = self.wanted, self._encode, self._digest.feed
         node_of, refs, order = wanted.source.node, wanted.refs, wanted.order
+        matches = self._prepared.matches if self._prepared is not None else None
         for start in range(0, len(order), LOAD_BATCH_SIZE):
             batch: list[_Document] = []
             for node_id in order[start : start + LOAD_BATCH_SIZE]:
                 ref = refs[node_id]
-                body = node_body(node_of(node_id))
-                data = encode(body)
-                batch.append(_Document(ref, body, data))
+                node = node_of(node_id)
+                held = matches(node) if matches is not None else None
+                if held is None:
+                    body = node_body(node)
+                    data = encode(body)
+                else:
+                    body, data = held.body, held.data
+                batch.append(_Document(ref, body, data, held))
                 feed(ref.collection.encode(), ref.id.encode(), data)
             yield batch
         self._walked.add("documents")
@@ -634,9 +736,11 @@ class _Plan:
         bulk: bool = True,
         progress: LoadProgress = _quiet,
         on_repair: RepairReport = _unreported,
+        prepared: PreparedDocuments | None = None,
     ) -> None:
         self.wanted = wanted
         self.embedder = embedder
+        self.prepared = prepared
         self.database = database
         self.bulk = bulk  # False: every put through the row-at-a-time applier (tests' oracle)
         self.progress = progress
@@ -659,7 +763,7 @@ class _Plan:
             require(principal, self.database, config.name, Capability.ADMIN)
         require(principal, self.database, wanted.graph, Capability.ADMIN)
         applier = BulkApplier(conn, self.database, principal, position)
-        encoder = _Encoder(wanted)
+        encoder = _Encoder(wanted, prepared=self.prepared)
         outcomes: list[MutationOutcome] = []
         names = self._configure(conn, applier, outcomes)
         self.progress("diffing")
@@ -671,7 +775,7 @@ class _Plan:
         for documents in encoder.documents():
             stored = self._stored_documents(conn, documents)
             puts = [
-                BulkDocument(doc.ref.collection, doc.ref.id, doc.body, doc.data)
+                BulkDocument(doc.ref.collection, doc.ref.id, doc.body, doc.data, _analysed(doc))
                 for doc in documents
                 if stored.get(doc.ref, _NOT_STORED)[0] != doc.data
             ]
@@ -913,8 +1017,15 @@ class _Plan:
         batch: Sequence[_Document],
         analysed: Mapping[tuple[str, str], Sequence[tuple[str, list[str], list[int]]]],
     ) -> npt.NDArray[np.float32]:
-        """The vectors of ``batch``'s texts, from the term counts the document puts found
+        """The vectors of ``batch``'s texts: prepared ones when every document of the batch
+        has one in the load's space, else from the term counts the document puts found
         when the embedder takes them and every text was just analysed (the same rows)."""
+        prepared = self.prepared
+        if prepared is not None and all(doc.prepared is not None for doc in batch):
+            space = self.wanted.space
+            rows = [prepared.vector(doc.ref.id, space) for doc in batch]
+            if all(row is not None for row in rows):
+                return np.stack(rows)  # type: ignore[arg-type]
         embed_analysed = getattr(self.embedder, "embed_analysed", None)  # AnalysedEmbedder
         if callable(embed_analysed):
             counts = [_text_counts(analysed.get((doc.ref.collection, doc.ref.id))) for doc in batch]
@@ -953,6 +1064,12 @@ _NOT_STORED = (None, False)
 
 def _collection_of(document: _Document) -> str:
     return document.ref.collection
+
+
+def _analysed(document: _Document) -> list[tuple[str, list[str], list[int]]] | None:
+    """The analysed text field of a prepared document (None: the applier analyses it)."""
+    held = document.prepared
+    return None if held is None else [(TEXT_FIELD, held.terms, held.counts)]
 
 
 def _text_counts(
@@ -1045,6 +1162,7 @@ def load_semantic_graph(
     pack: bool = True,
     progress: LoadProgress | None = None,
     on_repair: RepairReport | None = None,
+    prepared: PreparedDocuments | None = None,
 ) -> CommitReceipt:
     """Make the store hold ``graph`` as documents, vectors and facts: one atomic diff.
 
@@ -1060,7 +1178,9 @@ def load_semantic_graph(
     cost more at index time than they save (see docs/benchmarks.md).
     ``progress`` is told the name of each step as it starts (``LOAD_STEPS``);
     ``on_repair`` is told each damaged stored record (failed checksum) the load found
-    and rewrote from the graph.
+    and rewrote from the graph. ``prepared`` holds documents made ahead
+    (``prepare_documents``, in a worker while the graph was resolved); each is used only
+    for a node equal to the one it was made from, so the stored state is the same.
     """
     if not isinstance(graph, SemanticGraph):
         raise ValidationError("load_semantic_graph() takes a SemanticGraph")
@@ -1081,6 +1201,7 @@ def load_semantic_graph(
             bulk=True,
             progress=report,
             on_repair=on_repair or _unreported,
+            prepared=prepared,
         )
         if (
             checkpoint
@@ -1107,12 +1228,21 @@ def _load(
     bulk: bool,
     progress: LoadProgress = _quiet,
     on_repair: RepairReport = _unreported,
+    prepared: PreparedDocuments | None = None,
 ) -> CommitReceipt:
     """The load, with batched puts (``bulk``) or row by row (the tests' oracle)."""
     with _gc_paused():
         progress("encoding")
         wanted = _wanted(graph, graph_name, embedder.space)
-        plan = _Plan(wanted, embedder, db.name, bulk=bulk, progress=progress, on_repair=on_repair)
+        plan = _Plan(
+            wanted,
+            embedder,
+            db.name,
+            bulk=bulk,
+            progress=progress,
+            on_repair=on_repair,
+            prepared=prepared,
+        )
         return db.apply_internal(plan, principal, now=now)
 
 

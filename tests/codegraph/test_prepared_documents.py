@@ -1,0 +1,101 @@
+"""Documents made ahead by a worker (while the parent resolves) load exactly as the
+load's own: the same stored rows, receipts and fingerprint; a prepared document that
+does not match its node is never stored in its place."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import pytest
+from codegraph_expect import FIXTURES
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
+
+from test_store_load import dump
+
+import cairn.store
+from cairn.canonical import canonical_bytes
+from cairn.codegraph import index_repository
+from cairn.embed import HashingEmbedder
+from cairn.store.load import PreparedDocuments, load_semantic_graph, node_body
+
+REPOS = ("flask_app", "django_site")
+PER_FILE = ("commands", "meta")
+"""Tables that differ between any two databases: commit times, the database's own ID."""
+
+
+def _rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every table's rows but those that differ between any two databases."""
+    return {name: rows for name, rows in dump(path).items() if name not in PER_FILE}
+
+
+def _loaded(path: Path, result: object, prepared: PreparedDocuments | None) -> object:
+    with cairn.store.open(path) as db:
+        receipt = load_semantic_graph(
+            db,
+            result.graph,  # type: ignore[attr-defined]
+            embedder=HashingEmbedder(),
+            prepared=prepared,
+            checkpoint=False,
+            pack=False,
+        )
+    return receipt
+
+
+@pytest.mark.parametrize("repo", REPOS)
+def test_a_worker_prepares_every_python_node_and_the_load_is_the_same(
+    repo: str, tmp_path: Path
+) -> None:
+    result = index_repository(FIXTURES / repo, workers=2, embedder=HashingEmbedder())
+    prepared = result.prepared
+    assert prepared is not None
+    python_nodes = {
+        node.id
+        for node in result.graph.nodes()
+        # every node of a Python file's own; routes come from resolution, not a file
+        if node.attributes.get("language") == "python" and node.kind not in ("external", "route")
+    }
+    assert python_nodes and set(prepared.documents) == python_nodes
+    for node_id, held in prepared.documents.items():  # the oracle: the load's own body
+        assert held.body == node_body(result.graph.node(node_id))
+    with_prepared = _loaded(tmp_path / "a.db", result, prepared)
+    without = _loaded(tmp_path / "b.db", result, None)
+    assert with_prepared.command_id == without.command_id  # the same fingerprint
+    assert with_prepared.mutations == without.mutations
+    assert _rows(tmp_path / "a.db") == _rows(tmp_path / "b.db")
+
+
+def test_a_prepared_document_unlike_its_node_is_not_used(tmp_path: Path) -> None:
+    result = index_repository(FIXTURES / "flask_app", workers=2, embedder=HashingEmbedder())
+    assert result.prepared is not None
+    documents = dict(result.prepared.documents)
+    node_id = sorted(documents)[0]
+    held = documents[node_id]
+    forged_body = {**held.body, "text": "forged"}
+    documents[node_id] = dataclasses.replace(
+        held,
+        attributes={**held.attributes, "name": "other"},
+        body=forged_body,
+        data=canonical_bytes(forged_body),
+        terms=["forged"],
+        counts=[1],
+    )
+    forged = dataclasses.replace(result.prepared, documents=documents)
+    _loaded(tmp_path / "a.db", result, forged)
+    _loaded(tmp_path / "b.db", result, None)
+    assert _rows(tmp_path / "a.db") == _rows(tmp_path / "b.db")
+
+
+def test_prepared_vectors_of_another_space_are_not_used(tmp_path: Path) -> None:
+    result = index_repository(FIXTURES / "flask_app", workers=2, embedder=HashingEmbedder(64))
+    assert result.prepared is not None and result.prepared.space is not None
+    _loaded(tmp_path / "a.db", result, result.prepared)  # loaded with the default space
+    _loaded(tmp_path / "b.db", result, None)
+    assert _rows(tmp_path / "a.db") == _rows(tmp_path / "b.db")
+
+
+def test_without_workers_nothing_is_prepared() -> None:
+    result = index_repository(FIXTURES / "flask_app", workers=1, embedder=HashingEmbedder())
+    assert result.prepared is None

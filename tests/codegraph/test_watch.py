@@ -110,3 +110,30 @@ def test_bad_watch_input_is_a_typed_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["watch", str(tmp_path), "--debounce", "0"])
     assert result.exit_code == 1
     assert "debounce" in result.output
+
+
+def test_an_edit_made_as_round_zero_ends_is_not_lost(tmp_path: Path) -> None:
+    # The edit lands inside round 0's report, before the watcher's first wait: a watcher
+    # that subscribed only after round 0 never sees it (this was a flaky CI failure).
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", repo)
+    views = repo / "app" / "views.py"
+    records: list[Mapping[str, Any]] = []
+
+    def on_round(record: Mapping[str, Any]) -> None:
+        records.append(record)
+        if record["round"] == 0:
+            views.write_text(views.read_text() + f"\n\ndef {NEW_NAME}():\n    return 1\n")
+
+    outcome: list[int] = []
+    thread = threading.Thread(
+        target=lambda: outcome.append(
+            watch_repository(repo, on_round=on_round, workers=1, rounds=1, load=False)
+        ),
+        daemon=True,
+    )
+    thread.start()
+    thread.join(timeout=ROUND_TIMEOUT_S)
+    assert not thread.is_alive(), "the edit made as round 0 ended never started a round"
+    assert outcome == [1]
+    assert records[1]["files"]["changed"] == ["app/views.py"]

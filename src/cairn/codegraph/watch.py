@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,9 @@ MAX_DEBOUNCE_MS = 60_000
 
 POLL_STEP_MS = 50
 """How often the watcher checks for a finished batch or a stop request."""
+
+IDLE_YIELD_MS = 250
+"""How long the watcher waits, idle, before handing control back (a quiet pass)."""
 
 RoundReport = Callable[[Mapping[str, Any]], None]
 """Told every round's record (round 0 is the first, full index)."""
@@ -129,23 +132,46 @@ def watch_repository(
             root, console=quiet, out=out, workers=workers, excludes=excludes, load=load
         )
 
-    started = time.perf_counter()
-    summary, result = once()
-    previous = _hashes(result)
-    on_round(_record(0, 0, FileChanges(), summary, _since(started)))
     ignored = watchfiles.DefaultFilter(
         ignore_dirs=sorted(DEFAULT_EXCLUDED_DIRS | set(watchfiles.DefaultFilter.ignore_dirs)),
         ignore_paths=[index_folder(root, out).resolve()],
     )
-    done = 0
-    for batch in watchfiles.watch(
+    batches = watchfiles.watch(
         root,
         watch_filter=ignored,
         debounce=debounce_ms,
         step=POLL_STEP_MS,
         stop_event=stop,
         raise_interrupt=False,
-    ):
+        rust_timeout=IDLE_YIELD_MS,
+        yield_on_timeout=True,
+    )
+    try:
+        return _rounds(batches, once, on_round, rounds)
+    finally:
+        batches.close()
+
+
+def _rounds(
+    batches: Iterator[set[Any]],
+    once: Callable[[], tuple[dict[str, Any], IndexResult]],
+    on_round: RoundReport,
+    rounds: int | None,
+) -> int:
+    """Round 0 (the full index) once the watcher is subscribed, then one round per batch."""
+    # The watcher subscribes before the first index, so an edit made while (or right
+    # after) round 0 runs is seen by a later round instead of being lost; what came
+    # before the subscription is in round 0's own scan.
+    if next(batches, None) is None:
+        return 0
+    started = time.perf_counter()
+    summary, result = once()
+    previous = _hashes(result)
+    on_round(_record(0, 0, FileChanges(), summary, _since(started)))
+    done = 0
+    for batch in batches:
+        if not batch:  # a quiet pass: nothing changed for IDLE_YIELD_MS
+            continue
         started = time.perf_counter()
         summary, result = once()
         current = _hashes(result)

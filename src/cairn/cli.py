@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
+import sys
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NoReturn
 
 import typer
 from rich.console import Console
@@ -1087,8 +1090,37 @@ def graph_import_v1_command(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: run the command, then end the process without
+    tearing its heap down object by object."""
+    try:
+        app()
+    except SystemExit as stop:
+        _leave(stop.code)
+    _leave(0)
+
+
+def _leave(code: object) -> NoReturn:
+    """Run the exit handlers, flush the standard streams, end the process with ``code``.
+
+    An index leaves ~10^6 objects behind (the graph, the extraction cache); the
+    interpreter's own shutdown collects and frees them one by one, 0.9 s after indexing
+    the Django package, although nothing reads them again. Exit handlers still run
+    (worker pools, temporary files, logging); only the teardown is skipped, as mypy does.
+    """
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:  # ``sys.exit("message")``: the message goes to stderr, status 1
+        print(code, file=sys.stderr)
+        status = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (``cairn ... | head``)
+            status = status or 1
+    os._exit(status)
 
 
 if __name__ == "__main__":

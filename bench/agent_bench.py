@@ -6,18 +6,20 @@ the Flask 3.1.* sdist and the ``django/`` package of Django 5.2.*. Each is index
 MCP client and a fixed question set is asked, one tool call per question, ``--calls``
 times each:
 
-* who calls X: ``cairn_traverse`` over ``calls``, incoming, with ``evidence: 3``;
+* who calls X: ``cairn_callers`` by name (each caller with its call sites);
 * impact of Y: ``cairn_impact`` by name (hub symbols: Flask's ``Flask``, Django's
   ``Model``);
-* where is W: ``cairn_search`` over symbols (the text branch);
-* show Z: ``cairn_get_documents`` of the symbol.
+* where is W: ``cairn_search`` with the tool's defaults (symbols, hybrid);
+* show Z: ``cairn_show`` by name (the document and its numbered source lines).
+
+Every question names its symbol as an agent would, with no ID looked up first: an
+ambiguous name is answered with its candidates (counted as an answer, marked in the
+``status`` column).
 
 Printed per question: the reply's text characters (what the model reads) and its
 structured JSON characters, whether it was an error, and latency p50 / max; then the
 handshake (spawn to ``initialize``) over ``--rounds`` starts. Targets (issue 19): every
 reply <= 25,000 characters; handshake <= 1 s and tool-call p50 <= 50 ms on Django.
-Seeds are resolved to IDs by name with the library first (``resolve_name``), as an agent
-would after a search.
 
     .venv/bin/python bench/agent_bench.py [--only flask,django] [--calls 5] [--rounds 3]
 """
@@ -40,9 +42,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import cairn
 import index_bench as ib
-from cairn.search.names import resolve_name
 
 MAX_REPLY_CHARS = 25_000
 HANDSHAKE_TARGET_S = 1.0
@@ -54,6 +54,7 @@ QUESTIONS: dict[str, list[tuple[str, str, str]]] = {
         ("who calls helpers.url_for", "callers", "helpers.url_for"),
         ("who calls Flask.full_dispatch_request", "callers", "Flask.full_dispatch_request"),
         ("impact of Flask", "impact", "Flask"),
+        ("impact of app.Flask", "impact", "app.Flask"),
         ("where is 'register a blueprint'", "search", "register a blueprint"),
         ("show Flask.full_dispatch_request", "show", "Flask.full_dispatch_request"),
     ],
@@ -67,35 +68,20 @@ QUESTIONS: dict[str, list[tuple[str, str, str]]] = {
 }
 
 
-def _ids(db_path: Path, names: list[str]) -> dict[str, tuple[str, str] | None]:
-    """Each name's (collection, id) as the library resolves it (None if not unique)."""
-    found: dict[str, tuple[str, str] | None] = {}
-    with cairn.open(db_path) as db, db.read_cut() as cut:
-        for name in names:
-            answer = resolve_name(cut, name)
-            found[name] = (
-                None if answer.match is None else (answer.match.ref.collection, answer.match.ref.id)
-            )
-    return found
-
-
-def _arguments(kind: str, subject: str, ref: tuple[str, str] | None) -> tuple[str, dict[str, Any]]:
+def _arguments(kind: str, subject: str) -> tuple[str, dict[str, Any]]:
     if kind == "search":
-        return "cairn_search", {"collection": "symbols", "text_field": "/text", "text": subject}
-    if kind == "impact":
-        return "cairn_impact", {"name": subject}
-    if ref is None:  # ambiguous or unknown: the bench asks by exact ID, so say so
-        raise SystemExit(f"{subject!r} does not resolve to one symbol: fix the question set")
-    seed = {"collection": ref[0], "id": ref[1]}
-    if kind == "callers":
-        return "cairn_traverse", {
-            "graph": "code",
-            "seeds": [seed],
-            "direction": "in",
-            "relations": ["calls"],
-            "evidence": 3,
-        }
-    return "cairn_get_documents", {"refs": [seed]}
+        return "cairn_search", {"text": subject}
+    tool = {"callers": "cairn_callers", "impact": "cairn_impact", "show": "cairn_show"}[kind]
+    return tool, {"name": subject}
+
+
+def _status(reply: Any) -> str:
+    """What the answer was: an error code, the name's resolution, or "-"."""
+    if reply.is_error:
+        return str(reply.structured_content.get("code"))
+    content = reply.structured_content or {}
+    resolution = content.get("resolution")
+    return str(resolution.get("status")) if isinstance(resolution, dict) else "-"
 
 
 async def _ask(
@@ -107,7 +93,8 @@ async def _ask(
     rows: list[dict[str, Any]] = []
     async with stdio_client(params) as streams, ClientSession(streams[0], streams[1]) as session:
         await session.initialize()
-        await session.call_tool("cairn_stats", {})  # opens the database: not a question's cost
+        # Opens the database: not a question's cost.
+        await session.call_tool("cairn_search", {"text": "warm up", "limit": 1})
         for label, tool, arguments in questions:
             times: list[float] = []
             reply: Any = None
@@ -122,6 +109,7 @@ async def _ask(
                     "question": label,
                     "tool": tool,
                     "error": reply.structured_content.get("code") if reply.is_error else None,
+                    "status": _status(reply),
                     "text_chars": len(text),
                     "structured_chars": len(structured),
                     "p50_ms": statistics.median(times),
@@ -167,19 +155,17 @@ def main() -> int:
         folder = unpacked / corpus.sub if corpus.sub else unpacked
         ib.clean_tree(folder)
         db_path = _index(folder)
-        plan = QUESTIONS[corpus.name]
-        refs = _ids(db_path, [subject for _, kind, subject in plan if kind in ("callers", "show")])
         questions = [
-            (label, *_arguments(kind, subject, refs.get(subject))) for label, kind, subject in plan
+            (label, *_arguments(kind, subject)) for label, kind, subject in QUESTIONS[corpus.name]
         ]
         rows = anyio.run(_ask, db_path, questions, args.calls)
         shakes = [anyio.run(_handshake, db_path) for _ in range(args.rounds)]
         print(f"\n## {corpus.name}: {db_path}")
-        header = f"{'question':<42} {'tool':<20} {'error':<16} {'text':>7} {'json':>8}"
+        header = f"{'question':<42} {'tool':<20} {'status':<16} {'text':>7} {'json':>8}"
         print(f"{header} {'p50 ms':>7} {'max ms':>7}")
         for row in rows:
             print(
-                f"{row['question']:<42} {row['tool']:<20} {row['error'] or '-':<16} "
+                f"{row['question']:<42} {row['tool']:<20} {row['status']:<16} "
                 f"{row['text_chars']:>7} {row['structured_chars']:>8} "
                 f"{row['p50_ms']:>7.1f} {row['max_ms']:>7.1f}"
             )

@@ -33,7 +33,7 @@ async def one_round(db: Path) -> tuple[float, float, float]:
         handshake = time.perf_counter() - start
         await session.list_tools()
         listed = time.perf_counter() - start
-        await session.call_tool("cairn_stats", {})
+        await session.call_tool("cairn_search", {"text": "open", "limit": 1})
         first_call = time.perf_counter() - start
     return handshake, listed, first_call
 

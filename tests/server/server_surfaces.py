@@ -204,11 +204,14 @@ async def via_async(client: AsyncClient, kind: str, payload: Any) -> Any:
 _TOOLS = {
     "search": "cairn_search",
     "graph_search": "cairn_search_graph",
-    "search_sql": "cairn_query_search",
-    "get_document": "cairn_get_documents",
+    "search_sql": "cairn_search_graph",  # with sql
+    "get_document": "cairn_show",  # with refs
     "traverse": "cairn_traverse",
-    "stats": "cairn_stats",
 }
+MCP_UNSERVED = frozenset({"stats"})
+"""Rows MCP has no tool for (its six tools answer an agent's questions; counts are on
+the CLI, HTTP and the SDK)."""
+NOT_SERVED = {"not_served": "mcp"}
 
 
 def mcp_arguments(kind: str, payload: Any) -> dict[str, Any]:
@@ -216,8 +219,6 @@ def mcp_arguments(kind: str, payload: Any) -> dict[str, Any]:
     if kind == "get_document":
         collection, doc_id = payload
         return {"refs": [{"collection": collection, "id": doc_id}]}
-    if kind == "stats":
-        return {}
     if kind == "traverse":
         body = payload.to_json()
     elif kind == "search_sql":
@@ -229,6 +230,8 @@ def mcp_arguments(kind: str, payload: Any) -> dict[str, Any]:
 
 async def via_mcp(session: Any, kind: str, payload: Any) -> Any:
     """An MCP session's answer (official client), reduced like the other surfaces."""
+    if kind in MCP_UNSERVED:
+        return NOT_SERVED
     reply = await session.call_tool(_TOOLS[kind], mcp_arguments(kind, payload))
     content = reply.structured_content
     if reply.is_error:

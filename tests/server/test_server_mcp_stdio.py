@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import uuid
 from pathlib import Path
@@ -108,13 +109,10 @@ def replies(db_path: Path) -> list[Any]:
         [
             ("cairn_search_graph", graph_args),
             ("cairn_search", {"collection": "symbols", "text_field": "/text", "text": "user"}),
-            (
-                "cairn_query_search",
-                {"sql": SQL, "parameters": {"q": "user"}},
-            ),
-            ("cairn_get_documents", {"refs": [{"collection": "symbols", "id": "f"}]}),
+            ("cairn_search_graph", {"sql": SQL, "parameters": {"q": "user"}}),
+            ("cairn_show", {"refs": [{"collection": "symbols", "id": "f"}]}),
             ("cairn_search_graph", {"search": {"collection": "symbols"}}),
-            ("cairn_get_documents", {"refs": [{"collection": "symbols", "id": "ghost"}]}),
+            ("cairn_show", {"refs": [{"collection": "symbols", "id": "ghost"}]}),
             ("no_such_tool", {}),
             (
                 "cairn_traverse",
@@ -125,9 +123,13 @@ def replies(db_path: Path) -> list[Any]:
                 },
             ),
             ("cairn_impact", {"collection": "symbols", "id": "g"}),
-            ("cairn_stats", {}),
+            ("cairn_callers", {"name": "g"}),
             ("cairn_impact", {"name": "g", "max_edges": 1}),
-            ("cairn_stats", {"max_chars": 5}),
+            ("cairn_callers", {"name": "g", "max_chars": 5}),
+            ("cairn_show", {"name": "f"}),
+            ("cairn_show", {"name": "user"}),
+            ("cairn_search_graph", {"sql": SQL, "search": {"collection": "symbols"}}),
+            ("cairn_show", {"name": "f", "refs": [{"collection": "symbols", "id": "f"}]}),
         ],
     )
 
@@ -142,13 +144,12 @@ def test_the_server_names_its_version_and_marks_every_tool_read_only(
 
 def test_tools_are_listed_with_contract_schemas(replies: list[Any]) -> None:
     names, schemas = replies[0], replies[1]
-    assert names == [
-        "cairn_get_documents",
+    assert names == [  # at most six, one per job (issue 19)
+        "cairn_callers",
         "cairn_impact",
-        "cairn_query_search",
         "cairn_search",
         "cairn_search_graph",
-        "cairn_stats",
+        "cairn_show",
         "cairn_traverse",
     ]
     assert all(
@@ -170,8 +171,20 @@ def test_tools_are_listed_with_contract_schemas(replies: list[Any]) -> None:
         "scope",
         "retriever",
         "expansion",
+        "sql",  # or the whole search as one SQL SEARCH statement
+        "parameters",
         "max_chars",  # the reply budget every tool takes
     }
+    assert graph_schema["required"] == []  # search, or sql
+    assert set(schemas["cairn_show"]["properties"]) == {
+        "database",
+        "name",
+        "max_bytes",
+        "refs",
+        "source",
+        "max_chars",
+    }
+    assert schemas["cairn_callers"]["properties"]["direction"]["enum"] == ["callers", "callees"]
 
 
 def test_graph_search_matches_the_embedded_api(db_path: Path, replies: list[Any]) -> None:
@@ -234,7 +247,7 @@ def test_mcp_starts_before_anything_is_indexed(tmp_path: Path) -> None:
         async with stdio_client(params) as streams, ClientSession(*streams) as session:
             await session.initialize()
             listed = await session.list_tools()
-            reply = await session.call_tool("cairn_stats", {})
+            reply = await session.call_tool("cairn_callers", {"name": "main"})
             return [tool.name for tool in listed.tools], reply
 
     names, reply = anyio.run(handshake)
@@ -243,16 +256,16 @@ def test_mcp_starts_before_anything_is_indexed(tmp_path: Path) -> None:
     assert not (tmp_path / ".cairn").exists()  # nothing created in the user's folder
 
 
-def test_traverse_impact_and_stats_match_the_library(db_path: Path, replies: list[Any]) -> None:
+def test_traverse_impact_and_callers_match_the_library(db_path: Path, replies: list[Any]) -> None:
+    from cairn.search.calls import CallsRequest, calls
     from cairn.search.traverse import TraverseRequest, traverse
-    from cairn.store.stats import database_stats
 
-    traversed, impact, stats = replies[9], replies[10], replies[11]
+    traversed, impact, callers = replies[9], replies[10], replies[11]
     with cairn.open(db_path) as db:
         walk = traverse(
             db, TraverseRequest("main", "code", (EntityRef("files", "file:app.py"),), max_depth=2)
         )
-        counts = database_stats(db)
+        called = calls(db, CallsRequest("main", "g"))
     assert traversed.structured_content == json.loads(json.dumps(walk.to_json()))
     assert [v["id"] for v in json.loads(traversed.content[0].text)["vertices"]] == [
         "file:app.py",
@@ -266,7 +279,12 @@ def test_traverse_impact_and_stats_match_the_library(db_path: Path, replies: lis
     with cairn.open(db_path) as db:
         embedded = impact_of(db, ImpactRequest("main", "g"))
     assert impact.structured_content == json.loads(json.dumps(to_json(embedded)))
-    assert stats.structured_content == json.loads(json.dumps(counts.to_json()))
+    # Who calls g: f, the same JSON as HTTP's answer.
+    assert callers.is_error is False
+    assert callers.structured_content == json.loads(json.dumps(to_json(called)))
+    compact_calls = json.loads(callers.content[0].text)
+    assert (compact_calls["symbol"], compact_calls["direction"]) == ("g", "callers")
+    assert [(e["id"], e["hops"]) for e in compact_calls["edges"]] == [("f", 1)]
     # By name, past a limit: a bounded answer labelled partial (it was budget_exceeded).
     partial = replies[12]
     assert partial.is_error is False
@@ -277,7 +295,24 @@ def test_traverse_impact_and_stats_match_the_library(db_path: Path, replies: lis
     assert refused.is_error and refused.structured_content["code"] == "validation"
 
 
-def test_get_documents_shows_numbered_source_lines_or_stale(tmp_path: Path) -> None:
+def test_show_by_name_and_the_argument_rules(db_path: Path, replies: list[Any]) -> None:
+    from cairn.search.show import ShowRequest, show_request
+
+    shown, ambiguous, both_forms, name_and_refs = replies[14:18]
+    with cairn.open(db_path) as db:
+        expected = show_request(db, ShowRequest("main", "f"))
+    assert shown.structured_content == json.loads(json.dumps(to_json(expected)))
+    compact = json.loads(shown.content[0].text)
+    assert (compact["collection"], compact["id"], compact["name"]) == ("symbols", "f", "load_user")
+    assert compact["source"] == {"stale": None, "reason": "the node has no file"}
+    # No symbol is named "user" (this database has no code fields): no guess.
+    missing = json.loads(ambiguous.content[0].text)
+    assert missing == {"status": "not_found", "candidates": []}
+    for refused in (both_forms, name_and_refs):
+        assert refused.is_error and refused.structured_content["code"] == "validation"
+
+
+def test_show_gives_numbered_source_lines_or_stale(tmp_path: Path) -> None:
     import shutil
 
     from typer.testing import CliRunner
@@ -286,24 +321,52 @@ def test_get_documents_shows_numbered_source_lines_or_stale(tmp_path: Path) -> N
 
     repo = tmp_path / "repo"
     shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "flask_app", repo)
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_services.py").write_text(
+        "from app import services\n\n\ndef test_load():\n    services.load_user(1)\n"
+    )
     assert CliRunner().invoke(app, ["index", str(repo), "--workers", "1"]).exit_code == 0
     ref = {"collection": "symbols", "id": "function:app/views.py#get_user"}
-    (_, _, fresh) = run_calls(
-        repo / ".cairn" / "cairn.db", [("cairn_get_documents", {"refs": [ref]})]
-    )
-    (entry,) = json.loads(fresh.content[0].text)
-    assert entry["source"]["lines"] == [
+    db = repo / ".cairn" / "cairn.db"
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("cairn_show", {"refs": [ref]}),
+        ("cairn_show", {"name": "views.get_user"}),
+        ("cairn_callers", {"name": "services.load_user"}),
+        ("cairn_show", {"name": "validate"}),
+        ("cairn_callers", {"name": "services.load_user", "exclude_tests": True}),
+        ("cairn_callers", {"name": "services.load_user", "paths": ["tests/*"]}),
+    ]
+    (_, _, fresh, named, callers, ambiguous, no_tests, only_tests) = run_calls(db, calls)
+    lines = [
         "11  def get_user(user_id):",
         "12      user = services.load_user(user_id)",
         "13      return jsonify(user.name)",
     ]
+    (entry,) = json.loads(fresh.content[0].text)
+    assert entry["source"]["lines"] == lines
+    by_name = json.loads(named.content[0].text)
+    assert by_name["id"] == ref["id"] and by_name["source"]["lines"] == lines
+    # Who calls load_user: get_user, at the line the fixture calls it.
+    edges = {e["id"]: e for e in json.loads(callers.content[0].text)["edges"]}
+    assert edges[ref["id"]]["sites"] == ["app/views.py:12"]
+    assert edges[ref["id"]]["site_count"] == 1
+    test_caller = "function:tests/test_services.py#test_load"
+    assert set(edges) == {ref["id"], test_caller}
+    # Filters narrow the other end: tests out, or only what a path glob matches.
+    assert [e["id"] for e in json.loads(no_tests.content[0].text)["edges"]] == [ref["id"]]
+    assert [e["id"] for e in json.loads(only_tests.content[0].text)["edges"]] == [test_caller]
+    # Two functions are named validate: the candidates, each with its file:line.
+    choices = json.loads(ambiguous.content[0].text)
+    assert choices["status"] == "ambiguous" and "id" not in choices
+    assert len(choices["candidates"]) == 2
+    assert all(c["at"].endswith(".py:" + c["at"].rsplit(":", 1)[1]) for c in choices["candidates"])
     views = repo / "app" / "views.py"
     views.write_text(views.read_text() + "\n# edited\n")
-    (_, _, stale) = run_calls(
-        repo / ".cairn" / "cairn.db", [("cairn_get_documents", {"refs": [ref]})]
-    )
+    (_, _, stale, stale_named, *_) = run_calls(db, calls)
     (entry,) = json.loads(stale.content[0].text)
-    assert entry["source"] == {"stale": True, "reason": "app/views.py changed since it was indexed"}
+    reason = "app/views.py changed since it was indexed"
+    assert entry["source"] == {"stale": True, "reason": reason}
+    assert json.loads(stale_named.content[0].text)["source"] == {"stale": True, "reason": reason}
 
 
 def test_search_defaults_to_hybrid_over_symbols_on_a_code_index(tmp_path: Path) -> None:
@@ -336,3 +399,35 @@ def test_search_defaults_to_hybrid_over_symbols_on_a_code_index(tmp_path: Path) 
     )
     assert json.loads(hybrid.content[0].text)["hybrid"] is True
     assert json.loads(plain.content[0].text)["hybrid"] is False
+
+
+MCP_DOC = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
+EXAMPLE = re.compile(r"^(cairn_\w+)\s+(\{.*\})$", re.MULTILINE)
+
+
+def test_the_documented_examples_run(tmp_path: Path) -> None:
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from cairn.cli import app
+    from cairn.server.mcp_tools import TOOLS
+
+    examples = [(tool, json.loads(args)) for tool, args in EXAMPLE.findall(MCP_DOC.read_text())]
+    assert {tool for tool, _ in examples} == {tool.name for tool in TOOLS}  # every tool shown
+    repo = tmp_path / "repo"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "flask_app", repo)
+    assert CliRunner().invoke(app, ["index", str(repo), "--workers", "1"]).exit_code == 0
+    replies = run_calls(repo / ".cairn" / "cairn.db", examples)[2:]
+    for (tool, arguments), reply in zip(examples, replies, strict=True):
+        assert reply.is_error is False, (tool, arguments, reply.structured_content)
+        content = reply.structured_content
+        # Each answers something: hits, a document, edges or dependents, never nothing.
+        found = (
+            content.get("hits")
+            or content.get("documents")
+            or content.get("document")
+            or content.get("edges")
+            or content.get("top")
+        )
+        assert found, (tool, arguments, content)

@@ -34,7 +34,17 @@ from server_helpers import (
     ref,
     serve_process,
 )
-from server_surfaces import Row, embedded, raw_http, table, via_async, via_client, via_mcp
+from server_surfaces import (
+    MCP_UNSERVED,
+    NOT_SERVED,
+    Row,
+    embedded,
+    raw_http,
+    table,
+    via_async,
+    via_client,
+    via_mcp,
+)
 
 from cairn.client import AsyncClient, Client
 from cairn.errors import UnauthenticatedError
@@ -125,9 +135,12 @@ def _answers(stack: Stack, principal: str, rows: list[Row]) -> list[dict[str, An
 
 
 def _assert_agree(rows: list[Row], answers: list[dict[str, Any]]) -> None:
-    for (label, _, _), answer in zip(rows, answers, strict=True):
+    for (label, kind, _), answer in zip(rows, answers, strict=True):
         expected = answer["embedded"]
         for surface, got in answer.items():
+            if surface.startswith("mcp") and kind in MCP_UNSERVED:
+                assert got == NOT_SERVED, f"{label}: {surface} answered an unserved row"
+                continue
             assert got == expected, f"{label}: {surface} differs from embedded"
 
 

@@ -50,7 +50,7 @@ API_KEY_ENV = "CAIRN_API_KEY"
 """When set, stdio tool calls run as this key's principal instead of the local owner."""
 
 MAX_DOCUMENT_REFS = 100
-"""Documents one ``cairn_get_documents`` call may fetch."""
+"""Documents one ``cairn_show`` call may fetch by ``refs``."""
 
 _LOG = logging.getLogger(__name__)
 _INTERNAL = {
@@ -184,10 +184,12 @@ def build_server(backend: McpBackend, principal: Resolver) -> Server[Any]:
         SERVER_NAME,
         version=__version__,
         instructions=(
-            "Cairn answers questions about a code repository and its docs: hybrid text, "
-            "vector and graph search over files, symbols, routes and doc sections, plus "
-            "graph traversal (who calls what, what depends on a symbol). Start with "
-            "cairn_search, then use exact IDs from its results as seeds."
+            "Cairn answers questions about a code repository and its docs: where is the "
+            "code that does W (cairn_search), show Z with its source lines (cairn_show), "
+            "who calls X with file:line (cairn_callers), what breaks if Y changes "
+            "(cairn_impact); cairn_traverse and cairn_search_graph walk and search the "
+            "graph from exact IDs. Symbols may be named (load_user, views.get_user) or "
+            "given by the exact IDs the tools return."
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,

@@ -175,6 +175,21 @@ def _search(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> T
 
 
 def _search_graph(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
+    """A graph search given as the structured request, or as one SQL ``SEARCH``
+    statement (``sql`` with its ``parameters``): the same search either way."""
+    if "sql" in arguments:
+        extra = sorted(set(arguments) - _SQL_FIELDS)
+        if extra:
+            raise ValidationError(
+                f"cairn_search_graph takes either sql (with parameters) or the structured "
+                f"request, not both: remove {extra}",
+                details={"fields": extra},
+            )
+        query = from_wire(QueryRequest, dict(arguments))
+        result = db.search_sql(SqlGraphSearchRequest(query), who)
+        return to_wire(result), _compact_result(result)
+    if "parameters" in arguments:
+        raise ValidationError("parameters belong to sql: give sql too, or drop parameters")
     payload = dict(arguments)
     payload.setdefault("version", SEARCH_REQUEST_VERSION)
     if isinstance(payload.get("search"), Mapping):
@@ -183,20 +198,55 @@ def _search_graph(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]
     return to_wire(result), _compact_result(result)
 
 
-def _query_search(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
-    query = from_wire(QueryRequest, dict(arguments))
-    result = db.search_sql(SqlGraphSearchRequest(query), who)
-    return to_wire(result), _compact_result(result)
+def _show(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
+    """Show code: one symbol by name (or ID) with its source lines, or documents by
+    exact refs (each with its source lines)."""
+    unknown = sorted(set(arguments) - _SHOW_FIELDS)
+    if unknown:
+        raise ValidationError(f"cairn_show has unknown fields {unknown}")
+    by_name, by_refs = "name" in arguments, "refs" in arguments
+    if by_name == by_refs:
+        raise ValidationError("cairn_show needs either name (one symbol) or refs (documents)")
+    if by_name:
+        if "source" in arguments:
+            raise ValidationError("source applies to refs; a shown name always has its lines")
+        return _show_name(db, who, arguments)
+    if "max_bytes" in arguments:
+        raise ValidationError("max_bytes applies to name; refs use the default source bound")
+    return _show_refs(db, who, arguments)
 
 
-def _get_documents(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
+def _show_name(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
+    from cairn.search.show import ShowRequest, show_request
+
+    request = from_json(ShowRequest, {"database": db.name, **arguments})
+    answer = show_request(db, request, who)
+    compact: dict[str, Any] = {"status": answer.resolution.status}
+    if answer.document is None:
+        compact["candidates"] = [_candidate(item) for item in answer.resolution.candidates]
+    else:
+        ref = answer.document.ref
+        compact.update({"collection": ref.collection, "id": ref.id})
+        compact.update(_compact_body(answer.document.body))
+        lines = None if answer.source is None else to_json(answer.source)
+        compact["source"] = _numbered(
+            {"lines": lines, "stale": answer.stale, "reason": answer.reason}
+        )
+    # The same JSON as the HTTP API's POST /v1/symbols/show.
+    return to_json(answer), json.dumps(compact, ensure_ascii=False)
+
+
+def _candidate(item: Any) -> dict[str, Any]:
+    """One candidate of an ambiguous name, as the model needs it to pick one."""
+    where = item.path if not item.path or not item.range else f"{item.path}:{item.range[0]}"
+    return {"id": item.ref.id, "kind": item.kind, "name": item.qualified_name, "at": where}
+
+
+def _show_refs(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
     from cairn.search.show import checkout_of, source_of
     from cairn.server.mcp import MAX_DOCUMENT_REFS
     from cairn.store.reads import read_document
 
-    unknown = sorted(set(arguments) - {"refs", "source"})
-    if unknown:
-        raise ValidationError(f"cairn_get_documents has unknown fields {unknown}")
     refs = arguments.get("refs")
     if not isinstance(refs, list) or not 1 <= len(refs) <= MAX_DOCUMENT_REFS:
         raise ValidationError(f"refs must be an array of 1..{MAX_DOCUMENT_REFS} entity refs")
@@ -238,6 +288,33 @@ def _numbered(source: Mapping[str, Any]) -> Any:
     start = lines["start"]
     numbered = [f"{start + i}  {text}" for i, text in enumerate(lines["lines"])]
     return {"stale": source.get("stale"), "lines": numbered, "truncated": lines["truncated"]}
+
+
+def _callers(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
+    """Who calls a symbol (or what it calls), by name, each edge with its call sites."""
+    from cairn.search.calls import CallsRequest, calls
+
+    request = from_json(CallsRequest, {"database": db.name, **arguments})
+    answer = calls(db, request, who)
+    match = answer.resolution.match
+    compact: dict[str, Any] = {
+        "symbol": None if match is None else match.ref.id,
+        "status": answer.resolution.status,
+        "direction": answer.direction,
+    }
+    if match is None:
+        compact["candidates"] = [_candidate(item) for item in answer.resolution.candidates]
+    compact["edges"] = [_compact_call(answer.direction, edge) for edge in answer.edges]
+    # The same JSON as the HTTP API's POST /v1/graph/calls.
+    return to_json(answer), json.dumps(compact, ensure_ascii=False)
+
+
+def _compact_call(direction: str, edge: Any) -> dict[str, Any]:
+    other = edge.caller if direction == "callers" else edge.callee
+    entry: dict[str, Any] = {"id": other.id, "name": edge.other_name, "hops": edge.hops}
+    entry["sites"] = [f"{site.file}:{site.line}" for site in edge.evidence.sites]
+    entry["site_count"] = edge.evidence.total
+    return entry
 
 
 def _traverse(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
@@ -313,15 +390,6 @@ def _impact(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> T
     return to_json(answer), json.dumps(compact, ensure_ascii=False)
 
 
-def _stats(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
-    from cairn.store.stats import database_stats
-
-    if arguments:
-        raise ValidationError("cairn_stats takes no arguments")
-    stats = database_stats(db, who).to_json()
-    return stats, json.dumps(stats, ensure_ascii=False)
-
-
 # -------------------------------------------------------------------- schemas
 _SEARCH_SCHEMA = json_schema(SearchRequest, optional=frozenset({"database", "collection"}))
 _SEARCH_SCHEMA["properties"]["hybrid"] = {
@@ -330,29 +398,66 @@ _SEARCH_SCHEMA["properties"]["hybrid"] = {
     "description": "Embed the text like the collection's vectors and fuse both branches "
     "(ignored when a vector is given); false: BM25 only.",
 }
-_GRAPH_SCHEMA = json_schema(GraphSearchRequest, optional=frozenset({"version"}))
+_GRAPH_SCHEMA = json_schema(GraphSearchRequest, optional=frozenset({"version", "search"}))
 _GRAPH_SCHEMA["properties"]["search"] = _SEARCH_SCHEMA
 _QUERY_SCHEMA = json_schema(QueryRequest)
+_GRAPH_SCHEMA["properties"].update(
+    {
+        "sql": {
+            **_QUERY_SCHEMA["properties"]["sql"],
+            "description": "The whole search as one SQL SEARCH statement, instead of the "
+            "structured fields (search, scope, retriever, expansion).",
+        },
+        "parameters": {
+            **_QUERY_SCHEMA["properties"]["parameters"],
+            "description": "Values of the statement's @name parameters (with sql only).",
+        },
+    }
+)
+_SQL_FIELDS = frozenset(_QUERY_SCHEMA["properties"])
 _REFS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "refs": {
-            "type": "array",
-            "items": json_schema(EntityRef),
-            "minItems": 1,
-            "maxItems": 100,
-            "description": "Exact (collection, id) pairs, as returned by the search tools.",
-        },
-        "source": {
-            "type": "boolean",
-            "default": True,
-            "description": "Add each document's source lines from the indexed checkout "
-            "(none, and stale: true, when the file changed since it was indexed).",
-        },
-    },
-    "required": ["refs"],
-    "additionalProperties": False,
+    "type": "array",
+    "items": json_schema(EntityRef),
+    "minItems": 1,
+    "maxItems": 100,
+    "description": "Instead of name: exact (collection, id) pairs, as the other tools return.",
 }
+
+
+def _show_schema() -> dict[str, Any]:
+    from cairn.search.show import ShowRequest
+
+    schema = json_schema(ShowRequest, optional=frozenset({"database", "name"}))
+    properties = schema["properties"]
+    properties["name"] = {
+        **properties["name"],
+        "description": "One symbol: a name (get_user), a dotted name (views.get_user) or an "
+        "exact ID (function:app/views.py#get_user).",
+    }
+    properties["refs"] = _REFS_SCHEMA
+    properties["source"] = {
+        "type": "boolean",
+        "default": True,
+        "description": "With refs: add each document's source lines (none, and stale: "
+        "true, when the file changed since it was indexed).",
+    }
+    return schema
+
+
+_SHOW_FIELDS = frozenset({"database", "name", "max_bytes", "refs", "source"})
+
+
+def _callers_schema() -> dict[str, Any]:
+    from cairn.search.calls import CallsRequest
+
+    schema = json_schema(CallsRequest, optional=frozenset({"database"}))
+    schema["properties"]["name"] = {
+        **schema["properties"]["name"],
+        "description": "The symbol: a name (load_user), a dotted name "
+        "(app.services.load_user) or an exact ID (function:src/app.py#load_user).",
+    }
+    return schema
+
 
 _IMPACT_FIELDS = frozenset(
     {
@@ -397,48 +502,32 @@ def _impact_schema() -> dict[str, Any]:
 TOOLS: list[McpTool] = [
     McpTool(
         "cairn_search",
-        "Find code: hybrid search (BM25 over names, signatures, docstrings and doc "
-        "sections, fused with the embedded query) of one collection, 'symbols' unless "
-        "another is named (files, routes, sections, externals). Example: "
-        '{"text": "load user"}. Returns ranked hits with exact (collection, id) refs to '
-        "use as graph seeds; 'hybrid' in the text says whether the query was embedded.",
+        "Where is the code that does W: hybrid search (BM25 over names, signatures, "
+        "docstrings and doc sections, fused with the embedded query) of one collection, "
+        "'symbols' unless another is named (files, routes, sections, externals). Example: "
+        '{"text": "load user"}. Returns ranked hits with exact (collection, id) refs for '
+        "the other tools; 'hybrid' in the text says whether the query was embedded.",
         _SEARCH_SCHEMA,
         _search,
     ),
     McpTool(
-        "cairn_search_graph",
-        "Hybrid graph search: text/vector ranking fused with graph retrieval (rank by "
-        "hops from seed refs), optionally restricted to what is reachable from seeds "
-        "(scope) and with context around the hits (expansion). Graph 'code' has relations "
-        "contains, imports, calls, inherits, decorates, handles_route, references, "
-        "mentions. Every walk is bounded (max_depth, max_vertices, max_edges).",
-        _GRAPH_SCHEMA,
-        _search_graph,
+        "cairn_show",
+        "Show code: a symbol by name or ID with its kind, path, range, signature, "
+        "docstring and its source lines from the indexed checkout, numbered. Example: "
+        '{"name": "views.get_user"}. Or documents by exact refs ({"refs": [...]}). A file '
+        "changed since indexing gives stale: true and no lines; an ambiguous name gives "
+        "the candidates.",
+        _show_schema(),
+        _show,
     ),
     McpTool(
-        "cairn_query_search",
-        "The same graph search written as one SQL SEARCH statement, e.g. "
-        '"SEARCH FROM symbols TEXT \\"/text\\" MATCH \'parse\' RETRIEVE GRAPH code SEEDS '
-        "((files, 'file:src/app.py')) DEPTH 2 VERTICES 100 EDGES 1000 LIMIT 5\". "
-        "Parameters are named @name with JSON values.",
-        _QUERY_SCHEMA,
-        _query_search,
-    ),
-    McpTool(
-        "cairn_get_documents",
-        "Show code: documents by exact ref (collection, id), e.g. a symbol found by a "
-        "search: kind, name, path, range, signature, docstring, and its source lines from "
-        "the indexed checkout, numbered (or stale: true when the file changed since).",
-        _REFS_SCHEMA,
-        _get_documents,
-    ),
-    McpTool(
-        "cairn_traverse",
-        "Walk the graph from seed refs: neighbours out, in or both ways (optionally only "
-        "some relations), or the shortest path to a target ref. Bounded by max_depth, "
-        "max_vertices and max_edges; hidden vertices are never passed through.",
-        _traverse_schema(),
-        _traverse,
+        "cairn_callers",
+        "Who calls a symbol (direction 'callers', the default) or what it calls "
+        "('callees'), by name or ID, up to depth calls away, each edge with its call sites "
+        'as file:line and their total. Example: {"name": "load_user"}. An ambiguous name '
+        "gives the candidates. Filters: kinds, paths (globs), exclude_tests.",
+        _callers_schema(),
+        _callers,
     ),
     McpTool(
         "cairn_impact",
@@ -452,10 +541,24 @@ TOOLS: list[McpTool] = [
         _impact,
     ),
     McpTool(
-        "cairn_stats",
-        "Counts of what this database holds and you may see: documents per collection, "
-        "facts per graph, commit position.",
-        {"type": "object", "properties": {}, "additionalProperties": False},
-        _stats,
+        "cairn_traverse",
+        "Walk the graph from seed refs: neighbours out, in or both ways over any "
+        "relations (contains, imports, calls, inherits, decorates, handles_route, "
+        "references, mentions), or the shortest path to a target ref; evidence: N adds "
+        "each edge's sites. Bounded by max_depth, max_vertices and max_edges; hidden "
+        "vertices are never passed through.",
+        _traverse_schema(),
+        _traverse,
+    ),
+    McpTool(
+        "cairn_search_graph",
+        "Hybrid graph search: text/vector ranking fused with graph retrieval (rank by "
+        "hops from seed refs), optionally restricted to what is reachable from seeds "
+        "(scope) and with context around the hits (expansion); or the same search as one "
+        'SQL statement: {"sql": "SEARCH FROM symbols TEXT \\"/text\\" MATCH @q '
+        'EXPAND GRAPH code DEPTH 1 VERTICES 10 EDGES 100 LIMIT 5", "parameters": '
+        '{"q": "parse"}}. Every walk is bounded.',
+        _GRAPH_SCHEMA,
+        _search_graph,
     ),
 ]

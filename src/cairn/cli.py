@@ -357,6 +357,21 @@ def _print_result(result: Any, *, title: str) -> None:
         console.print(context)
 
 
+KindOption = Annotated[
+    list[str] | None, typer.Option("--kind", help="Only nodes of this kind (repeatable).")
+]
+PathOption = Annotated[
+    list[str] | None, typer.Option("--path", help="Only nodes whose path matches this glob.")
+]
+ExcludeTestsOption = Annotated[
+    bool, typer.Option("--exclude-tests", help="Leave out test code (path conventions).")
+]
+
+
+def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
+    return None if not values else tuple(values)
+
+
 @app.command("search")
 def search_command(
     text: Annotated[str | None, typer.Argument(help="Words to search for (BM25).")] = None,
@@ -384,10 +399,14 @@ def search_command(
     text_only: Annotated[
         bool, typer.Option("--text-only", help="BM25 only: skip the embedding branch.")
     ] = False,
+    kind: KindOption = None,
+    path: PathOption = None,
+    exclude_tests: ExcludeTestsOption = False,
     db: DbOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Hybrid search: text and embedding, plus graph retrieval (--seed), scope, expansion."""
+    """Hybrid search: text and embedding, plus graph retrieval (--seed), scope, expansion;
+    --kind, --path and --exclude-tests keep only the hits that pass, before ranking."""
     from cairn.database import open as open_database
     from cairn.search.present import build_cli_request
     from cairn.search.wire import to_wire
@@ -409,6 +428,9 @@ def search_command(
                 limit=limit,
                 explain=explain,
                 hybrid=not text_only,
+                kinds=_tuple(kind),
+                paths=_tuple(path),
+                exclude_tests=exclude_tests,
             )
             if request.scope is None and request.retriever is None and request.expansion is None:
                 hits = database.search(request.search)
@@ -506,21 +528,6 @@ def _print_calls(answer: Any, limit: int | None = None) -> None:
         console.print(escape(f"  {label}{hops}  {sites}{extra}"))
     if len(shown) < len(answer.edges):
         console.print(escape(f"  ... and {len(answer.edges) - len(shown)} more"))
-
-
-KindOption = Annotated[
-    list[str] | None, typer.Option("--kind", help="Only nodes of this kind (repeatable).")
-]
-PathOption = Annotated[
-    list[str] | None, typer.Option("--path", help="Only nodes whose path matches this glob.")
-]
-ExcludeTestsOption = Annotated[
-    bool, typer.Option("--exclude-tests", help="Leave out test code (path conventions).")
-]
-
-
-def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
-    return None if not values else tuple(values)
 
 
 def _calls_cli(command: str, direction: Literal["callers", "callees"], doc: str) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from cairn.errors import ValidationError
 from cairn.search.budget import CancelToken
-from cairn.search.impact import kept
+from cairn.search.filters import kept
 from cairn.search.names import NAME_COLLECTIONS, NameResolution, resolve_name
 from cairn.search.rules import check_record
 from cairn.search.traverse import TraverseRequest, admit_traverse, traverse_in_cut

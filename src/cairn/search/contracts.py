@@ -126,7 +126,9 @@ class GraphExpansion:
 
 @dataclass(frozen=True, slots=True)
 class SearchRequest:
-    """A plain hybrid search over one collection: text, vector or both."""
+    """A plain hybrid search over one collection: text, vector or both; ``kinds``,
+    ``paths`` (globs) and ``exclude_tests`` keep only documents whose ``kind`` and
+    ``path`` fields pass (``cairn.search.filters``) before anything is ranked."""
 
     database: str
     collection: str
@@ -141,10 +143,15 @@ class SearchRequest:
     fusion_k: int = DEFAULT_FUSION_K
     allowed_ids: tuple[str, ...] | None = None
     explain: bool = False
+    kinds: tuple[str, ...] | None = None
+    paths: tuple[str, ...] | None = None
+    exclude_tests: bool = False
 
     def __post_init__(self) -> None:
         _set(self, "vector", _tuple_or_none(self.vector))
         _set(self, "allowed_ids", _tuple_or_none(self.allowed_ids))
+        _set(self, "kinds", _tuple_or_none(self.kinds))
+        _set(self, "paths", _tuple_or_none(self.paths))
 
 
 @dataclass(frozen=True, slots=True)

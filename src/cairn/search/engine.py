@@ -39,6 +39,7 @@ from cairn.search.contracts import (
     SearchExplanation,
     SearchRequest,
 )
+from cairn.search.filters import filtered_ids
 from cairn.search.fusion import FusedHit, RankedBranch, fused_top, max_score
 from cairn.search.walk import Reachability, VertexVisibility, WalkLimits, walk
 from cairn.store.policy import Capability, field_allowed
@@ -185,6 +186,11 @@ def _branches(
     """
     cut, budget = context.cut, context.budget
     allowed = _candidates(request.collection, request.allowed_ids, scope)
+    passing = filtered_ids(
+        cut, request.collection, request.kinds, request.paths, request.exclude_tests
+    )
+    if passing is not None:
+        allowed = passing if allowed is None else allowed & passing
     mask = None if allowed is None else slot_mask(cut, request.collection, allowed)
     rankings: list[RankedBranch] = []
     wants_text = request.text is not None and request.text_field is not None

@@ -13,12 +13,12 @@ path conventions in ``TEST_PATTERNS`` (stated as such, not guessed per project).
 
 from __future__ import annotations
 
-import fnmatch
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cairn.search.budget import CancelToken
+from cairn.search.filters import TEST_PATTERNS, is_test_path, kept
 from cairn.search.names import NameResolution, resolve_name
 from cairn.search.rules import check_record
 from cairn.search.traverse import TraverseRequest, admit_traverse, reach_in_cut
@@ -59,30 +59,6 @@ IMPACT_RELATIONS = (
 )
 """Relations that make one node depend on another (structural ``contains`` is left out)."""
 
-TEST_PATTERNS = (
-    "tests/*",
-    "*/tests/*",
-    "test/*",
-    "*/test/*",
-    "*/__tests__/*",
-    "test_*.py",
-    "*/test_*.py",
-    "*_test.py",
-    "*_test.go",
-    "conftest.py",
-    "*/conftest.py",
-    "*.test.[jt]s",
-    "*.spec.[jt]s",
-    "*.test.[jt]sx",
-    "*.spec.[jt]sx",
-)
-"""Path conventions of test code (pytest, Go, Jest/Vitest layouts)."""
-
-
-def is_test_path(path: str | None) -> bool:
-    """Whether ``path`` follows one of the ``TEST_PATTERNS``."""
-    return path is not None and any(fnmatch.fnmatchcase(path, p) for p in TEST_PATTERNS)
-
 
 @dataclass(frozen=True, slots=True)
 class ImpactRequest:
@@ -99,22 +75,6 @@ class ImpactRequest:
     kinds: tuple[str, ...] | None = None
     paths: tuple[str, ...] | None = None
     exclude_tests: bool = False
-
-
-def kept(
-    kind: str | None,
-    path: str | None,
-    kinds: tuple[str, ...] | None,
-    paths: tuple[str, ...] | None,
-    exclude_tests: bool,
-) -> bool:
-    """Whether a node passes the answer filters: one of ``kinds``, a path matching one of
-    the ``paths`` globs, and not test code when ``exclude_tests``."""
-    if kinds is not None and kind not in kinds:
-        return False
-    if paths is not None and (path is None or not any(fnmatch.fnmatchcase(path, g) for g in paths)):
-        return False
-    return not (exclude_tests and is_test_path(path))
 
 
 @dataclass(frozen=True, slots=True)

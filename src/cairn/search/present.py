@@ -51,6 +51,9 @@ def build_cli_request(
     limit: int,
     explain: bool,
     hybrid: bool = False,
+    kinds: tuple[str, ...] | None = None,
+    paths: tuple[str, ...] | None = None,
+    exclude_tests: bool = False,
 ) -> GraphSearchRequest:
     """The request ``cairn search`` means; admission still checks every value.
 
@@ -67,6 +70,9 @@ def build_cli_request(
         text=text or None,
         limit=limit,
         explain=explain,
+        kinds=kinds,
+        paths=paths,
+        exclude_tests=exclude_tests,
         **vector,
     )
 

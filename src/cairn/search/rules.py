@@ -92,6 +92,8 @@ RULES: dict[str, dict[str, Rule]] = {
         "vector_weight": _WEIGHT,
         "vector": Values(MAX_VECTOR_VALUE),
         "allowed_ids": Count(0, MAX_ALLOWED_IDS, "IDs"),
+        "kinds": _FILTERS,
+        "paths": _FILTERS,
     },
     "GraphWalkSpec": {
         "graph": _NAME,
@@ -133,6 +135,8 @@ RULES: dict[str, dict[str, Rule]] = {
         "seeds": Count(1, MAX_SEEDS, "seeds"),
         "relations": _LABELS,
         "evidence": IntegerRange(0, MAX_EVIDENCE_PER_FACT),
+        "kinds": _FILTERS,
+        "paths": _FILTERS,
     },
 }
 """Record name -> field -> its rule."""

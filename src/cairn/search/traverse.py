@@ -39,6 +39,7 @@ from cairn.index.graphs import Edge, in_edges, out_edges, require_graph
 from cairn.search.budget import CancelToken, ReadBudget
 from cairn.search.contracts import DocumentResult, EntityRef
 from cairn.search.engine import LABEL_FIELD
+from cairn.search.filters import kept
 from cairn.search.limits import (
     DEFAULT_MAX_EDGES,
     DEFAULT_MAX_VERTICES,
@@ -51,7 +52,7 @@ from cairn.search.wire import TYPE_KEY, from_json, to_json
 from cairn.store.evidence import FactEvidence, read_evidence
 from cairn.store.limits import check_identifier
 from cairn.store.policy import Capability, field_allowed
-from cairn.store.reads import field_policies, read_document
+from cairn.store.reads import field_policies, read_document, read_documents
 from cairn.store.validation import check_served_database
 
 if TYPE_CHECKING:
@@ -109,12 +110,18 @@ class TraverseRequest:
     include_documents: bool = False
     evidence: int = 0
     """Sites (file, range, site kind) returned per edge; 0: none (the edges only)."""
+    kinds: tuple[str, ...] | None = None
+    paths: tuple[str, ...] | None = None
+    exclude_tests: bool = False
+    """Answer filters (neighbours only): the walk goes through every vertex, the answer
+    keeps the seeds and the vertices that pass, and the edges among those."""
 
     def __post_init__(self) -> None:
         if isinstance(self.seeds, list):
             object.__setattr__(self, "seeds", tuple(self.seeds))
-        if isinstance(self.relations, list):
-            object.__setattr__(self, "relations", tuple(self.relations))
+        for name in ("relations", "kinds", "paths"):
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
 
     def to_json(self) -> dict[str, Any]:
         """Tagged wire form."""
@@ -151,6 +158,7 @@ class TraverseResult:
     edges_examined: int
     position: int
     redacted_fields: tuple[str, ...] = ()
+    filtered_out: int = 0  # vertices reached but left out by the answer filters
 
     def to_json(self) -> dict[str, Any]:
         """Tagged wire form."""
@@ -229,6 +237,7 @@ def admit_traverse(request: TraverseRequest) -> int:
     if type(request.include_documents) is not bool:
         raise ValidationError("include_documents must be a boolean")
     rule("TraverseRequest", "evidence").check(request.evidence, "evidence")
+    _check_filters(request)
     try:
         size = len(canonical_bytes(request.to_json()))
     except CanonicalizationError as exc:
@@ -239,6 +248,27 @@ def admit_traverse(request: TraverseRequest) -> int:
             details={"limit": MAX_REQUEST_BYTES, "size": size},
         )
     return size
+
+
+def _filtering(request: TraverseRequest) -> bool:
+    return request.kinds is not None or request.paths is not None or request.exclude_tests
+
+
+def _check_filters(request: TraverseRequest) -> None:
+    for name in ("kinds", "paths"):
+        value = getattr(request, name)
+        if value is not None:
+            if not isinstance(value, tuple):
+                raise ValidationError(f"{name} must be an array or null", details={"field": name})
+            rule("TraverseRequest", name).check(value, name)
+    if type(request.exclude_tests) is not bool:
+        raise ValidationError("exclude_tests must be a boolean")
+    if request.target is not None and _filtering(request):
+        raise ValidationError(
+            "kinds, paths and exclude_tests narrow neighbours; a path to a target is "
+            "returned whole",
+            details={"field": "target"},
+        )
 
 
 # ---------------------------------------------------------------- execution
@@ -427,6 +457,12 @@ def _result(
         edges = [reach.via[ref] for ref in path[1:]]
     else:
         refs, edges = [], []
+    filtered_out = 0
+    if request.target is None and _filtering(request):
+        kept_refs = _passing(cut, request, refs)
+        filtered_out = len(refs) - len(kept_refs)
+        refs = [ref for ref in refs if ref in kept_refs]
+        edges = [e for e in edges if e.source in kept_refs and e.target in kept_refs]
     vertices = tuple(
         TraverseVertex(
             ref,
@@ -447,7 +483,28 @@ def _result(
         edges = [
             TraverseEdge(e.source, e.target, e.relation, e.fact_id, found[e.fact_id]) for e in edges
         ]
-    return TraverseResult(vertices, tuple(edges), path, reach.examined, cut.position, redacted)
+    return TraverseResult(
+        vertices, tuple(edges), path, reach.examined, cut.position, redacted, filtered_out
+    )
+
+
+def _passing(cut: IndexCut, request: TraverseRequest, refs: list[EntityRef]) -> set[EntityRef]:
+    """The seeds, and the reached vertices whose documents pass the answer filters (a
+    document the caller cannot read has no kind or path)."""
+    found = read_documents(cut, refs)
+    passing = set(request.seeds)
+    for ref, document in zip(refs, found, strict=True):
+        body = {} if document is None else document.body
+        kind, path = body.get("kind"), body.get("path")
+        if kept(
+            kind if isinstance(kind, str) else None,
+            path if isinstance(path, str) else None,
+            request.kinds,
+            request.paths,
+            request.exclude_tests,
+        ):
+            passing.add(ref)
+    return passing
 
 
 def _edge_key(edge: TraverseEdge) -> tuple[EntityRef, EntityRef, str, str]:

@@ -506,7 +506,8 @@ TOOLS: list[McpTool] = [
         "docstrings and doc sections, fused with the embedded query) of one collection, "
         "'symbols' unless another is named (files, routes, sections, externals). Example: "
         '{"text": "load user"}. Returns ranked hits with exact (collection, id) refs for '
-        "the other tools; 'hybrid' in the text says whether the query was embedded.",
+        "the other tools; 'hybrid' in the text says whether the query was embedded. "
+        "Filters: kinds (function, method, class, ...), paths (globs), exclude_tests.",
         _SEARCH_SCHEMA,
         _search,
     ),

@@ -39,6 +39,7 @@ __all__ = [
     "DocumentResult",
     "ReadCut",
     "collection_config",
+    "document_fields",
     "field_policies",
     "read_document",
     "read_documents",
@@ -216,3 +217,41 @@ def read_documents_sized(
                 result = DocumentResult(ref, revision, freeze(body), bool(removed), removed)
                 found[ref] = (result, size)
     return [found.get(ref) for ref in refs]
+
+
+def document_fields(
+    cut: ReadCut, collection: str, names: Sequence[str]
+) -> dict[str, tuple[Any, ...]]:
+    """Every live document of ``collection`` the principal may see, by ID, with its
+    top-level fields ``names`` as the principal may read them (a field its policy hides,
+    or the body lacks, reads as None); a row whose checksum fails is a CorruptionError."""
+    check_identifier(collection, "collection")
+    require_collection(cut, collection, *READ_CAPABILITIES)
+    policies = field_policies(cut, collection)
+    found: dict[str, tuple[Any, ...]] = {}
+    rows = cut.conn.execute(
+        "SELECT id, revision, body, owner, project, checksum FROM documents "
+        "WHERE collection = ? AND deleted = 0",
+        (collection,),
+    )
+    for doc_id, revision, stored_body, owner, project, checksum in rows:
+        data = stored_bytes(stored_body)
+        if data is None or checksum != document_checksum(
+            collection, doc_id, revision, owner, project, False, data
+        ):
+            raise CorruptionError(
+                f"document {doc_id!r} of {collection!r} fails its checksum",
+                details={"collection": collection, "id": doc_id},
+            )
+        if not row_visible(cut.principal, cut.database, collection, owner, project):
+            continue
+        try:
+            stored = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise CorruptionError(
+                f"document {doc_id!r} of {collection!r} holds malformed JSON",
+                details={"collection": collection, "id": doc_id},
+            ) from exc
+        body = redact(cut.principal, cut.database, collection, policies, stored)[0]
+        found[doc_id] = tuple(body.get(name) if isinstance(body, dict) else None for name in names)
+    return found

@@ -372,6 +372,15 @@ def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
     return None if not values else tuple(values)
 
 
+def _unembeddable(database: Any, collection: str) -> str | None:
+    """Why the database cannot embed a query of ``collection`` here (None: it can)."""
+    from cairn.search.embedding import embedding_unavailable
+
+    with database.read_cut() as cut:
+        found: str | None = embedding_unavailable(cut, collection)
+    return found
+
+
 @app.command("search")
 def search_command(
     text: Annotated[str | None, typer.Argument(help="Words to search for (BM25).")] = None,
@@ -415,6 +424,9 @@ def search_command(
     try:
         target = resolve_database(db)
         with open_database(target) as database:
+            # Hybrid unless asked not to; text only, said so, where no embedder fits.
+            reason = _unembeddable(database, collection) if text and not text_only else None
+            embed = bool(text) and not text_only and reason is None
             request = build_cli_request(
                 database=database.name,
                 collection=collection,
@@ -427,7 +439,7 @@ def search_command(
                 expand=expand,
                 limit=limit,
                 explain=explain,
-                hybrid=not text_only,
+                embed=embed,
                 kinds=_tuple(kind),
                 paths=_tuple(path),
                 exclude_tests=exclude_tests,
@@ -441,8 +453,11 @@ def search_command(
         fail(error)
         return
     if as_json:
-        emit_json(to_wire(result) if not isinstance(result, _PlainResult) else result.to_json())
+        body = to_wire(result) if not isinstance(result, _PlainResult) else result.to_json()
+        emit_json(body if reason is None else {**body, "text_only": reason})
         return
+    if reason is not None:
+        Console(stderr=True).print(escape(f"text only: {reason}"))
     _print_result(result, title=f"Search {collection!r}")
 
 

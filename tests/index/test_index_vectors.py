@@ -62,15 +62,18 @@ def test_dot_and_euclidean(
     assert [h.score for h in hits] == pytest.approx([s for _, s in expected], abs=1e-6)
 
 
-def test_stale_vectors_and_other_spaces_are_ignored(vec_db: Database) -> None:
+def test_stale_vectors_are_ignored_and_other_spaces_refused(vec_db: Database) -> None:
     vec_db.command(cmd(put("docs", "b", "rewritten")))  # b's vector is now stale
     assert [h.ref.id for h in vec_db.vector_search("docs", "embedding", (1.0, 0.0), SPACE)] == [
         "a",
         "c",
         "d",
     ]
+    # A query only sees vectors of the field's exact space; one from another embedder
+    # (here the next version of the model) is refused by name instead of seeing nothing.
     other = VectorSpace("toy", 2, Metric.COSINE, "toy-model", "2")
-    assert vec_db.vector_search("docs", "embedding", (1.0, 0.0), other) == ()
+    with pytest.raises(ValidationError, match="toy-model 2.*toy-model 1"):
+        vec_db.vector_search("docs", "embedding", (1.0, 0.0), other)
 
 
 def test_masks_apply_before_ranking(vec_db: Database) -> None:

@@ -57,6 +57,17 @@ def table(database: str) -> list[Row]:
         ("vector search", "search", vector),
         ("hybrid search", "search", hybrid),
         (
+            "filtered search",
+            "search",
+            SearchRequest(database, "docs", TEXT, "needle", limit=10, exclude_tests=True),
+        ),
+        (
+            # The corpus's vectors come from a toy model no embedder here makes.
+            "embed refused",
+            "search",
+            SearchRequest(database, "docs", TEXT, "needle", vector_field=VECTOR, embed=True),
+        ),
+        (
             "retriever with expansion",
             "graph_search",
             GraphSearchRequest(
@@ -99,6 +110,11 @@ def table(database: str) -> list[Row]:
             TraverseRequest(
                 database, GRAPH, (ref("docs", "alpha"),), direction="both", relations=("calls",)
             ),
+        ),
+        (
+            "neighbours filtered",
+            "traverse",
+            TraverseRequest(database, GRAPH, (ref("docs", "root"),), max_depth=2, kinds=("x",)),
         ),
         (
             "shortest path",

@@ -182,3 +182,38 @@ def test_traverse_edges_carry_their_sites_on_request(served: Served) -> None:
     too_many = {**request.to_json(), "evidence": 101}
     refused = served.http.post("/v1/graph/traverse", json=too_many, headers=served.headers())
     assert refused.status_code == 400
+
+
+def test_the_database_embeds_the_query_through_every_door(served: Served) -> None:
+    from cairn.embed import HashingEmbedder
+    from cairn.search.contracts import SearchRequest
+    from cairn.search.wire import to_wire
+    from cairn.store.load import VECTOR_FIELD
+
+    asked = SearchRequest(served.db.name, "symbols", "/text", "load user", embed=True)
+    embedded = served.db.search(asked)
+    # The oracle brings its own vector, made by the embedder the index was loaded with.
+    embedder = HashingEmbedder()
+    (row,) = embedder.embed(["load user"])
+    brought = SearchRequest(
+        served.db.name,
+        "symbols",
+        "/text",
+        "load user",
+        VECTOR_FIELD,
+        tuple(float(x) for x in row),
+        embedder.space,
+    )
+    assert embedded == served.db.search(brought)
+    assert embedded != served.db.search(
+        SearchRequest(served.db.name, "symbols", "/text", "load user")
+    )
+    reply = served.http.post("/v1/search", json=to_wire(asked), headers=served.headers())
+    assert reply.status_code == 200, reply.text
+    assert reply.json() == {"hits": [to_wire(hit) for hit in embedded]}
+
+    async def sdk() -> object:
+        async with _sdk(served) as client:
+            return await client.search(asked)
+
+    assert asyncio.run(sdk()) == embedded

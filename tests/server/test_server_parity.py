@@ -173,6 +173,18 @@ def test_the_table_agrees_on_every_surface(stack: Stack, principal: str) -> None
         # The hidden vertex stops the only path to n1.
         assert by_label["shortest path"]["path"] is None
     assert by_label["slash in id"]["ref"] == {"collection": "docs", "id": "a/b"}
+    # No document of the corpus has a kind: the filtered walk keeps only its seed.
+    filtered = by_label["neighbours filtered"]
+    assert [v["ref"]["id"] for v in filtered["vertices"]] == ["root"]
+    assert filtered["filtered_out"] > 0 and filtered["edges"] == []
+    assert by_label["embed refused"] == {"error": "unsupported_capability"}
+    assert by_label["filtered search"]["hits"] == text_without_explanations(by_label)
+
+
+def text_without_explanations(by_label: dict[str, Any]) -> list[Any]:
+    """The text search's hits as a search without ``explain`` returns them (none of the
+    corpus's paths is test code, so excluding tests keeps every hit)."""
+    return [{**hit, "explanation": None} for hit in by_label["text search"]["hits"]]
 
 
 def _labelled(database: str) -> list[Row]:

@@ -98,6 +98,13 @@ def cosine(
     return found
 
 
+def _named(space: VectorSpace) -> str:
+    return (
+        f"{space.id!r} ({space.model} {space.version}, {space.dimension} dimensions, "
+        f"{space.metric.value})"
+    )
+
+
 def _check_vector_field(
     cut: IndexCut, collection: str, field: str, vector: Sequence[float], space: VectorSpace
 ) -> npt.NDArray[np.float64]:
@@ -106,8 +113,19 @@ def _check_vector_field(
     check_identifier(field, "vector field")
     space.validate()
     config = require_collection(cut, collection, Capability.VECTOR_SEARCH)
-    if field not in {item.name for item in config.vector_fields}:
+    declared = {item.name: item.space for item in config.vector_fields}
+    if field not in declared:
         raise ValidationError(f"collection {collection!r} has no vector field {field!r}")
+    if space != declared[field]:
+        # Every stored vector of the field is in its declared space: a query from another
+        # embedder would be compared with nothing (or with the wrong vectors).
+        wanted = declared[field]
+        raise ValidationError(
+            f"the query vector is in space {_named(space)}, but {collection!r} field "
+            f"{field!r} holds vectors of {_named(wanted)}: embed the query with that "
+            "embedder (or ask the database to: embed)",
+            details={"field": "space", "expected": wanted.to_json(), "got": space.to_json()},
+        )
     policies = field_policies(cut, collection)
     pointer = vector_pointer(field)
     if not field_allowed(cut.principal, cut.database, collection, policies, pointer, "use"):

@@ -195,7 +195,28 @@ def _check_text(search: SearchRequest) -> bool:
     return True
 
 
+def _check_embed(search: SearchRequest) -> bool:
+    """``embed`` asks the database for the vector: text required, no vector or space."""
+    if type(search.embed) is not bool:
+        raise _fail("embed must be a boolean", field="embed")
+    if not search.embed:
+        return False
+    if search.text is None:
+        raise _fail("embed needs text: it embeds the request's text", field="embed")
+    if search.vector is not None or search.space is not None:
+        raise _fail(
+            "embed and a vector exclude each other: the database embeds the text, or the "
+            "request brings its own vector and space",
+            field="embed",
+        )
+    if search.vector_field is not None:
+        rule("SearchRequest", "vector_field").check(search.vector_field, "vector_field")
+    return True
+
+
 def _check_vector(search: SearchRequest) -> bool:
+    if _check_embed(search):
+        return True
     given = (search.vector is not None, search.vector_field is not None, search.space is not None)
     if not any(given):
         return False

@@ -146,6 +146,9 @@ class SearchRequest:
     kinds: tuple[str, ...] | None = None
     paths: tuple[str, ...] | None = None
     exclude_tests: bool = False
+    embed: bool = False
+    """Embed ``text`` with the embedder the collection's vectors were loaded with and
+    search ``vector_field`` (or the collection's only vector field) with it too."""
 
     def __post_init__(self) -> None:
         _set(self, "vector", _tuple_or_none(self.vector))

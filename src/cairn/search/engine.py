@@ -39,6 +39,7 @@ from cairn.search.contracts import (
     SearchExplanation,
     SearchRequest,
 )
+from cairn.search.embedding import embed_request
 from cairn.search.filters import filtered_ids
 from cairn.search.fusion import FusedHit, RankedBranch, fused_top, max_score
 from cairn.search.walk import Reachability, VertexVisibility, WalkLimits, walk
@@ -81,6 +82,7 @@ def search(
     check_served_database(request.database, db.name)
     with db.read_cut(principal) as cut:
         context = _context(cut, request, cancel)
+        request = embed_request(cut, request)
         rankings = _branches(context, request, scope=None, retriever=None)
         return _project_hits(context, request, rankings, None)
 
@@ -97,6 +99,7 @@ def graph_search(
     check_served_database(search_request.database, db.name)
     with db.read_cut(principal) as cut:
         context = _context(cut, search_request, cancel)
+        search_request = embed_request(cut, search_request)
         _authorise_graphs(context, request)
         scope = None
         if request.scope is not None:

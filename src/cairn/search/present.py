@@ -50,19 +50,16 @@ def build_cli_request(
     expand: int | None,
     limit: int,
     explain: bool,
-    hybrid: bool = False,
+    embed: bool = False,
     kinds: tuple[str, ...] | None = None,
     paths: tuple[str, ...] | None = None,
     exclude_tests: bool = False,
 ) -> GraphSearchRequest:
     """The request ``cairn search`` means; admission still checks every value.
 
-    With ``hybrid``, the text is also embedded with the default offline embedder and
-    searched in the ``embedding`` field every loaded collection has.
+    With ``embed`` (and text), the database embeds the text with the embedder the
+    collection's vectors were loaded with and fuses both branches.
     """
-    vector: dict[str, Any] = {}
-    if hybrid and text:
-        vector = query_vector(text)
     search = SearchRequest(
         database,
         collection,
@@ -73,7 +70,7 @@ def build_cli_request(
         kinds=kinds,
         paths=paths,
         exclude_tests=exclude_tests,
-        **vector,
+        embed=embed and bool(text),
     )
 
     def walk(refs: Sequence[tuple[str, str]]) -> GraphWalkSpec:

@@ -120,32 +120,14 @@ DEFAULT_TEXT_FIELD = "/text"
 _VECTOR_KEYS = frozenset({"vector", "vector_field", "space"})
 
 
-def _query_vector(db: Database, collection: str, text: str) -> dict[str, Any] | None:
-    """The query's vector under the embedder the collection's vectors came from (the
-    load's ``embedding`` field), or None when there is no such field or no such
-    embedder here (then the search is text only, and the reply says so)."""
-    from cairn.embed import embedder_for
-    from cairn.store.apply import load_collection
-    from cairn.store.load import VECTOR_FIELD
-
-    with db.read_cut() as cut:
-        config = load_collection(cut.conn, collection)
-    fields = {} if config is None else {f.name: f.space for f in config.vector_fields}
-    space = fields.get(VECTOR_FIELD)
-    embedder = None if space is None else embedder_for(space)
-    if space is None or embedder is None:
-        return None
-    (row,) = embedder.embed([text])
-    return {
-        "vector_field": VECTOR_FIELD,
-        "vector": [float(x) for x in row],
-        "space": to_json(space),
-    }
-
-
-def _search_arguments(db: Database, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+def _search_arguments(
+    db: Database, who: PrincipalLike, arguments: Mapping[str, Any]
+) -> tuple[dict[str, Any], bool, str | None]:
     """Agent defaults: the symbols collection, its ``/text`` field, and (``hybrid``,
-    default true, when no vector was given) the query embedded like the collection."""
+    default true, when no vector was given) the query embedded by the database like the
+    collection's vectors (``embed``); when it cannot be, why (the search is text only)."""
+    from cairn.search.embedding import embedding_unavailable
+
     given = _with_database(arguments, db)
     hybrid = given.pop("hybrid", True)
     if type(hybrid) is not bool:
@@ -154,22 +136,25 @@ def _search_arguments(db: Database, arguments: Mapping[str, Any]) -> tuple[dict[
     text = given.get("text")
     if isinstance(text, str) and "text_field" not in given:
         given["text_field"] = DEFAULT_TEXT_FIELD
-    embedded = False
-    if hybrid and isinstance(text, str) and not _VECTOR_KEYS & set(given):
-        vector = _query_vector(db, str(given["collection"]), text)
-        if vector is not None:
-            given.update(vector)
-            embedded = True
-    return given, embedded
+    if given.get("embed") is True or not hybrid or not isinstance(text, str):
+        return given, given.get("embed") is True, None
+    if _VECTOR_KEYS & set(given):
+        return given, False, None  # the agent brought its own vector
+    with db.read_cut(who) as cut:
+        reason = embedding_unavailable(cut, str(given["collection"]))
+    given["embed"] = reason is None
+    return given, reason is None, reason
 
 
 def _search(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
-    given, embedded = _search_arguments(db, arguments)
+    given, embedded, reason = _search_arguments(db, who, arguments)
     request = from_wire(SearchRequest, given)
     hits = db.search(request, who)
     result = GraphSearchResult(tuple(hits))
     compact = json.loads(_compact_result(result))
     compact["hybrid"] = embedded  # whether the query was embedded: nothing is silent
+    if reason is not None:
+        compact["text_only"] = reason
     # The same JSON as the HTTP API's POST /v1/search.
     return {"hits": [to_wire(hit) for hit in hits]}, json.dumps(compact, ensure_ascii=False)
 
@@ -392,6 +377,7 @@ def _impact(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> T
 
 # -------------------------------------------------------------------- schemas
 _SEARCH_SCHEMA = json_schema(SearchRequest, optional=frozenset({"database", "collection"}))
+del _SEARCH_SCHEMA["properties"]["embed"]  # ``hybrid`` (default on) decides it for agents
 _SEARCH_SCHEMA["properties"]["hybrid"] = {
     "type": "boolean",
     "default": True,
@@ -399,7 +385,9 @@ _SEARCH_SCHEMA["properties"]["hybrid"] = {
     "(ignored when a vector is given); false: BM25 only.",
 }
 _GRAPH_SCHEMA = json_schema(GraphSearchRequest, optional=frozenset({"version", "search"}))
-_GRAPH_SCHEMA["properties"]["search"] = _SEARCH_SCHEMA
+# The graph search's own search record: the contract's fields (``embed`` included), no
+# MCP-only ``hybrid``.
+_GRAPH_SCHEMA["properties"]["search"] = json_schema(SearchRequest, optional=frozenset({"database"}))
 _QUERY_SCHEMA = json_schema(QueryRequest)
 _GRAPH_SCHEMA["properties"].update(
     {

@@ -72,7 +72,7 @@ def test_stale_vectors_are_ignored_and_other_spaces_refused(vec_db: Database) ->
     # A query only sees vectors of the field's exact space; one from another embedder
     # (here the next version of the model) is refused by name instead of seeing nothing.
     other = VectorSpace("toy", 2, Metric.COSINE, "toy-model", "2")
-    with pytest.raises(ValidationError, match="toy-model 2.*toy-model 1"):
+    with pytest.raises(ValidationError, match=r"toy-model 2.*toy-model 1"):
         vec_db.vector_search("docs", "embedding", (1.0, 0.0), other)
 
 

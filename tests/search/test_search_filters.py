@@ -168,3 +168,40 @@ def test_the_cli_search_filters(db_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert '"class:app/models.py#User"' in result.output
     assert "function:" not in result.output
+
+
+def test_sql_search_carries_the_filters_and_embed(db: cairn.Database) -> None:
+    from cairn.search.contracts import (
+        GraphExpansion,
+        GraphSearchRequest,
+        QueryRequest,
+        SqlGraphSearchRequest,
+    )
+
+    sql = (
+        'SEARCH FROM symbols TEXT "/text" MATCH @q VECTOR EMBED '
+        "EXPAND GRAPH code DEPTH 1 VERTICES 50 EDGES 500 "
+        "KINDS ('function', 'method') PATHS ('app/*') EXCLUDE TESTS LIMIT 5"
+    )
+    lowered = db.search_sql(SqlGraphSearchRequest(QueryRequest(sql, {"q": QUERY})))
+    direct = db.graph_search(
+        GraphSearchRequest(
+            1,
+            SearchRequest(
+                db.name,
+                "symbols",
+                "/text",
+                QUERY,
+                limit=5,
+                kinds=("function", "method"),
+                paths=("app/*",),
+                exclude_tests=True,
+                embed=True,
+            ),
+            expansion=GraphExpansion("code", 1, 50, 500),
+        )
+    )
+    assert lowered == direct
+    assert lowered.hits and all(
+        h.document.body["kind"] in ("function", "method") for h in lowered.hits
+    )

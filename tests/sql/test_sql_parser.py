@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from cairn.errors import ValidationError
 from cairn.search.contracts import (
     EntityRef,
     GraphExpansion,
@@ -70,6 +71,9 @@ CLAUSES: dict[str, tuple[str, dict[str, Any]]] = {
         {"expansion": GraphExpansion("code", 1, 5, 7, ())},
     ),
     "ALLOW": ("ALLOW IDS ('x', 'y')", {"allowed_ids": ("x", "y")}),
+    "KINDS": ("KINDS ('function', 'method')", {"kinds": ("function", "method")}),
+    "PATHS": ("PATHS ('src/*')", {"paths": ("src/*",)}),
+    "EXCLUDE": ("EXCLUDE TESTS", {"exclude_tests": True}),
     "LIMIT": ("LIMIT 3", {"limit": 3}),
     "FUSION": ("FUSION 10", {"fusion_k": 10}),
 }
@@ -183,3 +187,36 @@ def test_tokens_carry_lines_and_columns() -> None:
         (TokenKind.WORD, "x", 2, 8),
         (TokenKind.END, "", 2, 9),
     ]
+
+
+@pytest.mark.parametrize(
+    ("clause", "fields"),
+    [
+        ("VECTOR EMBED", {"embed": True}),
+        (
+            'VECTOR "embedding" EMBED WEIGHT 2',
+            {"embed": True, "vector_field": "embedding", "vector_weight": 2.0},
+        ),
+        ('VECTOR "EMBED" EMBED', {"embed": True, "vector_field": "EMBED"}),
+    ],
+)
+def test_vector_embed_asks_the_database_for_the_vector(clause: str, fields: dict[str, Any]) -> None:
+    graph = "EXPAND GRAPH g DEPTH 1 VERTICES 2 EDGES 3"
+    sql = f"SEARCH FROM symbols TEXT \"/text\" MATCH 'q' {clause} {graph}"
+    request = parse_search(sql, {}, database=DB)
+    wanted = SearchRequest(DB, "symbols", "/text", "q", **fields)
+    assert request.search == wanted
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("EXCLUDE EXPAND GRAPH g DEPTH 1 VERTICES 2 EDGES 3", "TESTS"),
+        ("EXPAND GRAPH g DEPTH 1 VERTICES 2 EDGES 3 EXCLUDE TESTS KINDS ('f')", "before"),
+        ("EXPAND GRAPH g DEPTH 1 VERTICES 2 EDGES 3 KINDS 'f'", "\\("),
+        ("VECTOR EMBED MATCH @q EXPAND GRAPH g DEPTH 1 VERTICES 2 EDGES 3", "clause"),
+    ],
+)
+def test_bad_filter_and_embed_clauses_are_refused(sql: str, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        parse_search("SEARCH FROM symbols " + sql, {"q": [1.0]}, database=DB)

@@ -6,12 +6,14 @@ Clauses come in exactly the grammar's order, each at most once::
     [TEXT field MATCH string-or-@parameter [WEIGHT number]]
     [VECTOR field MATCH @parameter SPACE (id, dimension, metric, model, version)
         [WEIGHT number]]
+    [VECTOR [field] EMBED [WEIGHT number]]      (the database embeds the TEXT text)
     [SCOPE GRAPH graph SEEDS ((collection, id), ...) DEPTH int VERTICES int EDGES int
         [LABELS (value, ...)]]
     [RETRIEVE GRAPH graph SEEDS (...) DEPTH int VERTICES int EDGES int
         [LABELS (value, ...)] [WEIGHT number]]
     [EXPAND GRAPH graph DEPTH int VERTICES int EDGES int [LABELS (value, ...)]]
-    [ALLOW IDS (value, ...)] [LIMIT int] [FUSION int] [;]
+    [ALLOW IDS (value, ...)] [KINDS (value, ...)] [PATHS (value, ...)] [EXCLUDE TESTS]
+    [LIMIT int] [FUSION int] [;]
 
 The lowered request then goes through the same admission as a direct request.
 """
@@ -56,7 +58,19 @@ from cairn.store.limits import check_identifier
 __all__ = ["CLAUSES", "MAX_SQL_INTEGER", "SQL_PROFILE", "lower_sql", "parse_search"]
 
 SQL_PROFILE = "cairn.sql.search/1"
-CLAUSES = ("TEXT", "VECTOR", "SCOPE", "RETRIEVE", "EXPAND", "ALLOW", "LIMIT", "FUSION")
+CLAUSES = (
+    "TEXT",
+    "VECTOR",
+    "SCOPE",
+    "RETRIEVE",
+    "EXPAND",
+    "ALLOW",
+    "KINDS",
+    "PATHS",
+    "EXCLUDE",
+    "LIMIT",
+    "FUSION",
+)
 """Optional clauses in their one legal order."""
 
 MAX_SQL_INTEGER = 2**31 - 1
@@ -79,6 +93,10 @@ class _Parts:
     retriever: GraphRetriever | None = None
     expansion: GraphExpansion | None = None
     allowed_ids: tuple[str, ...] | None = None
+    kinds: tuple[str, ...] | None = None
+    paths: tuple[str, ...] | None = None
+    exclude_tests: bool = False
+    embed: bool = False
     limit: int = DEFAULT_LIMIT
     fusion_k: int = DEFAULT_FUSION_K
     used_parameters: set[str] = field(default_factory=set)
@@ -231,7 +249,18 @@ class _Parser:
 
     def clause_vector(self) -> None:
         self.keyword("VECTOR")
-        self.parts.vector_field = self.identifier("vector field")
+        if not self.is_keyword("EMBED"):
+            self.parts.vector_field = self.identifier("vector field")
+        if self.is_keyword("EMBED"):  # the database embeds the TEXT clause's text
+            self.take()
+            self.parts.embed = True
+        else:
+            self.vector_match()
+        if self.is_keyword("WEIGHT"):
+            self.take()
+            self.parts.vector_weight = self.number("VECTOR WEIGHT")
+
+    def vector_match(self) -> None:
         self.keyword("MATCH")
         token = self.current
         if token.kind is not TokenKind.PARAMETER:
@@ -241,9 +270,6 @@ class _Parser:
         space = self.space()
         self.parts.vector = _vector(raw, token, space.dimension)
         self.parts.space = space
-        if self.is_keyword("WEIGHT"):
-            self.take()
-            self.parts.vector_weight = self.number("VECTOR WEIGHT")
 
     def space(self) -> VectorSpace:
         self.punct(TokenKind.LPAREN)
@@ -332,6 +358,19 @@ class _Parser:
         self.keyword("IDS")
         self.parts.allowed_ids = self.value_list("allowed id")
 
+    def clause_kinds(self) -> None:
+        self.keyword("KINDS")
+        self.parts.kinds = self.value_list("kind")
+
+    def clause_paths(self) -> None:
+        self.keyword("PATHS")
+        self.parts.paths = self.value_list("path glob")
+
+    def clause_exclude(self) -> None:
+        self.keyword("EXCLUDE")
+        self.keyword("TESTS")
+        self.parts.exclude_tests = True
+
     def clause_limit(self) -> None:
         self.keyword("LIMIT")
         self.parts.limit = self.integer("LIMIT")
@@ -416,6 +455,10 @@ def parse_search(sql: str, parameters: Mapping[str, Any], *, database: str) -> G
         vector_weight=parts.vector_weight,
         fusion_k=parts.fusion_k,
         allowed_ids=parts.allowed_ids,
+        kinds=parts.kinds,
+        paths=parts.paths,
+        exclude_tests=parts.exclude_tests,
+        embed=parts.embed,
     )
     return GraphSearchRequest(
         SEARCH_REQUEST_VERSION, search, parts.scope, parts.retriever, parts.expansion

@@ -130,6 +130,14 @@ def replies(db_path: Path) -> list[Any]:
             ("cairn_show", {"name": "user"}),
             ("cairn_search_graph", {"sql": SQL, "search": {"collection": "symbols"}}),
             ("cairn_show", {"name": "f", "refs": [{"collection": "symbols", "id": "f"}]}),
+            (
+                "cairn_traverse",
+                {
+                    "graph": "code",
+                    "seeds": [{"collection": "files", "id": "file:app.py"}],
+                    "include_documents": True,
+                },
+            ),
         ],
     )
 
@@ -431,3 +439,16 @@ def test_the_documented_examples_run(tmp_path: Path) -> None:
             or content.get("top")
         )
         assert found, (tool, arguments, content)
+
+
+def test_traverse_text_carries_the_documents_it_was_asked_for(replies: list[Any]) -> None:
+    reply = replies[-1]
+    assert reply.is_error is False
+    vertices = json.loads(reply.content[0].text)["vertices"]
+    # What the structured content holds, the text holds too (it used to drop them).
+    assert [(v["id"], v.get("name")) for v in vertices] == [
+        ("file:app.py", None),
+        ("f", "load_user"),
+    ]
+    documents = [v["document"] for v in reply.structured_content["vertices"]]
+    assert documents[1]["body"]["name"] == "load_user"

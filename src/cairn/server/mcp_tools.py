@@ -307,17 +307,25 @@ def _traverse(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) ->
 
     request = traverse_request_from_json(_with_database(arguments, db))
     result = traverse(db, request, who)
-    compact = {
-        "vertices": [
-            {"collection": v.ref.collection, "id": v.ref.id, "hops": v.hops}
-            for v in result.vertices
-        ],
+    compact: dict[str, Any] = {
+        "vertices": [_compact_vertex(v) for v in result.vertices],
         "path": None
         if result.path is None
         else [{"collection": r.collection, "id": r.id} for r in result.path],
         "edges": [_compact_edge(e) for e in result.edges],
     }
+    if result.filtered_out:
+        compact["filtered_out"] = result.filtered_out
     return result.to_json(), json.dumps(compact, ensure_ascii=False)
+
+
+def _compact_vertex(vertex: Any) -> dict[str, Any]:
+    """A reached vertex, with its document's compact fields when documents were asked."""
+    entry: dict[str, Any] = {"collection": vertex.ref.collection, "id": vertex.ref.id}
+    entry["hops"] = vertex.hops
+    if vertex.document is not None:
+        entry.update(_compact_body(vertex.document.body))
+    return entry
 
 
 def _compact_edge(edge: Any) -> dict[str, Any]:

@@ -42,6 +42,20 @@ FLASK_APP_NODES = {
 }
 FLASK_APP_FACTS = {
     ("calls", "file:app/views.py", "external:python:flask.Blueprint", "call direct external"),
+    # The decorators' explicit calls (``@bp.get(...)``, ``@bp.route(...)``, ``@app.route``).
+    ("calls", "file:app/views.py", "external:python:flask.Blueprint.get", "call method external"),
+    (
+        "calls",
+        "file:app/views.py",
+        "external:python:flask.Blueprint.route",
+        "call method external",
+    ),
+    (
+        "calls",
+        "function:app/__init__.py#create_app",
+        "external:python:flask.Flask.route",
+        "call method external",
+    ),
     (
         "calls",
         "function:app/__init__.py#create_app",
@@ -258,6 +272,26 @@ FASTAPI_APP_NODES = {
 }
 FASTAPI_APP_FACTS = {
     ("calls", "file:main.py", "external:python:fastapi.FastAPI", "call direct external"),
+    # The route decorators' explicit calls (``@app.get("/")``, ``@router.post("")``, ...).
+    ("calls", "file:main.py", "external:python:fastapi.FastAPI.get", "call method external"),
+    (
+        "calls",
+        "file:routers/items.py",
+        "external:python:fastapi.APIRouter.post",
+        "call method external",
+    ),
+    (
+        "calls",
+        "file:routers/users.py",
+        "external:python:fastapi.APIRouter.get",
+        "call method external",
+    ),
+    (
+        "calls",
+        "file:routers/users.py",
+        "external:python:fastapi.APIRouter.api_route",
+        "call method external",
+    ),
     (
         "calls",
         "file:main.py",
@@ -653,6 +687,7 @@ def test_one_occurrence_per_call_site_with_exact_ranges() -> None:
 
 def test_calls_are_counted_in_the_manifest() -> None:
     result = index_repository(FIXTURES / "fastapi_app")
-    assert dict(result.manifest.calls) == {"external": 5, "resolved": 5}  # db.fetch() now resolves
+    # db.fetch() resolves; the four route decorators' explicit calls are external call sites.
+    assert dict(result.manifest.calls) == {"external": 9, "resolved": 5}
     rows = {row.path: dict(row.counts) for row in result.manifest.sorted_entries()}
-    assert rows["routers/users.py"] == {"external": 1, "resolved": 2}
+    assert rows["routers/users.py"] == {"external": 3, "resolved": 2}

@@ -373,6 +373,10 @@ class _Extractor(ast.NodeVisitor):
         self.stack.pop()
 
     def _decorators(self, target: str, decorators: Sequence[ast.expr]) -> None:
+        """Each decorator of ``target``: a ``decorates`` site, its explicit call
+        (``@make(...)``, an ordinary call from the enclosing scope), and its application
+        to the definition (``S = D(S)``: an implicit call of ``D``, or of what
+        ``make(...)`` returned)."""
         for deco in decorators:
             call = deco if isinstance(deco, ast.Call) else None
             func = call.func if call is not None else deco
@@ -381,10 +385,13 @@ class _Extractor(ast.NodeVisitor):
             if ref is not None:
                 self.decorators.append(DecoratorSite(target, ref, ref.dotted(), rng))
             if call is not None:
-                for arg in (*call.args, *(kw.value for kw in call.keywords)):
-                    self.visit(arg)
+                self.visit(call)
                 if isinstance(func, ast.Attribute) and func.attr in ROUTE_DECORATORS:
                     self._route_decorator(target, call, func, rng)
+            applied = self.ref(deco)
+            if applied is not None:
+                site = CallSite(self.scope.qualname, applied, rng, implicit=True, site="decorator")
+                self.calls.append(site)
 
     def _route_decorator(
         self, target: str, call: ast.Call, func: ast.Attribute, rng: Range

@@ -133,7 +133,9 @@ class CallSite:
 
     ``args``/``keywords`` are the value bindings of the arguments (Python; empty when
     none is worth tracking); ``implicit`` marks a call the language makes without call
-    syntax (``raise E``, ``for x in obj``), emitted only when it resolves in the repository.
+    syntax (``raise E``, ``for x in obj``, applying a decorator), emitted only when it
+    resolves in the repository; ``site`` is the evidence's site kind (``call``, or
+    ``decorator`` for a decorator's application to the definition below it).
     """
 
     caller: str
@@ -144,6 +146,7 @@ class CallSite:
     args: tuple[Binding, ...] = ()
     keywords: tuple[tuple[str, Binding], ...] = ()
     implicit: bool = False
+    site: str = "call"
 
 
 @dataclass(frozen=True, slots=True)

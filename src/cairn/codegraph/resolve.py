@@ -57,6 +57,10 @@ MAX_FLOW_ROUNDS = 2
 FLOW_TAGS = frozenset({"ref", "ctor"})
 CONSTRUCTOR = "__init__"
 CALLABLE_KINDS = frozenset({"function", "method"})
+IMPLICIT_KINDS = frozenset({"class", "method"})
+"""What an implicit call (``raise E``: a class; ``for x in obj``: its methods) may reach."""
+IMPLICIT_DECORATOR_KINDS = frozenset({"class", "function", "method"})
+"""What applying a decorator may reach: any callable defined in the repository."""
 _REGEX_GROUP = re.compile(r"\(\?P<([A-Za-z_][A-Za-z0-9_]*)>")
 
 
@@ -982,7 +986,9 @@ class PythonResolver:
                 continue
             resolved = self.resolve(module, site.ref)
             if site.implicit:
-                resolved = () if isinstance(resolved, _Builtin) else self._implicit(resolved)
+                resolved = (
+                    () if isinstance(resolved, _Builtin) else self._implicit(resolved, site.site)
+                )
                 if not resolved:
                     continue
             if isinstance(resolved, _Builtin):
@@ -1012,15 +1018,19 @@ class PythonResolver:
                     "optional_chaining": False,
                     "resolution": resolution,
                 }
-                self._fact(caller, target, "calls", disc, module, site.range, "call")
+                self._fact(caller, target, "calls", disc, module, site.range, site.site)
 
     @staticmethod
-    def _implicit(resolved: tuple[tuple[Value, str], ...]) -> tuple[tuple[Value, str], ...]:
-        """Targets of an implicit call: only in-repository classes (raise) and methods (for)."""
+    def _implicit(
+        resolved: tuple[tuple[Value, str], ...], site: str
+    ) -> tuple[tuple[Value, str], ...]:
+        """Targets of an implicit call: only in-repository classes (raise) and methods
+        (for), and for a decorator's application any in-repository callable."""
+        kinds = IMPLICIT_DECORATOR_KINDS if site == "decorator" else IMPLICIT_KINDS
         return tuple(
             (value, dispatch)
             for value, dispatch in resolved
-            if isinstance(value, VSymbol) and value.kind in ("class", "method")
+            if isinstance(value, VSymbol) and value.kind in kinds
         )
 
     def _emit_bases(self, module: _Module) -> None:

@@ -63,6 +63,8 @@ CONST: Binding = ("const",)
 TRACKED_ARGS = frozenset({"ref", "ctor"})
 """Argument bindings worth recording on a call site (they may carry callables)."""
 ITER_PROTOCOL = ("__iter__", "__next__")
+CONTEXT_PROTOCOL = ("__enter__", "__exit__")
+ASYNC_CONTEXT_PROTOCOL = ("__aenter__", "__aexit__")
 
 
 def bounded(text: str | None, limit: int) -> str | None:
@@ -635,6 +637,33 @@ class _Extractor(ast.NodeVisitor):
             self.visit(node.target)
         for stmt in (*node.body, *node.orelse):
             self.visit(stmt)
+
+    def _visit_with(self, node: ast.With | ast.AsyncWith, protocol: tuple[str, str]) -> None:
+        """``with E as x``: implicit calls of ``E``'s enter and exit methods, and ``x``
+        bound to what the enter method returns."""
+        enter, _ = protocol
+        for item in node.items:
+            expr = item.context_expr
+            rng = self.pos.range_of(expr)
+            for attr in protocol:
+                ref = self.ref(ast.Attribute(expr, attr, ast.Load()))
+                if ref is not None:
+                    self.calls.append(CallSite(self.scope.qualname, ref, rng, implicit=True))
+            self.visit(expr)
+            target = item.optional_vars
+            if isinstance(target, ast.Name):
+                entered = ast.Call(ast.Attribute(expr, enter, ast.Load()), [], [])
+                self._bind(target.id, self._value(entered))
+            elif target is not None:
+                self.visit(target)
+        for stmt in node.body:
+            self.visit(stmt)
+
+    def visit_With(self, node: ast.With) -> None:
+        self._visit_with(node, CONTEXT_PROTOCOL)
+
+    def visit_AsyncWith(self, node: ast.AsyncWith) -> None:
+        self._visit_with(node, ASYNC_CONTEXT_PROTOCOL)
 
     def _call_args(
         self, node: ast.Call

@@ -1,6 +1,10 @@
-"""Applying a decorator is a call (issue 21): ``S = D(S)`` calls ``D`` from the scope
-that defines ``S``, and ``@make(...)`` calls ``make`` and then what it returned. The
-expected edges are read off the source below by hand."""
+"""Calls the language makes without call syntax (issue 21).
+
+Applying a decorator is a call: ``S = D(S)`` calls ``D`` from the scope that defines
+``S``, and ``@make(...)`` calls ``make`` and then what it returned. A ``with`` block
+calls its context manager's enter and exit methods, and its ``as`` target is what the
+enter method returns. The expected edges are read off the sources below by hand.
+"""
 
 from __future__ import annotations
 
@@ -86,3 +90,55 @@ def test_decorator_applications_are_calls_from_the_defining_scope(tmp_path: Path
         for kind, _ in sites
         if source == "function:m.py#outer"
     )
+
+
+WITH_SOURCE = """\
+class Resource:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def read(self):
+        return 1
+
+
+class Opener:
+    def __enter__(self):
+        return Resource()
+
+    def __exit__(self, *exc):
+        return False
+
+
+def use():
+    with Resource() as r:
+        r.read()
+    with Opener() as inner:
+        inner.read()
+    with open("x") as f:
+        f.read()
+"""
+
+
+def test_a_with_block_calls_enter_and_exit_and_types_its_target(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(WITH_SOURCE)
+    calls = _calls(tmp_path)
+    use = "function:m.py#use"
+    for cls, line in (("Resource", 21), ("Opener", 23)):
+        for method in ("__enter__", "__exit__"):
+            assert calls[(use, f"method:m.py#{cls}.{method}")] == [("call", line)]
+    # ``r`` is what Resource.__enter__ returns (the instance), ``inner`` what
+    # Opener.__enter__ returns (a Resource): both reads reach Resource.read.
+    assert calls[(use, "method:m.py#Resource.read")] == [("call", 22), ("call", 24)]
+    # ``open`` is a builtin: no fact for its protocol nor for ``f.read()``.
+    assert {target for source, target in calls if source == use} == {
+        "class:m.py#Resource",
+        "class:m.py#Opener",
+        "method:m.py#Resource.__enter__",
+        "method:m.py#Resource.__exit__",
+        "method:m.py#Opener.__enter__",
+        "method:m.py#Opener.__exit__",
+        "method:m.py#Resource.read",
+    }

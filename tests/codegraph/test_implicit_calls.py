@@ -142,3 +142,14 @@ def test_a_with_block_calls_enter_and_exit_and_types_its_target(tmp_path: Path) 
         "method:m.py#Opener.__exit__",
         "method:m.py#Resource.read",
     }
+
+
+def test_the_last_star_import_binds_the_name(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n\n\ndef only_a():\n    return 2\n")
+    (tmp_path / "b.py").write_text("def f():\n    return 3\n")
+    (tmp_path / "main.py").write_text("from a import *\nfrom b import *\n\nf()\nonly_a()\n")
+    calls = _calls(tmp_path)
+    targets = {target for source, target in calls if source == "file:main.py"}
+    # Python rebinds f at the second import: b.f is called, never a.f; only_a still
+    # comes from the first import, which nothing later rebinds.
+    assert targets == {"function:b.py#f", "function:a.py#only_a"}

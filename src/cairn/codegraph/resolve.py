@@ -380,10 +380,11 @@ class PythonResolver:
         return result
 
     def _wildcard(self, module: _Module, name: str, depth: int) -> tuple[Value, ...]:
-        """``name`` bound by a module-level ``from m import *`` of an in-repository module."""
+        """``name`` bound by a module-level ``from m import *`` of an in-repository module:
+        the last such import that binds it, as Python rebinds the name at each one."""
         if name.startswith("_"):
             return ()
-        for site in module.extract.imports:
+        for site in reversed(module.extract.imports):
             if site.binding_kind != "wildcard" or site.scope:
                 continue
             absolute = self._absolute(module, site.module, site.level)

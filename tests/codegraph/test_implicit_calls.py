@@ -153,3 +153,16 @@ def test_the_last_star_import_binds_the_name(tmp_path: Path) -> None:
     # Python rebinds f at the second import: b.f is called, never a.f; only_a still
     # comes from the first import, which nothing later rebinds.
     assert targets == {"function:b.py#f", "function:a.py#only_a"}
+
+
+def test_an_assigned_attribute_shadows_an_external_base(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(
+        "import abc\n\n\nclass Helper:\n    def run(self):\n        return 1\n\n\n"
+        "class Base(abc.ABC):\n    def __init__(self):\n        self.helper = Helper()\n\n"
+        "    def go(self):\n        self.helper.run()\n        self.register(1)\n"
+    )
+    calls = _calls(tmp_path)
+    targets = {target for source, target in calls if source == "method:m.py#Base.go"}
+    # self.helper is the Helper its __init__ assigned, not an invented abc.ABC.helper;
+    # register, assigned nowhere, is still abc.ABC's own member.
+    assert targets == {"method:m.py#Helper.run", "external:python:abc.ABC.register"}

@@ -751,7 +751,11 @@ class PythonResolver:
         mro = self.mro(cls)
         for entry in mro[1:] if skip_self else mro:
             if isinstance(entry, VExternal):
-                return (VExternal(f"{entry.dotted}.{attr}"),)
+                # On an instance, an attribute its methods assign (``self.attr = ...``)
+                # shadows whatever the external base may define: only without one is it
+                # the external's member (no invented ``abc.ABC.attr`` names).
+                assigned = () if skip_self else self._instance_attribute(mro, attr)
+                return assigned or (VExternal(f"{entry.dotted}.{attr}"),)
             module = self.by_path[entry.path]
             member = module.members.get(entry.qualname, {}).get(attr)
             if member is not None:

@@ -166,3 +166,39 @@ def test_an_assigned_attribute_shadows_an_external_base(tmp_path: Path) -> None:
     # self.helper is the Helper its __init__ assigned, not an invented abc.ABC.helper;
     # register, assigned nowhere, is still abc.ABC's own member.
     assert targets == {"method:m.py#Helper.run", "external:python:abc.ABC.register"}
+
+
+CALLBACK_SOURCE = """\
+def double(x):
+    return 2 * x
+
+
+def keep(x):
+    return x > 1
+
+
+def by_size(x):
+    return len(x)
+
+
+def use(xs):
+    list(map(double, xs))
+    list(filter(keep, xs))
+    return sorted(xs, key=by_size)
+
+
+def shadowed(xs):
+    map = print
+    map(double, xs)
+"""
+
+
+def test_functions_passed_to_builtins_that_call_them_are_called(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(CALLBACK_SOURCE)
+    calls = _calls(tmp_path)
+    use = "function:m.py#use"
+    assert calls[(use, "function:m.py#double")] == [("callback", 14)]
+    assert calls[(use, "function:m.py#keep")] == [("callback", 15)]
+    assert calls[(use, "function:m.py#by_size")] == [("callback", 16)]
+    # A local ``map`` that is not the builtin calls nothing back.
+    assert not [target for source, target in calls if source == "function:m.py#shadowed"]

@@ -61,6 +61,15 @@ TYPE_CHECKING = "TYPE_CHECKING"
 OPAQUE: Binding = ("opaque",)
 CONST: Binding = ("const",)
 TRACKED_ARGS = frozenset({"ref", "ctor"})
+CALLBACK_BUILTINS = {
+    "map": (None, ()),
+    "filter": (0, ()),
+    "sorted": (-1, ("key",)),
+    "min": (-1, ("key",)),
+    "max": (-1, ("key",)),
+}
+"""Builtins that call a function argument: which positional argument (``None``: every
+one, ``-1``: none) and which keywords hold it."""
 """Argument bindings worth recording on a call site (they may carry callables)."""
 ITER_PROTOCOL = ("__iter__", "__next__")
 CONTEXT_PROTOCOL = ("__enter__", "__exit__")
@@ -696,7 +705,26 @@ class _Extractor(ast.NodeVisitor):
             self._special_call(node, node.func)
         elif isinstance(node.func, ast.Name) and node.func.id == "__import__":
             self._dynamic_import(node)
+        elif isinstance(node.func, ast.Name) and node.func.id in CALLBACK_BUILTINS:
+            self._callbacks(node, node.func)
         self.generic_visit(node)
+
+    def _callbacks(self, node: ast.Call, func: ast.Name) -> None:
+        """``map(f, xs)``, ``sorted(xs, key=f)``: the builtin calls ``f`` for the caller
+        (emitted only if ``func`` does resolve to that builtin, and ``f`` in the repository)."""
+        index, keywords = CALLBACK_BUILTINS[func.id]
+        passed = [
+            arg
+            for i, arg in enumerate(node.args)
+            if not isinstance(arg, ast.Starred) and (index is None or i == index)
+        ]
+        passed += [kw.value for kw in node.keywords if kw.arg in keywords]
+        via = self.ref(func)
+        for arg in passed:
+            if isinstance(arg, ast.Name | ast.Attribute) and (ref := self.ref(arg)) is not None:
+                rng = self.pos.range_of(arg)
+                site = CallSite(self.scope.qualname, ref, rng, implicit=True, site="callback")
+                self.calls.append(replace(site, via=via))
 
     # -------------------------------------------------------- special calls
     def _special_call(self, node: ast.Call, func: ast.Attribute) -> None:

@@ -134,8 +134,9 @@ class CallSite:
     ``args``/``keywords`` are the value bindings of the arguments (Python; empty when
     none is worth tracking); ``implicit`` marks a call the language makes without call
     syntax (``raise E``, ``for x in obj``, applying a decorator), emitted only when it
-    resolves in the repository; ``site`` is the evidence's site kind (``call``, or
-    ``decorator`` for a decorator's application to the definition below it).
+    resolves in the repository; ``site`` is the evidence's site kind (``call``,
+    ``decorator`` for a decorator's application to the definition below it, or
+    ``callback`` for a function passed to a builtin that calls it).
     """
 
     caller: str
@@ -147,6 +148,9 @@ class CallSite:
     keywords: tuple[tuple[str, Binding], ...] = ()
     implicit: bool = False
     site: str = "call"
+    via: Ref | None = None
+    """For a ``callback`` site: the function it was passed to, which must resolve to one
+    of the builtins that call their function arguments (``map``, ``sorted``'s ``key``)."""
 
 
 @dataclass(frozen=True, slots=True)

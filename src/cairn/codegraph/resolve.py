@@ -989,6 +989,8 @@ class PythonResolver:
             if site.ref is None:
                 stats["dynamic"] += 1
                 continue
+            if site.via is not None and not self._calls_back(module, site.via):
+                continue  # ``map`` was rebound: not the builtin that calls its argument
             resolved = self.resolve(module, site.ref)
             if site.implicit:
                 resolved = (
@@ -1025,13 +1027,18 @@ class PythonResolver:
                 }
                 self._fact(caller, target, "calls", disc, module, site.range, site.site)
 
+    def _calls_back(self, module: _Module, via: Ref) -> bool:
+        """Whether ``via`` is the builtin it names (not rebound in the module)."""
+        resolved = self.resolve(module, via)
+        return isinstance(resolved, _Builtin) and resolved.name == via.head
+
     @staticmethod
     def _implicit(
         resolved: tuple[tuple[Value, str], ...], site: str
     ) -> tuple[tuple[Value, str], ...]:
         """Targets of an implicit call: only in-repository classes (raise) and methods
-        (for), and for a decorator's application any in-repository callable."""
-        kinds = IMPLICIT_DECORATOR_KINDS if site == "decorator" else IMPLICIT_KINDS
+        (for), and for a decorator's application or a callback any in-repository callable."""
+        kinds = IMPLICIT_DECORATOR_KINDS if site in ("decorator", "callback") else IMPLICIT_KINDS
         return tuple(
             (value, dispatch)
             for value, dispatch in resolved

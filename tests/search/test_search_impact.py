@@ -41,7 +41,7 @@ def test_impact_counts_dependents_by_hop_kind_and_tests(db: cairn.Database) -> N
     answer = impact(db, ImpactRequest(db.name, "load_user"))
     assert answer.complete and answer.stopped_by is None
     # Hop 1: the two callers (views.get_user, the test); hop 2: what depends on
-    # get_user (its route, and the decorator that registers it).
+    # get_user (its route; the decorator that registers it does not depend on it).
     hop_one = {(d.ref.id, d.test) for d in answer.top if d.hops == 1}
     assert hop_one == {
         ("function:app/views.py#get_user", False),
@@ -51,8 +51,9 @@ def test_impact_counts_dependents_by_hop_kind_and_tests(db: cairn.Database) -> N
     assert dict(answer.per_hop)[1] == 2
     assert answer.dependents == sum(count for _, count in answer.per_hop)
     assert dict(answer.per_kind)["function"] == 2
-    # get_user and its route live in app/views.py; the decorator is external (no file).
+    # get_user and its route live in app/views.py.
     assert answer.per_file == (("app/views.py", 2), ("tests/test_services.py", 1))
+    assert not any(d.ref.id.startswith("external:") for d in answer.top)
 
 
 def test_a_limit_gives_a_partial_answer_labelled_so(db: cairn.Database) -> None:

@@ -52,12 +52,16 @@ IMPACT_RELATIONS = (
     "calls",
     "imports",
     "inherits",
-    "decorates",
     "handles_route",
     "mentions",
     "references",
 )
-"""Relations that make one node depend on another (structural ``contains`` is left out)."""
+"""Relations whose source depends on their target (structural ``contains`` is left out).
+
+``decorates`` points the other way (a decorated symbol depends on its decorator, not
+the decorator on it): walking it backwards made a function's decorator, and through a
+shared external decorator every module using it, "depend" on the function. Applying a
+decorator is a ``calls`` fact from the defining scope, which points the right way."""
 
 
 @dataclass(frozen=True, slots=True)

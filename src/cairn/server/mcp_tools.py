@@ -528,10 +528,11 @@ TOOLS: list[McpTool] = [
     ),
     McpTool(
         "cairn_impact",
-        "What breaks if this symbol changes: everything with a path of calls, imports, "
-        "inheritance, decorators, routes or doc references leading to it, counted by hops, "
-        "kind and file, test code apart, the top dependents listed. Give the symbol by name "
-        "('load_user', 'Flask.full_dispatch_request') or exact ID. A hub gets a bounded "
+        "What breaks if this symbol changes: everything with a path of calls (decorator "
+        "applications included), imports, inheritance, routes or doc references leading "
+        "to it, counted by hops, kind and file, test code apart, the top dependents "
+        "listed. Give the symbol by name ('load_user', 'Flask.full_dispatch_request') or "
+        "exact ID. A hub gets a bounded "
         "answer marked complete: false with the limit that stopped it. Use before changing "
         "or deleting a symbol.",
         _impact_schema(),

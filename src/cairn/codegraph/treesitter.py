@@ -221,6 +221,8 @@ _FUNCTION_VALUES = frozenset(
     {"arrow_function", "function_expression", "function", "generator_function"}
 )
 _FUNCTION_DECLS = frozenset({"function_declaration", "generator_function_declaration"})
+PROTOTYPE = "prototype"
+"""``Foo.prototype.bar = function`` names the function ``Foo.bar``."""
 _CLASS_DECLS = frozenset({"class_declaration", "abstract_class_declaration", "class"})
 
 
@@ -285,7 +287,8 @@ class _JsWalker(_Base):
             self.export_statement(node)
             return
         if kind == "assignment_expression":
-            self.assignment(node)
+            if self.assignment(node):
+                return  # a function assigned to a member: its body was walked in its scope
         elif kind == "call_expression":
             self.call(node)
         elif kind == "new_expression":
@@ -504,11 +507,14 @@ class _JsWalker(_Base):
             else:
                 self.exports.append((exported, name, "named", rng))
 
-    def assignment(self, node: Node) -> None:
+    def assignment(self, node: Node) -> bool:
+        """A module-level assignment: CommonJS exports, and a function assigned to a
+        member (``res.send = function send() {}``) as a node of its own; True when the
+        right side was a function walked in its own scope."""
         left = node.child_by_field_name("left")
         right = node.child_by_field_name("right")
         if left is None or right is None or self.scope:
-            return
+            return False
         target = _text(left)
         site = self.lines.range(node)
         if target == "module.exports":
@@ -524,6 +530,28 @@ class _JsWalker(_Base):
             elif right.type in _FUNCTION_VALUES:
                 self.exports.append((name, name, "named", site))
                 self.function(node, left.child_by_field_name("property"), right)
+                return True
+        elif right.type in _FUNCTION_VALUES and (member := _member_name(left)) is not None:
+            self.member_function(node, member, right)
+            return True
+        return False
+
+    def member_function(self, node: Node, qualname: str, value: Node) -> None:
+        """``obj.name = function ...`` (``Foo.prototype.name`` as ``Foo.name``): a function
+        node named by the member chain, its body walked in its own scope."""
+        name = qualname.rsplit(".", 1)[-1]
+        params = value.child_by_field_name("parameters")
+        signature = f"{qualname}{_text(params)}" if params is not None else qualname
+        self.symbol(qualname, "function", name, node, None, signature)
+        # ``this`` inside it is the object it was assigned to (``res`` of ``res.send``).
+        self.push(qualname, "function", qualname.rsplit(".", 1)[0])
+        if params is not None:
+            for ident in _identifiers(params):
+                self.bind(ident, ("opaque",))
+        body = value.child_by_field_name("body")
+        if body is not None:
+            self.walk(body)
+        self.pop()
 
     def call(self, node: Node) -> None:
         func = node.child_by_field_name("function")
@@ -571,6 +599,24 @@ class _JsWalker(_Base):
         elif prop == "use" and last.type in ("identifier", "member_expression"):
             prefix = path if path is not None and len(values) >= 2 else ""
             self.mounts.append(MountSite(obj, self.ref(last), prefix, rng))
+
+
+def _member_name(node: Node) -> str | None:
+    """The dotted name of a plain member chain of identifiers (``res.send``,
+    ``Foo.prototype.bar`` -> ``Foo.bar``), else None (``this.x``, ``a[b]``, calls)."""
+    parts: list[str] = []
+    while node.type == "member_expression":
+        prop = node.child_by_field_name("property")
+        obj = node.child_by_field_name("object")
+        if prop is None or obj is None or prop.type != "property_identifier":
+            return None
+        parts.append(_text(prop))
+        node = obj
+    if node.type != "identifier" or not parts:
+        return None
+    parts.append(_text(node))
+    names = [part for part in reversed(parts) if part != PROTOTYPE]
+    return ".".join(names) if len(names) > 1 else None
 
 
 def _identifiers(node: Node) -> list[str]:

@@ -241,6 +241,20 @@ class CodeResolver:
             return None
         return None
 
+    def _member_function(self, file: _File, ref: Ref) -> tuple[tuple[Value, str], ...] | None:
+        """``obj.name(...)`` (or ``this.name(...)`` inside another ``obj.*`` function) where
+        ``obj.name = function ...`` is assigned in this file: that function node."""
+        if file.language == "go" or len(ref.attrs) != 1 or ref.kind not in ("name", "this"):
+            return None
+        qualname = f"{ref.head}.{ref.attrs[0]}"
+        if ref.kind == "name" and file.scopes.get("", {}).get(ref.head) is None:
+            return None  # not a module-level object of this file
+        for symbol in file.symbols.get(qualname, ()):
+            if symbol.kind == "function" and symbol.parent is None:
+                dispatch = "method" if ref.kind == "this" else "attribute"
+                return ((self._vsymbol(file, symbol), dispatch),)
+        return None
+
     def _class(self, file: _File, qualname: str) -> VSymbol | None:
         if file.language == "go":
             for owner, symbol in self.package.get(file.directory, {}).get(qualname, ()):
@@ -355,6 +369,9 @@ class CodeResolver:
         """Resolve a reference to ``(value, dispatch)`` pairs, or a builtin marker."""
         if depth > MAX_RESOLUTION_DEPTH:
             return ()
+        member = self._member_function(file, ref)
+        if member is not None:
+            return member
         current: tuple[Value, ...]
         if ref.kind == "this":
             cls = self._class(file, ref.head)

@@ -62,3 +62,34 @@ def test_member_assigned_functions_are_nodes_with_their_own_calls(tmp_path: Path
         ("function:lib.js#Router.handle", "function:lib.js#helper"): [17],
         ("file:lib.js", "function:lib.js#res.send"): [20],
     }
+
+
+HANDLERS = """\
+const express = require('express');
+const router = express.Router();
+
+function save(x) { return x; }
+
+router.post('/users', async function createUser(req, res) {
+  save(req.body);
+});
+
+router.get('/users', (req, res) => save(1));
+"""
+
+
+def test_a_named_inline_handler_is_its_own_node_and_the_routes_handler(tmp_path: Path) -> None:
+    (tmp_path / "app.js").write_text(HANDLERS)
+    graph = index_repository(tmp_path).graph
+    facts = {
+        (fact.relation, fact.source, fact.target)
+        for fact in graph.facts()
+        if fact.relation in ("calls", "handles_route") and not fact.target.startswith("external:")
+    }
+    assert facts == {
+        ("calls", "function:app.js#createUser", "function:app.js#save"),
+        ("handles_route", "route:app.js#POST /users", "function:app.js#createUser"),
+        # An arrow function has no name: it is no node, its calls are the file's (spec §3).
+        ("calls", "file:app.js", "function:app.js#save"),
+        ("handles_route", "route:app.js#GET /users", "file:app.js"),
+    }

@@ -271,6 +271,9 @@ class _JsWalker(_Base):
         if kind in _FUNCTION_DECLS:
             self.function(node, node.child_by_field_name("name"), node)
             return
+        if kind in _FUNCTION_VALUES and (name_node := node.child_by_field_name("name")):
+            self.named_expression(node, name_node)
+            return
         if kind in _CLASS_DECLS and node.child_by_field_name("name") is not None:
             self.klass(node)
             return
@@ -536,6 +539,24 @@ class _JsWalker(_Base):
             return True
         return False
 
+    def named_expression(self, node: Node, name_node: Node) -> None:
+        """A named function expression (``router.post('/', function createUser() {})``):
+        a node of its own, its name bound only inside it, as JavaScript scopes it."""
+        name = _text(name_node)
+        qualname = self.qualname(name)
+        params = node.child_by_field_name("parameters")
+        signature = f"{name}{_text(params)}" if params is not None else name
+        self.symbol(qualname, "function", name, node, self.scope or None, signature)
+        self.push(qualname, "function", None)
+        self.bind(name, ("def", qualname))
+        if params is not None:
+            for ident in _identifiers(params):
+                self.bind(ident, ("opaque",))
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.walk(body)
+        self.pop()
+
     def member_function(self, node: Node, qualname: str, value: Node) -> None:
         """``obj.name = function ...`` (``Foo.prototype.name`` as ``Foo.name``): a function
         node named by the member chain, its body walked in its own scope."""
@@ -590,6 +611,10 @@ class _JsWalker(_Base):
             handler_ref = (
                 self.ref(last) if last.type in ("identifier", "member_expression") else None
             )
+            name_node = last.child_by_field_name("name") if last.type in _FUNCTION_VALUES else None
+            if name_node is not None:  # an inline named handler: resolved inside itself
+                name = _text(name_node)
+                handler_ref = Ref("name", name, self.qualname(name))
             method = "ANY" if prop == "all" else prop.upper()
             self.routes.append(
                 RouteSite(

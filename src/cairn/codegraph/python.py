@@ -72,6 +72,8 @@ CALLBACK_BUILTINS = {
 one, ``-1``: none) and which keywords hold it."""
 """Argument bindings worth recording on a call site (they may carry callables)."""
 ITER_PROTOCOL = ("__iter__", "__next__")
+UNION_TYPES = frozenset({"Optional", "Union"})
+"""Annotation forms whose arguments are each a possible type of the value."""
 CONTEXT_PROTOCOL = ("__enter__", "__exit__")
 ASYNC_CONTEXT_PROTOCOL = ("__aenter__", "__aexit__")
 
@@ -298,6 +300,33 @@ class _Extractor(ast.NodeVisitor):
             return self.ref(node.value) if not attrs else None
         return None
 
+    def typed(self, annotation: ast.expr | None) -> list[Binding]:
+        """``("typed", ref)`` bindings for the classes an annotation names: ``User``,
+        ``m.User``, ``"User"``, ``Optional[User]``, ``User | None``, ``Union[A, B]``
+        (the resolver keeps only in-repository classes; containers are left out)."""
+        if annotation is None:
+            return []
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            try:
+                parsed = ast.parse(annotation.value, mode="eval").body
+            except SyntaxError:
+                return []
+            return self.typed(parsed)
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            return [*self.typed(annotation.left), *self.typed(annotation.right)]
+        if isinstance(annotation, ast.Subscript):
+            head = annotation.value
+            name = head.attr if isinstance(head, ast.Attribute) else getattr(head, "id", None)
+            if name not in UNION_TYPES:
+                return []
+            inner = annotation.slice
+            parts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+            return [binding for part in parts for binding in self.typed(part)]
+        if isinstance(annotation, ast.Name | ast.Attribute):
+            ref = self.ref(annotation)
+            return [("typed", ref)] if ref is not None else []
+        return []
+
     # ---------------------------------------------------------- statements
     def visit_Module(self, node: ast.Module) -> None:
         self._push("", "module", None)
@@ -326,6 +355,8 @@ class _Extractor(ast.NodeVisitor):
         owner = outer.qualname if kind == "method" else outer.owner_class
         scope = self._push(qualname, "function", owner)
         self._bind_params(scope, node, kind == "method")
+        for binding in self.typed(node.returns):  # what it returns is of that class too
+            scope.bind(RETURN_NAME, binding)
         for stmt in node.body:
             self.visit(stmt)
         self.stack.pop()
@@ -356,6 +387,8 @@ class _Extractor(ast.NodeVisitor):
             default_value = self._value(default) if default is not None else None
             position = index if index < len(positional) else -1
             scope.bind(name, ("param", scope.qualname, position, name, default_value))
+            for binding in self.typed(param.annotation):
+                scope.bind(name, binding)
         for rest in (args.vararg, args.kwarg):
             if rest is not None:
                 scope.bind(rest.arg, OPAQUE)
@@ -589,7 +622,32 @@ class _Extractor(ast.NodeVisitor):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self.visit(node.annotation)
-        self._assign_value([node.target], node.value)
+        target = node.target
+        if node.value is not None or not isinstance(target, ast.Name):
+            self._assign_value([target], node.value)
+        # else a bare ``name: T`` binds nothing at run time: only its declared type below.
+        typed = self.typed(node.annotation)
+        if not typed:
+            return
+        scope = self.scope
+        if isinstance(target, ast.Name):
+            if scope.kind == "class":  # a field (``user: User`` in a dataclass) on instances
+                for binding in typed:
+                    scope.bind(SELF_PREFIX + target.id, binding)
+            if scope.kind != "class" or node.value is not None:
+                for binding in typed:
+                    self._bind(target.id, binding)
+        elif (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and scope.kind == "function"
+            and scope.owner_class is not None
+            and ("self", scope.owner_class) in scope.bindings.get(target.value.id, ())
+        ):
+            owner = self.scopes.get(scope.owner_class)
+            if owner is not None and scope.parent == owner.qualname:
+                for binding in typed:
+                    owner.bind(SELF_PREFIX + target.attr, binding)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self.visit(node.value)

@@ -409,14 +409,21 @@ class PythonResolver:
         bindings: Sequence[Binding],
         depth: int,
     ) -> tuple[Value, ...]:
+        """Every value ``name`` may have; a binding whose value is unknown makes the whole
+        name unknown, unless an annotation declares its type (then the unknown binding
+        is of that type, and the declared instances stand)."""
         values: list[Value] = []
+        unknown = False
         for binding in bindings:
             found = self._binding(module, scope, name, binding, depth)
             if found is None:
-                return ()
+                unknown = True
+                continue
             for value in found:
                 if value not in values:
                     values.append(value)
+        if unknown and not any(binding[0] == "typed" for binding in bindings):
+            return ()
         return tuple(values)
 
     def _binding(
@@ -455,6 +462,18 @@ class PythonResolver:
             inner = binding[1]
             assert isinstance(inner, tuple)
             return self._iterated(module, inner, depth) or None
+        if tag == "typed":  # an annotation: an instance of the in-repository class it names
+            ref = binding[1]
+            assert isinstance(ref, Ref)
+            resolved = self.resolve(module, ref, depth + 1)
+            if isinstance(resolved, _Builtin):
+                return None
+            instances = tuple(
+                VInstance(value, None, None)
+                for value, _ in resolved
+                if isinstance(value, VSymbol) and value.kind == "class"
+            )
+            return instances or None
         if tag in ("self", "cls"):
             cls = self._class(module, str(binding[1]))
             if cls is None:

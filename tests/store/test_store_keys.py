@@ -6,13 +6,15 @@ made every request with its key ID slow while an unknown key ID was refused at o
 
 from __future__ import annotations
 
+import sqlite3
 import statistics
 import time
+from pathlib import Path
 
 import pytest
 from store_helpers import cmd
 
-from cairn.errors import UnauthenticatedError
+from cairn.errors import CorruptionError, UnauthenticatedError
 from cairn.store import ApiKeyVerifier, ConfigurePrincipal, Database, issue_api_key, make_verifier
 from cairn.store.keys import KeyProofs
 from cairn.store.policy import verify_secret
@@ -104,3 +106,19 @@ def test_proofs_are_bounded() -> None:
         verifier = make_verifier(f"secret {number}", slow=True, iterations=10)
         assert proofs.check(f"k{number}", f"secret {number}", verifier)
     assert len(proofs) == 2
+
+
+def test_an_unknown_key_id_is_refused_without_naming_its_neighbour(
+    db: Database, db_path: Path
+) -> None:
+    # An unknown ID is looked up like a known one (the lookup lands on the next key's
+    # row); that row's damage is not the caller's business, the asked-for key's is.
+    low, high = issue_api_key("ka"), issue_api_key("kc")
+    db.command(cmd(ConfigurePrincipal("bot", api_keys=(low.verifier, high.verifier))))
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE api_keys SET checksum = checksum + 1 WHERE key_id = 'kc'")
+    with pytest.raises(UnauthenticatedError):
+        db.authenticate("cairn_kb.some-secret")  # between ka and kc: kc's row is read
+    with pytest.raises(CorruptionError, match="'kc'"):
+        db.authenticate(high.token)
+    assert db.authenticate(low.token).id == "bot"

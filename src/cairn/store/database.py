@@ -39,7 +39,13 @@ from cairn.errors import (
 )
 from cairn.store.apply import apply_command, load_principal, set_position
 from cairn.store.cache import Memo
-from cairn.store.checksums import command_checksum, stored_bytes, verify_command, verify_key
+from cairn.store.checksums import (
+    command_checksum,
+    key_checksum,
+    stored_bytes,
+    verify_command,
+    verify_key,
+)
 from cairn.store.commands import (
     CommandRequest,
     CommitReceipt,
@@ -118,6 +124,8 @@ STORED_ERRORS: tuple[type[CairnError], ...] = (
 
 _FORMAT = "cairn.store/1"
 _BAD_KEY = "invalid api key"
+_DECOY_PRINCIPAL = "decoy"
+"""The principal of the stand-in row an unknown key ID is checksummed as."""
 
 
 def _translate(exc: sqlite3.Error, action: str, path: Path | None = None) -> CairnError:
@@ -405,12 +413,23 @@ class Database:
         moment = now or datetime.now(UTC)
         key_id, secret = parse_api_key(api_key)
         with self._reader() as conn:
-            row = conn.execute(
-                "SELECT principal, verifier, checksum FROM api_keys WHERE key_id = ?", (key_id,)
+            # The row of the key ID or, for an unknown one, of the next key ID: a lookup
+            # that finds a row either way, so its cost does not tell whether the ID exists.
+            near = conn.execute(
+                "SELECT key_id, principal, verifier, checksum FROM api_keys "
+                "WHERE key_id >= ? ORDER BY key_id LIMIT 1",
+                (key_id,),
             ).fetchone()
+            row = near[1:] if near is not None and near[0] == key_id else None
             if row is not None:
                 verify_key(key_id, row[0], row[1], row[2])  # a damaged verifier is named
-            if not self._keys.check(key_id, secret, None if row is None else row[1]):
+            elif near is not None:  # the same checksum work, about a key not asked for
+                key_checksum(near[0], near[1], near[2])
+            else:
+                key_checksum(key_id, _DECOY_PRINCIPAL, self._keys.decoy_verifier)
+            if row is None or not self._keys.check(key_id, secret, row[1]):
+                if row is None:
+                    self._keys.check(key_id, secret, None)  # the decoy's work all the same
                 raise UnauthenticatedError(_BAD_KEY)
             return self._resolve(conn, row[0], moment)
 

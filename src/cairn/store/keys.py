@@ -42,6 +42,11 @@ class KeyProofs:
         self._decoy_tag = self._tag(secrets.token_urlsafe(_PEPPER_BYTES))
         self._decoy_verifier = make_verifier(secrets.token_urlsafe(_PEPPER_BYTES))
 
+    @property
+    def decoy_verifier(self) -> str:
+        """A verifier no key has: the stand-in an unknown key ID is checked against."""
+        return self._decoy_verifier
+
     def _tag(self, secret: str) -> bytes:
         return hmac.digest(self._pepper, secret.encode("utf-8"), hashlib.sha256)
 

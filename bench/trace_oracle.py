@@ -13,8 +13,10 @@ cloudpickle) are installed into a virtualenv of their own there. The tests impor
 sdist's ``src/`` (``PYTHONPATH``), so the traced files are the files Cairn indexes.
 
 What counts (the issue's "explicit calls"): the callee is not a dunder method other than
-``__init__``, not a property getter, and not a generator or coroutine (a generator's
-frame is entered at each ``next``, by whoever iterates it, not by its caller). Nested
+``__init__``, not a property getter, not a class body being run (defining a class calls
+nothing), and not a generator or coroutine (a generator's frame is entered at each
+``next``, by whoever iterates it, not by its caller). The whole suite runs; tests that
+fail under the tracer still trace what they ran. Nested
 functions are named as Cairn names them (``outer.inner``, ``<locals>`` dropped); a
 lambda or comprehension frame counts as its enclosing function (spec: anonymous code is
 attributed to the enclosing symbol); module-level code is the file. A Cairn ``calls``
@@ -70,8 +72,8 @@ def profile(frame, event, arg):
     caller = frame.f_back
     if caller is None or not inside(code) or not inside(caller.f_code):
         return
-    if code.co_flags & SKIP_FLAGS:
-        return
+    if code.co_flags & SKIP_FLAGS or not code.co_flags & inspect.CO_OPTIMIZED:
+        return  # a generator resumed, or a class body run (not a call of anything)
     back = caller.f_code
     pairs.add((back.co_filename, back.co_qualname, code.co_filename, code.co_qualname,
                code.co_firstlineno))
@@ -141,7 +143,7 @@ def trace(root: Path, python: Path, out: Path) -> list[dict[str, object]]:
     script = out.with_suffix(".tracer.py")
     script.write_text(TRACER)
     env = {**os.environ, "PYTHONPATH": str(root / "src"), "PYTHONHASHSEED": "0"}
-    arguments = [str(root / "src"), str(out), "-q", "-x", "-p", "no:cacheprovider",
+    arguments = [str(root / "src"), str(out), "-q", "-p", "no:cacheprovider",
                  "-p", "no:xdist", str(root / "tests")]  # fmt: skip
     subprocess.run(
         [str(python), str(script), *arguments], cwd=root, env=env, check=False,
@@ -217,7 +219,7 @@ def _node_name(node_id: str) -> tuple[str, str] | None:
     kind, _, rest = node_id.partition(":")
     if kind == "file":
         return (rest, "")
-    if kind in ("function", "method"):
+    if kind in ("function", "method", "class"):  # a class: its body's own calls
         path, _, qualname = rest.partition("#")
         return (path, qualname)
     return None

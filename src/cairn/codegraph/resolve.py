@@ -61,6 +61,10 @@ IMPLICIT_KINDS = frozenset({"class", "method"})
 """What an implicit call (``raise E``: a class; ``for x in obj``: its methods) may reach."""
 IMPLICIT_DECORATOR_KINDS = frozenset({"class", "function", "method"})
 """What applying a decorator may reach: any callable defined in the repository."""
+EXACT_IMPLICIT_SITES = frozenset({"decorator", "callback"})
+"""Implicit calls emitted only when they resolve to one callable: applying what
+``register.inclusion_tag(...)`` returns resolved, through the library's registry, to
+every function ever registered (1,195 invented facts on the Django package)."""
 _REGEX_GROUP = re.compile(r"\(\?P<([A-Za-z_][A-Za-z0-9_]*)>")
 
 
@@ -162,6 +166,11 @@ def module_names(paths: Iterable[str], root_package: str | None = None) -> dict[
         if dotted:
             names[path] = dotted
     return names
+
+
+def _node_ids(resolved: tuple[tuple[Value, str], ...]) -> set[str]:
+    """The distinct symbols a resolution names (implicit targets are symbols)."""
+    return {value.node_id for value, _ in resolved if isinstance(value, VSymbol)}
 
 
 def _is_base(value: Value) -> bool:
@@ -1017,6 +1026,8 @@ class PythonResolver:
                 )
                 if not resolved:
                     continue
+                if site.site in EXACT_IMPLICIT_SITES and len(_node_ids(resolved)) != 1:
+                    continue  # no call syntax names it: only an exact answer is a call
             if isinstance(resolved, _Builtin):
                 stats["builtin"] += 1
                 continue

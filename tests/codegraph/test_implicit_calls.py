@@ -202,3 +202,51 @@ def test_functions_passed_to_builtins_that_call_them_are_called(tmp_path: Path) 
     assert calls[(use, "function:m.py#by_size")] == [("callback", 16)]
     # A local ``map`` that is not the builtin calls nothing back.
     assert not [target for source, target in calls if source == "function:m.py#shadowed"]
+
+
+OVERRIDES = """\
+class Base:
+    def run(self):
+        self.step()
+        self.hook()
+
+    def step(self):
+        return 0
+
+
+class Fast(Base):
+    def step(self):
+        return 1
+
+
+class Faster(Fast):
+    def step(self):
+        return 2
+
+
+class Wired(Base):
+    def __init__(self):
+        self.hook = self.on_hook
+
+    def on_hook(self):
+        return 3
+"""
+
+
+def test_self_calls_may_dispatch_to_overrides_as_separate_facts(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(OVERRIDES)
+    graph = index_repository(tmp_path).graph
+    dispatch = {
+        (fact.source, fact.target): fact.discriminator.value["dispatch"]
+        for fact in graph.facts()
+        if fact.relation == "calls" and fact.source == "method:m.py#Base.run"
+    }
+    assert dispatch == {
+        # The direct call, as before, and each override (subclasses of subclasses too)
+        # as its own dynamic-dispatch fact, never blended into the direct one.
+        ("method:m.py#Base.run", "method:m.py#Base.step"): "method",
+        ("method:m.py#Base.run", "method:m.py#Fast.step"): "dynamic",
+        ("method:m.py#Base.run", "method:m.py#Faster.step"): "dynamic",
+        # Base has no hook; a subclass assigns one to self.hook.
+        ("method:m.py#Base.run", "method:m.py#Wired.on_hook"): "dynamic",
+    }

@@ -110,6 +110,13 @@ FLASK_APP_FACTS = {
         "method:app/models.py#Base.validate",
         "call method resolved",
     ),
+    # self.validate() in Base.save runs User.validate on a User: a dynamic dispatch.
+    (
+        "calls",
+        "method:app/models.py#Base.save",
+        "method:app/models.py#User.validate",
+        "call dynamic resolved",
+    ),
     (
         "calls",
         "method:app/models.py#User.validate",

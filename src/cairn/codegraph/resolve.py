@@ -56,6 +56,8 @@ MAX_FLOW_ROUNDS = 2
 """Rounds of argument-to-parameter propagation (each resolves the call sites with arguments)."""
 FLOW_TAGS = frozenset({"ref", "ctor"})
 CONSTRUCTOR = "__init__"
+SELF_NAME = "self"
+"""The receiver whose method calls may dispatch to a subclass's override."""
 CALLABLE_KINDS = frozenset({"function", "method"})
 IMPLICIT_KINDS = frozenset({"class", "method"})
 """What an implicit call (``raise E``: a class; ``for x in obj``: its methods) may reach."""
@@ -276,6 +278,7 @@ class PythonResolver:
         self._namespace_cache: dict[tuple[str, str], tuple[Value, ...] | _Builtin] = {}
         self._in_progress: set[tuple[str, str]] = set()
         self._mro_cache: dict[str, tuple[VSymbol | VExternal, ...]] = {}
+        self._subclasses: dict[str, list[VSymbol]] | None = None
         self.own_kwargs: dict[str, dict[str, str]] = {}
         self.flows: dict[tuple[str, str], tuple[tuple[str, Binding], ...]] = {}
         self._returns_cache: dict[str, tuple[Value, ...]] = {}
@@ -1036,10 +1039,11 @@ class PythonResolver:
                 node = self._target_node(value)
                 if node is not None and all(node[0] != t[0] for t in targets):
                     targets.append((*node, dispatch, isinstance(value, VExternal)))
+            caller = self._scope_node(module, site.caller)
             if not targets:
                 stats["unresolved"] += 1
+                self._emit_overrides(module, site, caller, set())
                 continue
-            caller = self._scope_node(module, site.caller)
             if len(targets) > 1:
                 stats["ambiguous"] += 1
             else:
@@ -1056,6 +1060,79 @@ class PythonResolver:
                     "resolution": resolution,
                 }
                 self._fact(caller, target, "calls", disc, module, site.range, site.site)
+            self._emit_overrides(module, site, caller, {t[0] for t in targets})
+
+    def _emit_overrides(
+        self, module: _Module, site: CallSite, caller: str, direct: set[str]
+    ) -> None:
+        """``self.m()`` in a method of class C may run an override of ``m`` in any
+        subclass of C: one ``dispatch: dynamic`` fact per override, apart from the
+        direct call (never blended into it)."""
+        ref = site.ref
+        if site.implicit or ref is None or ref.kind != "name" or ref.head != SELF_NAME:
+            return
+        if len(ref.attrs) != 1:
+            return
+        owner = self._owner_class(module, site.caller)
+        if owner is None:
+            return
+        attr = ref.attrs[0]
+        disc = {
+            "invocation": "call",
+            "dispatch": "dynamic",
+            "optional_chaining": False,
+            "resolution": "resolved",
+        }
+        for target in self._overrides(owner, attr):
+            if target not in direct:
+                self._fact(caller, target, "calls", disc, module, site.range, site.site)
+
+    def _overrides(self, owner: VSymbol, attr: str) -> list[str]:
+        """What ``self.attr`` may call in the subclasses of ``owner``: each one's own
+        method ``attr``, or else the callables its methods assign to ``self.attr``."""
+        found: list[str] = []
+        for sub in self._descendants(owner):
+            defining = self.by_path[sub.path]
+            member = defining.members.get(sub.qualname, {}).get(attr)
+            if member is not None:
+                values: tuple[Value, ...] = (
+                    (self._vsymbol(defining, member),) if member.kind == "method" else ()
+                )
+            else:
+                values = self._instance_attribute(self.mro(sub), attr)
+            for value in values:
+                if (
+                    isinstance(value, VSymbol)
+                    and value.kind in CALLABLE_KINDS
+                    and value.node_id not in found
+                ):
+                    found.append(value.node_id)
+        return found
+
+    def _descendants(self, cls: VSymbol) -> list[VSymbol]:
+        """Every in-repository subclass of ``cls``, transitively, in node-ID order."""
+        if self._subclasses is None:
+            children: dict[str, list[VSymbol]] = {}
+            for path in sorted(self.by_path):
+                module = self.by_path[path]
+                for symbols in module.symbols.values():
+                    for symbol in symbols:
+                        if symbol.kind != "class":
+                            continue
+                        child = self._vsymbol(module, symbol)
+                        for base in self.bases_of(child):
+                            if isinstance(base, VSymbol):
+                                children.setdefault(base.node_id, []).append(child)
+            self._subclasses = children
+        found: dict[str, VSymbol] = {}
+        queue = list(self._subclasses.get(cls.node_id, ()))
+        while queue:
+            current = queue.pop()
+            if current.node_id in found or current.node_id == cls.node_id:
+                continue
+            found[current.node_id] = current
+            queue.extend(self._subclasses.get(current.node_id, ()))
+        return [found[key] for key in sorted(found)]
 
     def _calls_back(self, module: _Module, via: Ref) -> bool:
         """Whether ``via`` is the builtin it names (not rebound in the module)."""

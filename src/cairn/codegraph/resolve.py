@@ -279,6 +279,9 @@ class PythonResolver:
         self._in_progress: set[tuple[str, str]] = set()
         self._mro_cache: dict[str, tuple[VSymbol | VExternal, ...]] = {}
         self._subclasses: dict[str, list[VSymbol]] | None = None
+        self._overrides_cache: dict[tuple[str, str], list[str]] = {}
+        self._instance_cache: dict[tuple[str, str], tuple[Value, ...]] = {}
+        self._descendants_cache: dict[str, list[VSymbol]] = {}
         self.own_kwargs: dict[str, dict[str, str]] = {}
         self.flows: dict[tuple[str, str], tuple[tuple[str, Binding], ...]] = {}
         self._returns_cache: dict[str, tuple[Value, ...]] = {}
@@ -720,6 +723,7 @@ class PythonResolver:
                 return
             self.flows = frozen
             self._namespace_cache.clear()
+            self._instance_cache.clear()
             self._returns_cache.clear()
             self._param_cache.clear()
 
@@ -799,7 +803,20 @@ class PythonResolver:
     def _instance_attribute(
         self, mro: Sequence[VSymbol | VExternal], attr: str
     ) -> tuple[Value, ...]:
-        """``self.attr`` values assigned in the methods of any class of the MRO (one instance)."""
+        """``self.attr`` values assigned in the methods of any class of the MRO (one
+        instance); memoised per class and name for the current flow round."""
+        head = mro[0] if mro else None
+        if not isinstance(head, VSymbol):
+            return self._assigned_on_instance(mro, attr)
+        key = (head.node_id, attr)
+        cached = self._instance_cache.get(key)
+        if cached is None:
+            cached = self._instance_cache[key] = self._assigned_on_instance(mro, attr)
+        return cached
+
+    def _assigned_on_instance(
+        self, mro: Sequence[VSymbol | VExternal], attr: str
+    ) -> tuple[Value, ...]:
         values: list[Value] = []
         for entry in mro:
             if isinstance(entry, VExternal):
@@ -1089,7 +1106,15 @@ class PythonResolver:
 
     def _overrides(self, owner: VSymbol, attr: str) -> list[str]:
         """What ``self.attr`` may call in the subclasses of ``owner``: each one's own
-        method ``attr``, or else the callables its methods assign to ``self.attr``."""
+        method ``attr``, or else the callables its methods assign to ``self.attr``
+        (memoised: the call sites of one method name in one class share it)."""
+        key = (owner.node_id, attr)
+        cached = self._overrides_cache.get(key)
+        if cached is None:
+            cached = self._overrides_cache[key] = self._find_overrides(owner, attr)
+        return cached
+
+    def _find_overrides(self, owner: VSymbol, attr: str) -> list[str]:
         found: list[str] = []
         for sub in self._descendants(owner):
             defining = self.by_path[sub.path]
@@ -1111,6 +1136,12 @@ class PythonResolver:
 
     def _descendants(self, cls: VSymbol) -> list[VSymbol]:
         """Every in-repository subclass of ``cls``, transitively, in node-ID order."""
+        cached = self._descendants_cache.get(cls.node_id)
+        if cached is None:
+            cached = self._descendants_cache[cls.node_id] = self._find_descendants(cls)
+        return cached
+
+    def _find_descendants(self, cls: VSymbol) -> list[VSymbol]:
         if self._subclasses is None:
             children: dict[str, list[VSymbol]] = {}
             for path in sorted(self.by_path):

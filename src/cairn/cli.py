@@ -516,8 +516,7 @@ def _print_calls_candidates(resolution: Any) -> None:
                "name one of them (a longer dotted name or its ID):")
     )  # fmt: skip
     for item in resolution.candidates:
-        where = f"{item.path}:{item.range[0]}" if item.path and item.range else item.path
-        line = f"  {item.kind or '?':<8} {item.qualified_name}  {where}  [{item.ref.id}]"
+        line = f"  {item.kind or '?':<8} {item.qualified_name}  {item.location}  [{item.ref.id}]"
         console.print(escape(line))
 
 

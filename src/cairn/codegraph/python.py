@@ -61,6 +61,7 @@ TYPE_CHECKING = "TYPE_CHECKING"
 OPAQUE: Binding = ("opaque",)
 CONST: Binding = ("const",)
 TRACKED_ARGS = frozenset({"ref", "ctor"})
+"""Argument bindings worth recording on a call site (they may carry callables)."""
 CALLBACK_BUILTINS = {
     "map": (None, ()),
     "filter": (0, ()),
@@ -70,7 +71,6 @@ CALLBACK_BUILTINS = {
 }
 """Builtins that call a function argument: which positional argument (``None``: every
 one, ``-1``: none) and which keywords hold it."""
-"""Argument bindings worth recording on a call site (they may carry callables)."""
 ITER_PROTOCOL = ("__iter__", "__next__")
 UNION_TYPES = frozenset({"Optional", "Union"})
 """Annotation forms whose arguments are each a possible type of the value."""

@@ -15,9 +15,9 @@ from __future__ import annotations
 import builtins
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cairn.codegraph.emit import GraphEmitter, file_id, partial_marks, symbol_id
 from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
@@ -62,7 +62,8 @@ CALLABLE_KINDS = frozenset({"function", "method"})
 IMPLICIT_KINDS = frozenset({"class", "method"})
 """What an implicit call (``raise E``: a class; ``for x in obj``: its methods) may reach."""
 IMPLICIT_DECORATOR_KINDS = frozenset({"class", "function", "method"})
-"""What applying a decorator may reach: any callable defined in the repository."""
+"""What applying a decorator, or a builtin calling back, may reach: any callable
+defined in the repository."""
 EXACT_IMPLICIT_SITES = frozenset({"decorator", "callback"})
 """Implicit calls emitted only when they resolve to one callable: applying what
 ``register.inclusion_tag(...)`` returns resolved, through the library's registry, to
@@ -168,6 +169,17 @@ def module_names(paths: Iterable[str], root_package: str | None = None) -> dict[
         if dotted:
             names[path] = dotted
     return names
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _memoised(cache: dict[_K, _V], key: _K, compute: Callable[[], _V]) -> _V:
+    """``cache[key]``, computed on the first ask."""
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
 
 
 def _node_ids(resolved: tuple[tuple[Value, str], ...]) -> set[str]:
@@ -809,10 +821,7 @@ class PythonResolver:
         if not isinstance(head, VSymbol):
             return self._assigned_on_instance(mro, attr)
         key = (head.node_id, attr)
-        cached = self._instance_cache.get(key)
-        if cached is None:
-            cached = self._instance_cache[key] = self._assigned_on_instance(mro, attr)
-        return cached
+        return _memoised(self._instance_cache, key, lambda: self._assigned_on_instance(mro, attr))
 
     def _assigned_on_instance(
         self, mro: Sequence[VSymbol | VExternal], attr: str
@@ -1109,10 +1118,7 @@ class PythonResolver:
         method ``attr``, or else the callables its methods assign to ``self.attr``
         (memoised: the call sites of one method name in one class share it)."""
         key = (owner.node_id, attr)
-        cached = self._overrides_cache.get(key)
-        if cached is None:
-            cached = self._overrides_cache[key] = self._find_overrides(owner, attr)
-        return cached
+        return _memoised(self._overrides_cache, key, lambda: self._find_overrides(owner, attr))
 
     def _find_overrides(self, owner: VSymbol, attr: str) -> list[str]:
         found: list[str] = []
@@ -1136,10 +1142,7 @@ class PythonResolver:
 
     def _descendants(self, cls: VSymbol) -> list[VSymbol]:
         """Every in-repository subclass of ``cls``, transitively, in node-ID order."""
-        cached = self._descendants_cache.get(cls.node_id)
-        if cached is None:
-            cached = self._descendants_cache[cls.node_id] = self._find_descendants(cls)
-        return cached
+        return _memoised(self._descendants_cache, cls.node_id, lambda: self._find_descendants(cls))
 
     def _find_descendants(self, cls: VSymbol) -> list[VSymbol]:
         if self._subclasses is None:
@@ -1176,7 +1179,7 @@ class PythonResolver:
     ) -> tuple[tuple[Value, str], ...]:
         """Targets of an implicit call: only in-repository classes (raise) and methods
         (for), and for a decorator's application or a callback any in-repository callable."""
-        kinds = IMPLICIT_DECORATOR_KINDS if site in ("decorator", "callback") else IMPLICIT_KINDS
+        kinds = IMPLICIT_DECORATOR_KINDS if site in EXACT_IMPLICIT_SITES else IMPLICIT_KINDS
         return tuple(
             (value, dispatch)
             for value, dispatch in resolved

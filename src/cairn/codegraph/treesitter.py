@@ -314,12 +314,21 @@ class _JsWalker(_Base):
         self.symbol(qualname, kind, name, node, self.scope or None, signature)
         if not in_class:
             self.bind(name, ("def", qualname))
-        owner = self.scope if in_class else None
+        self.function_scope(qualname, self.scope if in_class else None, body_owner)
+
+    def function_scope(
+        self, qualname: str, owner: str | None, value: Node, own_name: str | None = None
+    ) -> None:
+        """Walk a function's body in its own scope: its parameters (and ``own_name``, a
+        named expression's name, which only it sees) bound there."""
         self.push(qualname, "function", owner)
+        if own_name is not None:
+            self.bind(own_name, ("def", qualname))
+        params = value.child_by_field_name("parameters")
         if params is not None:
             for ident in _identifiers(params):
                 self.bind(ident, ("opaque",))
-        body = body_owner.child_by_field_name("body")
+        body = value.child_by_field_name("body")
         if body is not None:
             self.walk(body)
         self.pop()
@@ -547,15 +556,7 @@ class _JsWalker(_Base):
         params = node.child_by_field_name("parameters")
         signature = f"{name}{_text(params)}" if params is not None else name
         self.symbol(qualname, "function", name, node, self.scope or None, signature)
-        self.push(qualname, "function", None)
-        self.bind(name, ("def", qualname))
-        if params is not None:
-            for ident in _identifiers(params):
-                self.bind(ident, ("opaque",))
-        body = node.child_by_field_name("body")
-        if body is not None:
-            self.walk(body)
-        self.pop()
+        self.function_scope(qualname, None, node, own_name=name)
 
     def member_function(self, node: Node, qualname: str, value: Node) -> None:
         """``obj.name = function ...`` (``Foo.prototype.name`` as ``Foo.name``): a function
@@ -565,14 +566,7 @@ class _JsWalker(_Base):
         signature = f"{qualname}{_text(params)}" if params is not None else qualname
         self.symbol(qualname, "function", name, node, None, signature)
         # ``this`` inside it is the object it was assigned to (``res`` of ``res.send``).
-        self.push(qualname, "function", qualname.rsplit(".", 1)[0])
-        if params is not None:
-            for ident in _identifiers(params):
-                self.bind(ident, ("opaque",))
-        body = value.child_by_field_name("body")
-        if body is not None:
-            self.walk(body)
-        self.pop()
+        self.function_scope(qualname, qualname.rsplit(".", 1)[0], value)
 
     def call(self, node: Node) -> None:
         func = node.child_by_field_name("function")

@@ -25,6 +25,7 @@ from cairn.search.contracts import (
     SearchRequest,
     VectorSpace,
 )
+from cairn.search.filters import check_filters
 from cairn.search.limits import (
     MAX_ALLOWED_IDS,
     MAX_REQUEST_BYTES,
@@ -174,11 +175,7 @@ def _check_search(search: SearchRequest, *, retriever_present: bool) -> None:
         raise _fail("explain must be a boolean")
     if search.allowed_ids is not None:
         _check_allowed_ids(search.allowed_ids)
-    for name in ("kinds", "paths"):
-        if getattr(search, name) is not None:
-            rule("SearchRequest", name).check(getattr(search, name), name)
-    if type(search.exclude_tests) is not bool:
-        raise _fail("exclude_tests must be a boolean", field="exclude_tests")
+    check_filters("SearchRequest", search)
 
 
 def _check_text(search: SearchRequest) -> bool:

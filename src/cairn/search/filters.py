@@ -10,14 +10,24 @@ conventions in ``TEST_PATTERNS`` (stated as such, not guessed per project).
 from __future__ import annotations
 
 import fnmatch
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from cairn.errors import ValidationError
+from cairn.search.rules import rule
 from cairn.store.reads import document_fields
 
 if TYPE_CHECKING:
     from cairn.index.cut import IndexCut
 
-__all__ = ["FILTER_FIELDS", "TEST_PATTERNS", "filtered_ids", "is_test_path", "kept"]
+__all__ = [
+    "FILTER_FIELDS",
+    "TEST_PATTERNS",
+    "check_filters",
+    "filtered_ids",
+    "filtering",
+    "is_test_path",
+    "kept",
+]
 
 FILTER_FIELDS = ("kind", "path")
 """The body fields the filters read."""
@@ -48,19 +58,41 @@ def is_test_path(path: str | None) -> bool:
 
 
 def kept(
-    kind: str | None,
-    path: str | None,
+    kind: object,
+    path: object,
     kinds: tuple[str, ...] | None,
     paths: tuple[str, ...] | None,
     exclude_tests: bool,
 ) -> bool:
     """Whether a node passes the answer filters: one of ``kinds``, a path matching one of
-    the ``paths`` globs, and not test code when ``exclude_tests``."""
+    the ``paths`` globs, and not test code when ``exclude_tests``. ``kind`` and ``path``
+    are read as a body holds them: anything but a string counts as missing."""
+    kind = kind if isinstance(kind, str) else None
+    path = path if isinstance(path, str) else None
     if kinds is not None and kind not in kinds:
         return False
     if paths is not None and (path is None or not any(fnmatch.fnmatchcase(path, g) for g in paths)):
         return False
     return not (exclude_tests and is_test_path(path))
+
+
+def check_filters(record: str, request: Any) -> None:
+    """Hold a request's ``kinds``, ``paths`` and ``exclude_tests`` to their rules (the
+    ones ``record``'s schema states), before anything is read."""
+    for name in ("kinds", "paths"):
+        value = getattr(request, name)
+        if value is None:
+            continue
+        if not isinstance(value, tuple):
+            raise ValidationError(f"{name} must be an array or null", details={"field": name})
+        rule(record, name).check(value, name)
+    if type(request.exclude_tests) is not bool:
+        raise ValidationError("exclude_tests must be a boolean", details={"field": "exclude_tests"})
+
+
+def filtering(request: Any) -> bool:
+    """Whether a request asks for any answer filter."""
+    return request.kinds is not None or request.paths is not None or bool(request.exclude_tests)
 
 
 def filtered_ids(
@@ -91,13 +123,7 @@ def filtered_ids(
         return frozenset(
             doc_id
             for doc_id, (kind, path) in fields.items()
-            if kept(
-                kind if isinstance(kind, str) else None,
-                path if isinstance(path, str) else None,
-                kinds,
-                paths,
-                exclude_tests,
-            )
+            if kept(kind, path, kinds, paths, exclude_tests)
         )
 
     found: frozenset[str] = cut.columns.memo(key, compute)

@@ -56,6 +56,11 @@ class SymbolMatch:
     path: str | None
     range: tuple[int, ...] | None
 
+    @property
+    def location(self) -> str | None:
+        """``path:line`` where the symbol starts (just the path without a range)."""
+        return f"{self.path}:{self.range[0]}" if self.path and self.range else self.path
+
 
 @dataclass(frozen=True, slots=True)
 class NameResolution:

@@ -39,7 +39,7 @@ from cairn.index.graphs import Edge, in_edges, out_edges, require_graph
 from cairn.search.budget import CancelToken, ReadBudget
 from cairn.search.contracts import DocumentResult, EntityRef
 from cairn.search.engine import LABEL_FIELD
-from cairn.search.filters import kept
+from cairn.search.filters import check_filters, filtering, kept
 from cairn.search.limits import (
     DEFAULT_MAX_EDGES,
     DEFAULT_MAX_VERTICES,
@@ -250,20 +250,9 @@ def admit_traverse(request: TraverseRequest) -> int:
     return size
 
 
-def _filtering(request: TraverseRequest) -> bool:
-    return request.kinds is not None or request.paths is not None or request.exclude_tests
-
-
 def _check_filters(request: TraverseRequest) -> None:
-    for name in ("kinds", "paths"):
-        value = getattr(request, name)
-        if value is not None:
-            if not isinstance(value, tuple):
-                raise ValidationError(f"{name} must be an array or null", details={"field": name})
-            rule("TraverseRequest", name).check(value, name)
-    if type(request.exclude_tests) is not bool:
-        raise ValidationError("exclude_tests must be a boolean")
-    if request.target is not None and _filtering(request):
+    check_filters("TraverseRequest", request)
+    if request.target is not None and filtering(request):
         raise ValidationError(
             "kinds, paths and exclude_tests narrow neighbours; a path to a target is "
             "returned whole",
@@ -458,7 +447,7 @@ def _result(
     else:
         refs, edges = [], []
     filtered_out = 0
-    if request.target is None and _filtering(request):
+    if request.target is None and filtering(request):
         kept_refs = _passing(cut, request, refs)
         filtered_out = len(refs) - len(kept_refs)
         refs = [ref for ref in refs if ref in kept_refs]
@@ -495,14 +484,8 @@ def _passing(cut: IndexCut, request: TraverseRequest, refs: list[EntityRef]) -> 
     passing = set(request.seeds)
     for ref, document in zip(refs, found, strict=True):
         body = {} if document is None else document.body
-        kind, path = body.get("kind"), body.get("path")
-        if kept(
-            kind if isinstance(kind, str) else None,
-            path if isinstance(path, str) else None,
-            request.kinds,
-            request.paths,
-            request.exclude_tests,
-        ):
+        filters = (request.kinds, request.paths, request.exclude_tests)
+        if kept(body.get("kind"), body.get("path"), *filters):
             passing.add(ref)
     return passing
 

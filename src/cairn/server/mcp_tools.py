@@ -223,8 +223,7 @@ def _show_name(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -
 
 def _candidate(item: Any) -> dict[str, Any]:
     """One candidate of an ambiguous name, as the model needs it to pick one."""
-    where = item.path if not item.path or not item.range else f"{item.path}:{item.range[0]}"
-    return {"id": item.ref.id, "kind": item.kind, "name": item.qualified_name, "at": where}
+    return {"id": item.ref.id, "kind": item.kind, "name": item.qualified_name, "at": item.location}
 
 
 def _show_refs(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
@@ -296,10 +295,16 @@ def _callers(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> 
 
 def _compact_call(direction: str, edge: Any) -> dict[str, Any]:
     other = edge.caller if direction == "callers" else edge.callee
-    entry: dict[str, Any] = {"id": other.id, "name": edge.other_name, "hops": edge.hops}
-    entry["sites"] = [f"{site.file}:{site.line}" for site in edge.evidence.sites]
-    entry["site_count"] = edge.evidence.total
-    return entry
+    entry = {"id": other.id, "name": edge.other_name, "hops": edge.hops}
+    return {**entry, **_compact_sites(edge.evidence)}
+
+
+def _compact_sites(evidence: Any) -> dict[str, Any]:
+    """An edge's call sites as ``file:line``, and how many it has in all."""
+    return {
+        "sites": [f"{site.file}:{site.line}" for site in evidence.sites],
+        "site_count": evidence.total,
+    }
 
 
 def _traverse(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> ToolResult:
@@ -335,8 +340,7 @@ def _compact_edge(edge: Any) -> dict[str, Any]:
         "relation": edge.relation,
     }
     if edge.evidence is not None:  # asked for: the call sites as file:line, and their total
-        entry["sites"] = [f"{site.file}:{site.line}" for site in edge.evidence.sites]
-        entry["site_count"] = edge.evidence.total
+        entry.update(_compact_sites(edge.evidence))
     return entry
 
 
@@ -420,16 +424,25 @@ _REFS_SCHEMA: dict[str, Any] = {
 }
 
 
+SYMBOL_NAME = (
+    "The symbol: a name (load_user), a dotted name (app.services.load_user) or an exact "
+    "ID (function:src/app.py#load_user)."
+)
+"""How every tool that takes a symbol describes its ``name``."""
+
+
+def _by_name(record: type[Any], optional: frozenset[str]) -> dict[str, Any]:
+    """The input schema of a request that names a symbol, its ``name`` described."""
+    schema = json_schema(record, optional=optional)
+    schema["properties"]["name"] = {**schema["properties"]["name"], "description": SYMBOL_NAME}
+    return schema
+
+
 def _show_schema() -> dict[str, Any]:
     from cairn.search.show import ShowRequest
 
-    schema = json_schema(ShowRequest, optional=frozenset({"database", "name"}))
+    schema = _by_name(ShowRequest, frozenset({"database", "name"}))
     properties = schema["properties"]
-    properties["name"] = {
-        **properties["name"],
-        "description": "One symbol: a name (get_user), a dotted name (views.get_user) or an "
-        "exact ID (function:app/views.py#get_user).",
-    }
     properties["refs"] = _REFS_SCHEMA
     properties["source"] = {
         "type": "boolean",
@@ -446,13 +459,7 @@ _SHOW_FIELDS = frozenset({"database", "name", "max_bytes", "refs", "source"})
 def _callers_schema() -> dict[str, Any]:
     from cairn.search.calls import CallsRequest
 
-    schema = json_schema(CallsRequest, optional=frozenset({"database"}))
-    schema["properties"]["name"] = {
-        **schema["properties"]["name"],
-        "description": "The symbol: a name (load_user), a dotted name "
-        "(app.services.load_user) or an exact ID (function:src/app.py#load_user).",
-    }
-    return schema
+    return _by_name(CallsRequest, frozenset({"database"}))
 
 
 _IMPACT_FIELDS = frozenset(
@@ -483,13 +490,8 @@ def _traverse_schema() -> dict[str, Any]:
 def _impact_schema() -> dict[str, Any]:
     from cairn.search.impact import ImpactRequest
 
-    schema = json_schema(ImpactRequest, optional=frozenset({"database", "name"}))
+    schema = _by_name(ImpactRequest, frozenset({"database", "name"}))
     properties = schema["properties"]
-    properties["name"] = {
-        **properties["name"],
-        "description": "The symbol: a name (load_user), a dotted name (app.services.load_user) "
-        "or an exact ID (function:src/app.py#load_user).",
-    }
     properties["id"] = {"type": "string", "description": "Same as name (an exact ID)."}
     properties["collection"] = {"type": "string", "description": "Ignored (kept for IDs)."}
     return schema

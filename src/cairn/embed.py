@@ -24,6 +24,7 @@ the exact same space).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import os
@@ -351,8 +352,11 @@ def _load_packaged(name: str, package: str) -> SentenceTransformerEmbedder:
 
 def embedder_for(space: VectorSpace) -> Embedder | None:
     """An embedder whose vectors live in exactly ``space`` and that runs here offline
-    (the hashing embedder of that dimension), or None: a query for that space must
-    bring its own vector."""
+    (the hashing embedder of that dimension, or a packaged model installed here in the
+    same version), or None: a query for that space must bring its own vector."""
+    if space.model in PACKAGED_MODELS.values():
+        packaged = _packaged_embedder(space.model)
+        return packaged if packaged is not None and packaged.space == space else None
     if space.model != HASHING_MODEL or space.version != HASHING_VERSION:
         return None
     try:
@@ -360,6 +364,17 @@ def embedder_for(space: VectorSpace) -> Embedder | None:
     except ValidationError:
         return None
     return embedder if embedder.space == space else None
+
+
+@functools.lru_cache(maxsize=len(PACKAGED_MODELS))
+def _packaged_embedder(package: str) -> Embedder | None:
+    """The packaged model ``package`` loaded once per process, or None where it cannot
+    run here (not installed, or no ``sentence-transformers``)."""
+    name = next(key for key, value in PACKAGED_MODELS.items() if value == package)
+    try:
+        return _load_packaged(name, package)
+    except UnsupportedCapabilityError:
+        return None
 
 
 def load_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:

@@ -62,6 +62,7 @@ MAX_EXTRACT_BYTES = 64 * 1024 * 1024
 
 _EXTRACTOR_MODULES = (
     "records",
+    "terms",
     "python",
     "recover",
     "treesitter",

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from cairn.store.load import LoadProgress
 
 __all__ = [
+    "choose_embedder",
     "index_and_write",
     "index_folder",
     "index_once",
@@ -95,12 +96,14 @@ def index_and_write(
     generated_at: str | None = None,
     as_json: bool = False,
     load: bool = True,
+    embedder: str | None = None,
 ) -> dict[str, Any]:
     """Index ``path``, write ``graph.cairn`` and the manifest, load the database, summarise.
 
     The database is ``cairn.db`` next to ``graph.cairn`` (``PATH/.cairn/cairn.db`` by
     default); loading applies only what changed, as one atomic command. On a terminal
     (and without ``as_json``) one transient line shows each phase as it runs.
+    ``embedder`` names the embedder (``cairn.embed.load_embedder``; see ``choose_embedder``).
     """
     console = Console(stderr=as_json)
     summary, _ = index_once(
@@ -112,6 +115,7 @@ def index_and_write(
         generated_at=generated_at,
         show_progress=console.is_terminal and not as_json,
         load=load,
+        embedder=embedder,
     )
     if not as_json:
         print_summary(console, summary)
@@ -133,12 +137,13 @@ def index_once(
     generated_at: str | None = None,
     show_progress: bool = False,
     load: bool = True,
+    embedder: str | None = None,
 ) -> tuple[dict[str, Any], IndexResult]:
     """One index, write and load (with the extraction cache), without printing the
     summary: the summary and the index result (``cairn index`` and ``cairn watch``)."""
     count = workers if workers is not None else default_workers()
     folder = index_folder(path, out)
-    embedder = _embedder() if load else None
+    chosen = choose_embedder(embedder, folder / DATABASE_FILE) if load else None
     # The collector stays off from the scan to the load's commit: the graph, the
     # artifact's columns and the load's rows are ~10^6 acyclic containers that every
     # full collection would walk again (0.3-0.4 s on the Django package).
@@ -150,7 +155,7 @@ def index_once(
             progress=steps.files,
             phase=steps.phase,
             cache=folder / CACHE_FILENAME,
-            embedder=embedder,
+            embedder=chosen,
         )
         steps.phase("writing graph.cairn")
         written = write_index(result, out, generated_at=generated_at)
@@ -159,17 +164,27 @@ def index_once(
         summary["graph_path"] = str(written.graph_path)
         summary["manifest_path"] = str(written.manifest_path)
         summary["graph_bytes"] = written.graph_bytes
-        if embedder is not None:
+        if chosen is not None:
             database = written.graph_path.parent / DATABASE_FILE
-            summary["load"] = _load(database, result, embedder, steps.loading)
+            summary["embedder"] = chosen.space.to_json()
+            summary["load"] = _load(database, result, chosen, steps.loading)
     return summary, result
 
 
-def _embedder() -> Embedder:
-    """The embedder a code index is loaded with: the default hashing one."""
-    from cairn.embed import HashingEmbedder
+def choose_embedder(name: str | None, database: Path) -> Embedder:
+    """The embedder an index is loaded with: ``name`` (``cairn.embed.load_embedder``)
+    when given; else the one ``database`` was loaded with, when it runs here; else the
+    default hashing embedder. A named embedder that cannot run here is an error; a
+    re-index without a name never switches an index to another embedder silently
+    unless the recorded one cannot run here."""
+    from cairn.embed import HashingEmbedder, embedder_for, load_embedder
+    from cairn.store.load import loaded_space
 
-    return HashingEmbedder()
+    if name is not None:
+        return load_embedder(name)
+    recorded = loaded_space(database)
+    found = embedder_for(recorded) if recorded is not None else None
+    return found if found is not None else HashingEmbedder()
 
 
 def _load(

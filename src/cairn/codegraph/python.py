@@ -34,6 +34,7 @@ from cairn.codegraph.records import (
     Symbol,
 )
 from cairn.codegraph.recover import recover_python
+from cairn.codegraph.terms import PYTHON_KEYWORDS, body_terms
 
 __all__ = [
     "ADAPTER_ID",
@@ -105,6 +106,10 @@ class Positions:
             return byte_col
         return len(self._lines[line - 1][:byte_col].decode("utf-8", errors="replace"))
 
+    def lines(self, first: int, last: int) -> str:
+        """The source of 1-based lines ``first`` to ``last`` (inclusive), decoded."""
+        return b"\n".join(self._lines[max(first - 1, 0) : last]).decode("utf-8", "replace")
+
     def range_of(self, node: ast.AST) -> Range:
         """The inclusive 1-based range of an ``ast`` node."""
         line = getattr(node, "lineno", 1)
@@ -145,6 +150,18 @@ class _SymbolBuilder:
     ranges: list[Range]
     signature: str | None
     docstring: str | None
+    body_terms: str | None = None
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _header_end(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """The last line of a function's header: its last parameter or return annotation."""
+    args = node.args
+    parts = (*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg)
+    ends = [item.end_lineno or item.lineno for item in (*parts, node.returns) if item is not None]
+    return max(ends, default=node.lineno)
 
 
 def _const_str(node: ast.AST | None) -> str | None:
@@ -343,6 +360,7 @@ class _Extractor(ast.NodeVisitor):
             signature += f" -> {ast.unparse(node.returns)}"
         doc = bounded(ast.get_docstring(node), MAX_DOCSTRING_CHARS)
         self._symbol(qualname, kind, node.name, node, bounded(signature, MAX_SIGNATURE_CHARS), doc)
+        self._body_terms(kind, qualname, node)
         applied = tuple(self.ref(deco) for deco in node.decorator_list)
         if applied and all(ref is not None for ref in applied):
             self._bind(node.name, ("decorated", qualname, applied))
@@ -402,6 +420,7 @@ class _Extractor(ast.NodeVisitor):
         signature = bounded(f"class {node.name}({bases})", MAX_SIGNATURE_CHARS)
         doc = bounded(ast.get_docstring(node), MAX_DOCSTRING_CHARS)
         self._symbol(qualname, "class", node.name, node, signature, doc)
+        self._body_terms("class", qualname, node)
         self._bind(node.name, ("def", qualname))
         self._decorators(qualname, node.decorator_list)
         for base in node.bases:
@@ -415,6 +434,36 @@ class _Extractor(ast.NodeVisitor):
         for stmt in node.body:
             self.visit(stmt)
         self.stack.pop()
+
+    def _body_terms(
+        self, kind: str, qualname: str, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+    ) -> None:
+        """Record the words of the body after its docstring (a name's first definition).
+
+        A class's own words are its statements and the names of its methods and nested
+        classes: their bodies are theirs (each is a symbol with its own words).
+        """
+        found = self.symbols.get((kind, qualname))
+        if found is None or len(found.ranges) > 1:
+            return
+        documented = ast.get_docstring(node, clean=False) is not None
+        body = node.body[1:] if documented else node.body
+        if not body:
+            return
+        if isinstance(node, ast.ClassDef):
+            parts = [
+                stmt.name if isinstance(stmt, _DEFINITIONS) else self._source(stmt) for stmt in body
+            ]
+            text = "\n".join(parts)
+        else:  # from the line after the docstring or the header: comments count too
+            header = node.body[0].end_lineno if documented else _header_end(node)
+            first = min((header or node.lineno) + 1, body[0].lineno)
+            text = self.pos.lines(first, node.end_lineno or body[-1].lineno)
+        found.body_terms = body_terms(text, PYTHON_KEYWORDS)
+
+    def _source(self, stmt: ast.stmt) -> str:
+        """The source lines of one statement."""
+        return self.pos.lines(stmt.lineno, stmt.end_lineno or stmt.lineno)
 
     def _decorators(self, target: str, decorators: Sequence[ast.expr]) -> None:
         """Each decorator of ``target``: a ``decorates`` site, its explicit call
@@ -864,7 +913,16 @@ class _Extractor(ast.NodeVisitor):
     # -------------------------------------------------------------- output
     def result(self) -> FileExtract:
         symbols = tuple(
-            Symbol(s.qualname, s.kind, s.name, s.parent, tuple(s.ranges), s.signature, s.docstring)
+            Symbol(
+                s.qualname,
+                s.kind,
+                s.name,
+                s.parent,
+                tuple(s.ranges),
+                s.signature,
+                s.docstring,
+                s.body_terms,
+            )
             for s in sorted(self.symbols.values(), key=lambda s: (s.qualname, s.kind))
         )
         scopes = tuple(self.scopes[key].build() for key in sorted(self.scopes))

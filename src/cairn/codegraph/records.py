@@ -111,6 +111,8 @@ class Symbol:
     ranges: tuple[Range, ...]
     signature: str | None = None
     docstring: str | None = None
+    body_terms: str | None = None
+    """The words of its body (``cairn.codegraph.terms``), for search."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -250,6 +250,7 @@ def python_node_specs(module_name: str, extract: FileExtract) -> list[NodeSpec]:
                     "language": LANGUAGE,
                     "signature": symbol.signature,
                     "docstring": symbol.docstring,
+                    "body_terms": symbol.body_terms,
                     "partial_parse": symbol_partial,
                 },
             )

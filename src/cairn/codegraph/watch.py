@@ -113,6 +113,7 @@ def watch_repository(
     stop: threading.Event | None = None,
     rounds: int | None = None,
     console: Console | None = None,
+    embedder: str | None = None,
 ) -> int:
     """Index ``path``, then re-index after every batch of changes until ``stop`` is set
     (or ``rounds`` re-indexes were done); returns how many re-indexes ran."""
@@ -129,7 +130,13 @@ def watch_repository(
 
     def once() -> tuple[dict[str, Any], IndexResult]:
         return index_once(
-            root, console=quiet, out=out, workers=workers, excludes=excludes, load=load
+            root,
+            console=quiet,
+            out=out,
+            workers=workers,
+            excludes=excludes,
+            load=load,
+            embedder=embedder,
         )
 
     ignored = watchfiles.DefaultFilter(

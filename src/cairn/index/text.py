@@ -59,8 +59,9 @@ def _text_stats(
     return view.memo(("bm25", collection, field, cut.position), compute)
 
 
-def _check_text_field(cut: IndexCut, collection: str, field: str) -> None:
-    """The text branch's admission: collection, read grant, declared field, use grant."""
+def _check_text_field(cut: IndexCut, collection: str, field: str) -> str:
+    """The text branch's admission (collection, read grant, declared field, use grant):
+    the collection's analyzer."""
     check_identifier(collection, "collection")
     check_json_pointer(field, "text field")
     config = require_collection(cut, collection, *READ_CAPABILITIES)
@@ -75,6 +76,7 @@ def _check_text_field(cut: IndexCut, collection: str, field: str) -> None:
             f"principal {cut.principal.id!r} may not use field {field} of {collection!r}",
             details={"principal": cut.principal.id, "resource": collection, "field": field},
         )
+    return config.analyzer
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +130,7 @@ def text_ranking(
     Corpus statistics (N, df, average length) are over every live document of the
     collection at the cut, never narrowed by visibility or ``allowed`` (a slot mask).
     """
-    _check_text_field(cut, collection, field)
+    analyzer = _check_text_field(cut, collection, field)
     view = cut.columns
     alive = view.alive(collection)
     size = len(alive)
@@ -142,7 +144,7 @@ def text_ranking(
         keep = visible if keep is None else keep & visible
     prepared = _text_field_state(cut, collection, field, index, alive, stats)
     weighted: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = []
-    for term in dict.fromkeys(analyze(text)):
+    for term in dict.fromkeys(analyze(text, analyzer)):
         term_id = view.terms.get(term)
         if term_id is None:
             continue

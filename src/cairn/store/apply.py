@@ -375,7 +375,7 @@ class Applier:
             text = field_text(get_at(body, pointer))
             if text is None:
                 continue
-            terms, counts = term_counts(analyze(text))
+            terms, counts = term_counts(analyze(text, config.analyzer))
             ids = np.asarray([self._term_id(term) for term in terms], dtype="<u4").tobytes()
             packed = np.asarray(counts, "<u4").tobytes()
             length = sum(counts)
@@ -710,7 +710,10 @@ class Applier:
         previous = load_collection(self.conn, mutation.name)
         revision = self._upsert("collections", "name", mutation.name, mutation.to_json())
         self._configs.pop(mutation.name, None)
-        if previous is not None and set(previous.text_fields) != set(mutation.text_fields):
+        if previous is not None and (
+            set(previous.text_fields) != set(mutation.text_fields)
+            or previous.analyzer != mutation.analyzer
+        ):
             self._reindex(mutation.name)
         return MutationOutcome(mutation.kind, mutation.name, mutation.name, revision)
 

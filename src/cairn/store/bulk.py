@@ -73,7 +73,9 @@ class BulkDocument:
     data: bytes
     analysed: list[tuple[str, list[str], list[int]]] | None = None
     """Its text fields' terms and counts when made ahead (``_analyse`` gives the same);
-    used only when they name exactly the collection's text fields."""
+    used only when they name exactly the collection's text fields and its analyzer."""
+    analyzer: str | None = None
+    """The analyzer ``analysed`` was made with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,9 +155,6 @@ class BulkApplier(Applier):
         super().__init__(*args, **kwargs)
         self._fresh_slots: set[int] = set()  # slots born in this applier's batches
         self._written: dict[EntityRef, _Stored] = {}  # live heads this applier's puts wrote
-        self.analysed: dict[tuple[str, str], list[tuple[str, list[str], list[int]]]] = {}
-        """Per document put by this applier: each text field's distinct terms and counts
-        (a load embeds from them instead of analysing the same text again)."""
 
     def apply(self, mutation: Mutation) -> MutationOutcome:
         """``Applier.apply``; a row-path write may move any head, so the batches' memory
@@ -244,8 +243,6 @@ class BulkApplier(Applier):
             self._check_document(item, stored[item.collection].get(item.id)) for item in items
         ]
         analysed = [self._analysed(item) for item in items]
-        for item, fields in zip(items, analysed, strict=True):
-            self.analysed[item.collection, item.id] = fields
         self._known_terms(term for fields in analysed for _, terms, _ in fields for term in terms)
         next_term = self._max_id("terms", "id") + 1
         new_terms: list[tuple[int, str]] = []
@@ -341,19 +338,22 @@ class BulkApplier(Applier):
         else ``_analyse``."""
         held = item.analysed
         if held is not None:
-            fields = self._collection(item.collection).text_fields
-            if tuple(pointer for pointer, _, _ in held) == tuple(fields):
+            config = self._collection(item.collection)
+            if item.analyzer == config.analyzer and tuple(
+                pointer for pointer, _, _ in held
+            ) == tuple(config.text_fields):
                 return held
         return self._analyse(item)
 
     def _analyse(self, item: BulkDocument) -> list[tuple[str, list[str], list[int]]]:
         """Per declared text field with text: its distinct terms and their counts."""
         fields: list[tuple[str, list[str], list[int]]] = []
-        for pointer in self._collection(item.collection).text_fields:
+        config = self._collection(item.collection)
+        for pointer in config.text_fields:
             text = field_text(get_at(item.body, pointer))
             if text is None:
                 continue
-            terms, counts = term_counts(analyze(text))
+            terms, counts = term_counts(analyze(text, config.analyzer))
             fields.append((pointer, terms, counts))
         return fields
 

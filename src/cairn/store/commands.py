@@ -44,6 +44,7 @@ from cairn.store.policy import (
     datetime_to_json,
 )
 from cairn.store.rules import check_fields
+from cairn.store.text import DEFAULT_ANALYZER
 
 __all__ = [
     "DURABILITY_PROCESS_DURABLE",
@@ -537,12 +538,14 @@ class DeleteFact:
 
 @dataclass(frozen=True, slots=True)
 class ConfigureCollection:
-    """Create or reconfigure a collection: its text fields and vector fields (admin)."""
+    """Create or reconfigure a collection: its text fields, their analyzer and its vector
+    fields (admin). Changing the fields or the analyzer re-indexes the collection's text."""
 
     kind: ClassVar[str] = "configure_collection"
     name: str
     text_fields: tuple[str, ...] = ()
     vector_fields: tuple[VectorField, ...] = ()
+    analyzer: str = DEFAULT_ANALYZER
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "text_fields", tuple(self.text_fields))
@@ -554,20 +557,24 @@ class ConfigureCollection:
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form."""
-        return {
+        data = {
             "kind": self.kind,
             "name": self.name,
             "text_fields": list(self.text_fields),
             "vector_fields": [item.to_json() for item in self.vector_fields],
         }
+        if self.analyzer != DEFAULT_ANALYZER:  # the default is unwritten: older commands' bytes
+            data["analyzer"] = self.analyzer
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ConfigureCollection:
-        """Parse the plain JSON form."""
+        """Parse the plain JSON form (no ``analyzer``: the default)."""
         return cls(
             data["name"],
             tuple(data["text_fields"]),
             tuple(VectorField.from_json(item) for item in data["vector_fields"]),
+            data.get("analyzer", DEFAULT_ANALYZER),
         )
 
 

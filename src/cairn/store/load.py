@@ -28,10 +28,11 @@ import sqlite3
 import struct
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import groupby
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -46,7 +47,12 @@ from cairn.canonical import (
     canonical_bytes,
     right_sized,
 )
-from cairn.errors import BudgetExceededError, IdentityCollisionError, ValidationError
+from cairn.errors import (
+    BudgetExceededError,
+    CairnError,
+    IdentityCollisionError,
+    ValidationError,
+)
 from cairn.graph.identity import FACT_ID_PREFIX, fact_identity_payload, id_from_payload
 from cairn.graph.model import EndpointIdentity, EvidenceOccurrence, Node, SemanticFact, thaw
 from cairn.graph.multigraph import SemanticGraph
@@ -96,7 +102,7 @@ from cairn.store.records import (
     split_fact,
     split_occurrence,
 )
-from cairn.store.text import analyze, identifier_words, term_counts
+from cairn.store.text import CODE_ANALYZER, analyze, identifier_words, term_counts
 
 if TYPE_CHECKING:
     from cairn.embed import Embedder
@@ -109,6 +115,7 @@ __all__ = [
     "FAMILIES",
     "FAMILY_COLLECTIONS",
     "LOADER_VERSION",
+    "LOAD_ANALYZER",
     "LOAD_CACHE_KIB",
     "LOAD_STEPS",
     "OTHER_COLLECTION",
@@ -123,6 +130,7 @@ __all__ = [
     "compare_semantic_graph",
     "load_semantic_graph",
     "load_summary",
+    "loaded_space",
     "node_body",
     "node_text",
     "prepare_documents",
@@ -131,7 +139,7 @@ __all__ = [
 
 _Item = TypeVar("_Item")
 
-LOADER_VERSION = "cairn.store.load/1"
+LOADER_VERSION = "cairn.store.load/2"
 """Part of every load's fingerprint: bump it when the document shape changes."""
 
 DEFAULT_GRAPH = "code"
@@ -157,6 +165,8 @@ OTHER_COLLECTION = "nodes"
 
 TEXT_FIELD = "/text"
 """The BM25 text field of every loaded document."""
+LOAD_ANALYZER = CODE_ANALYZER
+"""The analyzer of every collection a load configures: code and English words."""
 
 VECTOR_FIELD = "embedding"
 """The vector field of every loaded document (field pointer ``/embedding``)."""
@@ -179,7 +189,7 @@ BODY_ATTRIBUTES = (
 LOAD_CACHE_KIB = 256 * 1024
 """SQLite page cache of the writer while a load's transaction runs (restored after)."""
 
-_TEXT_ATTRIBUTES = ("signature", "docstring", "text", "snippet_text")
+_TEXT_ATTRIBUTES = ("signature", "docstring", "body_terms", "text", "snippet_text")
 _FINGERPRINT_NAMESPACE = uuid.UUID("6a0f3c2e-8d5b-4c1e-9f27-1b2d3e4f5a60")
 
 
@@ -285,10 +295,10 @@ def prepare_documents(nodes: Sequence[Node], embedder: Embedder) -> PreparedDocu
     from cairn.embed import HashingEmbedder
 
     made: dict[str, PreparedDocument] = {}
-    analysed: list[tuple[list[str], list[int]]] = []
+    analysed: list[tuple[list[str], list[int]]] = []  # the embedder's own analysis
     for node in nodes:
         body = node_body(node)
-        terms, counts = term_counts(analyze(body["text"]))
+        terms, counts = term_counts(analyze(body["text"], LOAD_ANALYZER))
         made[node.id] = PreparedDocument(
             node.id,
             node.kind,
@@ -299,7 +309,7 @@ def prepare_documents(nodes: Sequence[Node], embedder: Embedder) -> PreparedDocu
             terms,
             counts,
         )
-        analysed.append((terms, counts))
+        analysed.append(term_counts(analyze(body["text"])))
     if type(embedder) is not HashingEmbedder or not made:
         return PreparedDocuments(made)
     rows = [
@@ -505,7 +515,9 @@ def _wanted(graph: SemanticGraph, graph_name: str, space: VectorSpace) -> _Wante
     order = tuple(sorted(refs, key=lambda node_id: (refs[node_id].collection, node_id)))
     names = {ref.collection for ref in refs.values()} | set(FAMILY_COLLECTIONS)
     vector = (VectorField(VECTOR_FIELD, space),)
-    collections = tuple(ConfigureCollection(name, (TEXT_FIELD,), vector) for name in sorted(names))
+    collections = tuple(
+        ConfigureCollection(name, (TEXT_FIELD,), vector, LOAD_ANALYZER) for name in sorted(names)
+    )
     return _Wanted(graph_name, space, collections, graph, refs, order)
 
 
@@ -775,7 +787,14 @@ class _Plan:
         for documents in encoder.documents():
             stored = self._stored_documents(conn, documents)
             puts = [
-                BulkDocument(doc.ref.collection, doc.ref.id, doc.body, doc.data, _analysed(doc))
+                BulkDocument(
+                    doc.ref.collection,
+                    doc.ref.id,
+                    doc.body,
+                    doc.data,
+                    _analysed(doc),
+                    LOAD_ANALYZER,
+                )
                 for doc in documents
                 if stored.get(doc.ref, _NOT_STORED)[0] != doc.data
             ]
@@ -788,7 +807,6 @@ class _Plan:
                 if doc.ref in rewritten or not stored.get(doc.ref, _NOT_STORED)[1]
             ]
             outcomes.extend(self._vectors(applier, needed))
-            applier.analysed.clear()  # only this batch's vectors read them
         self.progress("facts")
         shapes = read_shapes(conn, "fact_shapes"), read_shapes(conn, "occurrence_shapes")
         for facts in encoder.facts():
@@ -1012,26 +1030,17 @@ class _Plan:
             if fact_id not in damaged
         }
 
-    def _embed(
-        self,
-        batch: Sequence[_Document],
-        analysed: Mapping[tuple[str, str], Sequence[tuple[str, list[str], list[int]]]],
-    ) -> npt.NDArray[np.float32]:
+    def _embed(self, batch: Sequence[_Document]) -> npt.NDArray[np.float32]:
         """The vectors of ``batch``'s texts: prepared ones when every document of the batch
-        has one in the load's space, else from the term counts the document puts found
-        when the embedder takes them and every text was just analysed (the same rows)."""
+        has one in the load's space, else the embedder's. (The postings' terms are not the
+        embedder's: a code collection's analyzer drops stop words; the embedder's does not.)
+        """
         prepared = self.prepared
         if prepared is not None and all(doc.prepared is not None for doc in batch):
             space = self.wanted.space
             rows = [prepared.vector(doc.ref.id, space) for doc in batch]
             if all(row is not None for row in rows):
                 return np.stack(rows)  # type: ignore[arg-type]
-        embed_analysed = getattr(self.embedder, "embed_analysed", None)  # AnalysedEmbedder
-        if callable(embed_analysed):
-            counts = [_text_counts(analysed.get((doc.ref.collection, doc.ref.id))) for doc in batch]
-            if all(found is not None for found in counts):
-                matrix: npt.NDArray[np.float32] = embed_analysed(counts)
-                return matrix
         return self.embedder.embed([doc.body["text"] for doc in batch])
 
     def _vectors(self, applier: BulkApplier, needed: Sequence[_Document]) -> list[MutationOutcome]:
@@ -1040,7 +1049,7 @@ class _Plan:
         outcomes: list[MutationOutcome] = []
         for start in range(0, len(needed), EMBED_BATCH_SIZE):
             batch = needed[start : start + EMBED_BATCH_SIZE]
-            matrix = self._embed(batch, applier.analysed)
+            matrix = self._embed(batch)
             if matrix.shape != (len(batch), self.wanted.space.dimension):
                 raise ValidationError(
                     f"the embedder returned shape {matrix.shape} for {len(batch)} texts",
@@ -1070,18 +1079,6 @@ def _analysed(document: _Document) -> list[tuple[str, list[str], list[int]]] | N
     """The analysed text field of a prepared document (None: the applier analyses it)."""
     held = document.prepared
     return None if held is None else [(TEXT_FIELD, held.terms, held.counts)]
-
-
-def _text_counts(
-    fields: Sequence[tuple[str, list[str], list[int]]] | None,
-) -> tuple[list[str], list[int]] | None:
-    """The ``/text`` terms and counts among a document's analysed fields, if analysed."""
-    if fields is None:
-        return None
-    for pointer, terms, counts in fields:
-        if pointer == TEXT_FIELD:
-            return terms, counts
-    return None
 
 
 AGREEMENT_KINDS = (
@@ -1244,6 +1241,24 @@ def _load(
             prepared=prepared,
         )
         return db.apply_internal(plan, principal, now=now)
+
+
+def loaded_space(path: str | Path) -> VectorSpace | None:
+    """The vector space a previous load gave the ``symbols`` collection of the database
+    at ``path`` (read-only), or None: no such database, collection or readable record.
+    ``cairn index`` re-indexes with the embedder the index was built with."""
+    target = Path(path)
+    if not target.is_file():
+        return None
+    try:
+        with closing(sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            config = load_collection(conn, FAMILIES["function"])
+    except (sqlite3.Error, CairnError, KeyError, TypeError, ValueError):
+        return None  # an older layout or a damaged record: the caller's default stands
+    if config is None:
+        return None
+    spaces = [item.space for item in config.vector_fields if item.name == VECTOR_FIELD]
+    return spaces[0] if spaces else None
 
 
 def repair_collector(into: list[dict[str, str]]) -> RepairReport:

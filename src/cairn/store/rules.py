@@ -36,6 +36,7 @@ from cairn.store.limits import (
     check_identifier,
     check_json_pointer,
 )
+from cairn.store.text import ANALYZERS
 
 __all__ = [
     "ANY_NAME",
@@ -306,6 +307,7 @@ STORE_RULES: Mapping[str, Mapping[str, Field]] = {
             Count(0, MAX_TEXT_FIELDS, "text fields", each=Pointer(), unique=True), "text fields"
         ),
         "vector_fields": Field(Count(0, MAX_VECTOR_FIELDS, "vector fields"), "vector fields"),
+        "analyzer": Field(Choice(ANALYZERS), "analyzer"),
     },
     "ConfigureGraph": {"name": Field(_NAME, "graph")},
     "ConfigurePrincipal": {

@@ -1,10 +1,19 @@
-"""The text analyzer: the tokens the store writes as postings and queries look up (§3).
+"""The text analyzers: the tokens the store writes as postings and queries look up (§3).
 
-One analyzer serves indexing and queries: NFKC, then word tokens; each token is kept
-whole (lowercased) and, when it is an identifier, also split into its parts
+A collection names its analyzer (``ConfigureCollection.analyzer``); the same one serves
+its postings and its queries. Both start alike: NFKC, then word tokens; each token is
+kept whole (lowercased) and, when it is an identifier, also split into its parts
 (``getUserName`` -> ``getusername get user name``; ``snake_case`` -> ``snake_case
-snake case``; ``HTTPServer2`` -> ``httpserver2 http server 2``). BM25 scoring over the
-postings is the index's (``cairn.index.bm25``).
+snake case``; ``HTTPServer2`` -> ``httpserver2 http server 2``).
+
+* ``words_v1`` (the default) stops there.
+* ``code_english_v1`` (code indexes) then drops English stop words (``STOP_WORDS``) and
+  strips plural endings (``light_stem``: ``requests`` -> ``request``, ``classes`` ->
+  ``class``), so "Registers the handlers" finds ``register_handler``. Stemming is
+  deliberately light: it measured as well as Porter's on code search and never turns
+  one identifier into another's stem by cutting a real suffix.
+
+BM25 scoring over the postings is the index's (``cairn.index.bm25``).
 """
 
 from __future__ import annotations
@@ -16,7 +25,64 @@ from collections.abc import Sequence
 
 from cairn.store.limits import WORD_CACHE_SIZE
 
-__all__ = ["analyze", "identifier_words", "term_counts"]
+__all__ = [
+    "ANALYZERS",
+    "CODE_ANALYZER",
+    "DEFAULT_ANALYZER",
+    "STOP_WORDS",
+    "analyze",
+    "identifier_words",
+    "light_stem",
+    "term_counts",
+]
+
+DEFAULT_ANALYZER = "words_v1"
+"""Identifier-aware words, nothing dropped: every collection's unless it names another."""
+CODE_ANALYZER = "code_english_v1"
+"""``words_v1`` without English stop words and with plural endings stripped."""
+ANALYZERS = (DEFAULT_ANALYZER, CODE_ANALYZER)
+"""Every analyzer a collection may name."""
+
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
+)
+"""English stop words (Lucene's classic English set): they match every description."""
+MIN_STEM_LENGTH = 4
+"""Shorter tokens keep their ending (``has``, ``bus``, ``ids``)."""
 
 _WORD = re.compile(r"\w+")
 
@@ -55,11 +121,41 @@ def _word_tokens(word: str) -> tuple[str, ...]:
     return (whole, *parts)
 
 
-def analyze(text: str) -> list[str]:
-    """Tokens of ``text``: each word lowercased, followed by its identifier parts if any."""
+def light_stem(token: str) -> str:
+    """``token`` without an English plural ending: ``-ies`` -> ``-y``; ``-sses``, ``-xes``,
+    ``-zes``, ``-ches``, ``-shes`` lose ``es``; any other ``-s`` but ``-ss``, ``-us`` and
+    ``-is`` loses ``s``."""
+    if len(token) < MIN_STEM_LENGTH or not token.endswith("s"):
+        return token
+    if token.endswith("ies") and len(token) > MIN_STEM_LENGTH:
+        return token[:-3] + "y"
+    if token.endswith(("sses", "xes", "zes", "ches", "shes")):
+        return token[:-2]
+    if token.endswith(("ss", "us", "is")):
+        return token
+    return token[:-1]
+
+
+@functools.lru_cache(maxsize=WORD_CACHE_SIZE)
+def _code_tokens(word: str) -> tuple[str, ...]:
+    """The ``code_english_v1`` tokens of one word: stop words dropped, plurals stemmed."""
+    return tuple(
+        token if token.isdigit() else light_stem(token)
+        for token in _word_tokens(word)
+        if token not in STOP_WORDS
+    )
+
+
+_WORD_ANALYZERS = {DEFAULT_ANALYZER: _word_tokens, CODE_ANALYZER: _code_tokens}
+
+
+def analyze(text: str, analyzer: str = DEFAULT_ANALYZER) -> list[str]:
+    """Tokens of ``text`` under ``analyzer`` (one of ``ANALYZERS``): each word lowercased,
+    followed by its identifier parts if any (then filtered and stemmed for code)."""
+    tokens_of = _WORD_ANALYZERS[analyzer]
     tokens: list[str] = []
     for word in _WORD.findall(unicodedata.normalize("NFKC", text)):
-        tokens.extend(_word_tokens(word))
+        tokens.extend(tokens_of(word))
     return tokens
 
 

@@ -488,7 +488,7 @@ def _notes(results: Sequence[dict[str, Any]]) -> list[str]:
             continue
         for group, verdicts in result["hybrid_beats_best_single"].items():
             said = ", ".join(
-                f"{metric}: {'beats' if won else 'does NOT beat'}"
+                f"{metric}: {'at least as good' if won else 'WORSE'}"
                 for metric, won in verdicts.items()
             )
             notes.append(f"{result['embedder']} {group}: hybrid vs best single branch: {said}")

@@ -72,3 +72,44 @@ def test_body_words_are_bounded_and_distinct() -> None:
     text = " ".join(["self", "w0", *words, "w1"])
     assert body_terms(text, PYTHON_KEYWORDS) == " ".join(words[:MAX_BODY_TERMS])
     assert body_terms("return None", PYTHON_KEYWORDS) is None
+
+
+TS_SOURCE = """\
+export class Store {
+  items: string[] = [];
+  // keep the newest first
+  add(item: string): void {
+    this.items.unshift(item);
+  }
+}
+
+export const sendMail = async (to: string) => {
+  await transport.deliver(to, "welcome aboard");
+};
+"""
+
+GO_SOURCE = """\
+package main
+
+// Greet says hello.
+func Greet(name string) string {
+\treturn fmt.Sprintf("hello %s", name) // friendly
+}
+"""
+
+
+def test_typescript_and_go_bodies_give_their_words(tmp_path: Path) -> None:
+    (tmp_path / "app.ts").write_text(TS_SOURCE)
+    (tmp_path / "main.go").write_text(GO_SOURCE)
+    graph = index_repository(tmp_path).graph
+    terms = {
+        str(node.attributes["qualified_name"]): node.attributes.get("body_terms")
+        for node in graph.nodes()
+        if node.kind in ("class", "function", "method")
+    }
+    assert terms == {
+        "app.ts.Store": "items keep the newest first add item unshift",  # "string" is a type
+        "app.ts.Store.add": "items unshift item",  # "this" and "void" are keywords
+        "app.ts.sendMail": "transport deliver to welcome aboard",  # an arrow's body
+        "main.Greet": "fmt Sprintf hello s name friendly",  # "%s" gives "s"
+    }

@@ -38,20 +38,19 @@ def test_light_stem_strips_plural_endings_only(word: str, stem: str) -> None:
     assert light_stem(word) == stem
 
 
-def test_code_analyzer_drops_stop_words_and_stems_every_token() -> None:
-    text = "Registers the URL handlers of getUserNames; is_active 2 items"
+def test_code_analyzer_splits_drops_stop_words_and_stems_every_token() -> None:
+    text = "Registers the URL handlers of getUserNames; is_active 2 items __init__"
     assert analyze(text, CODE_ANALYZER) == [
         "register",
         "url",
         "handler",
-        "getusername",
-        "get",
+        "get",  # an identifier gives its parts only
         "user",
         "name",
-        "is_active",  # the whole identifier stays: only its part "is" is a stop word
-        "active",
+        "active",  # the part "is" is a stop word
         "2",
         "item",
+        "init",
     ]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import keyword
 import re
 
-__all__ = ["MAX_BODY_TERMS", "PYTHON_KEYWORDS", "body_terms"]
+__all__ = ["GO_KEYWORDS", "JS_KEYWORDS", "MAX_BODY_TERMS", "PYTHON_KEYWORDS", "body_terms"]
 
 MAX_BODY_TERMS = 16
 """Distinct words kept per body: each costs bytes in graph.cairn, the document, its
@@ -23,6 +23,20 @@ docs/benchmarks.md: 16 to 128 words score within 0.01 MRR of each other)."""
 PYTHON_KEYWORDS = frozenset((*keyword.kwlist, *keyword.softkwlist, "self", "cls"))
 """Words every Python body repeats: they describe none of them."""
 
+_JS_WORDS = """async await break case catch class const continue debugger default delete do
+else export extends false finally for function if import in instanceof let new null of
+return static super switch this throw true try typeof undefined var void while with yield
+abstract any as boolean declare enum implements interface keyof namespace never number
+private protected public readonly string type unknown"""
+JS_KEYWORDS = frozenset(_JS_WORDS.split())
+"""JavaScript and TypeScript keywords and the type names every typed body repeats."""
+
+_GO_WORDS = """break case chan const continue default defer else fallthrough false for func go
+goto if import interface iota map nil package range return select struct switch true type
+var"""
+GO_KEYWORDS = frozenset(_GO_WORDS.split())
+"""Go keywords and predeclared constants."""
+
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 
 
@@ -31,7 +45,8 @@ def body_terms(text: str, keywords: frozenset[str]) -> str | None:
     not ``keywords``, in order of first appearance, space-separated, at most
     ``MAX_BODY_TERMS``; None when there are none."""
     kept: dict[str, None] = {}
-    for word in _IDENTIFIER.findall(text):
+    for match in _IDENTIFIER.finditer(text):  # stops at the bound: long bodies end early
+        word = match.group()
         if word not in keywords and word not in kept:
             kept[word] = None
             if len(kept) == MAX_BODY_TERMS:

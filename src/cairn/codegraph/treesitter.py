@@ -33,6 +33,7 @@ from cairn.codegraph.records import (
     Scope,
     Symbol,
 )
+from cairn.codegraph.terms import GO_KEYWORDS, JS_KEYWORDS, body_terms
 
 __all__ = [
     "COMMONJS_EXPORT",
@@ -95,6 +96,16 @@ class _Lines:
         return (row + 1, start, end_row + 1, max(1, end))
 
 
+def _body_of(node: Node) -> Node | None:
+    """The body of a definition: its own ``body``, or its value's (``const f = () => {}``,
+    ``obj.f = function () {}``)."""
+    body = node.child_by_field_name("body")
+    if body is None:
+        value = node.child_by_field_name("value") or node.child_by_field_name("right")
+        body = value.child_by_field_name("body") if value is not None else None
+    return body
+
+
 def _text(node: Node | None) -> str:
     if node is None or node.text is None:
         return ""
@@ -123,6 +134,9 @@ def _string_value(node: Node | None) -> str | None:
 
 class _Base:
     """Scope bookkeeping shared by the JavaScript and Go walkers."""
+
+    keywords: frozenset[str] = frozenset()
+    """The language's keywords: never a definition's body word."""
 
     def __init__(self, path: str, data: bytes) -> None:
         self.path = path
@@ -172,8 +186,11 @@ class _Base:
         key = (kind, qualname)
         found = self.symbols.get(key)
         if found is None:
+            body = _body_of(node)
+            terms = body_terms(_text(body), self.keywords) if body is not None else None
+            signature = bounded(signature, MAX_SIGNATURE_CHARS)
             self.symbols[key] = (
-                Symbol(qualname, kind, name, parent, (), bounded(signature, MAX_SIGNATURE_CHARS)),
+                Symbol(qualname, kind, name, parent, (), signature, None, terms),
                 [rng],
             )
         elif rng not in found[1]:
@@ -188,7 +205,9 @@ class _Base:
 
     def result(self, language: str, package: str | None = None) -> FileExtract:
         symbols = tuple(
-            Symbol(s.qualname, s.kind, s.name, s.parent, tuple(ranges), s.signature)
+            Symbol(
+                s.qualname, s.kind, s.name, s.parent, tuple(ranges), s.signature, None, s.body_terms
+            )
             for s, ranges in sorted(self.symbols.values(), key=lambda v: (v[0].qualname, v[0].kind))
         )
         scopes = tuple(
@@ -227,6 +246,8 @@ _CLASS_DECLS = frozenset({"class_declaration", "abstract_class_declaration", "cl
 
 
 class _JsWalker(_Base):
+    keywords = JS_KEYWORDS
+
     def __init__(self, path: str, data: bytes, typescript: bool) -> None:
         super().__init__(path, data)
         self.typescript = typescript
@@ -721,6 +742,8 @@ def go_binding_name(import_path: str) -> str:
 
 
 class _GoWalker(_Base):
+    keywords = GO_KEYWORDS
+
     def ref(self, node: Node | None) -> Ref | None:
         attrs: list[str] = []
         while node is not None and node.type == "selector_expression":

@@ -469,6 +469,7 @@ class CodeResolver:
                     "range": list(symbol.ranges[0]),
                     "language": file.language,
                     "signature": symbol.signature,
+                    "body_terms": symbol.body_terms,
                     "partial_parse": symbol_partial,
                 },
             )

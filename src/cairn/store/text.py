@@ -7,11 +7,12 @@ kept whole (lowercased) and, when it is an identifier, also split into its parts
 snake case``; ``HTTPServer2`` -> ``httpserver2 http server 2``).
 
 * ``words_v1`` (the default) stops there.
-* ``code_english_v1`` (code indexes) then drops English stop words (``STOP_WORDS``) and
+* ``code_english_v1`` (code indexes) keeps only the parts of a split identifier
+  (``getUserName`` -> ``get user name``), drops English stop words (``STOP_WORDS``) and
   strips plural endings (``light_stem``: ``requests`` -> ``request``, ``classes`` ->
-  ``class``), so "Registers the handlers" finds ``register_handler``. Stemming is
-  deliberately light: it measured as well as Porter's on code search and never turns
-  one identifier into another's stem by cutting a real suffix.
+  ``class``), so "Registers the handlers" finds ``register_handler``. Each choice was
+  measured on the search bench's tuning projects (``docs/benchmarks.md``); stemming is
+  deliberately light: Porter's scored no better on code search.
 
 BM25 scoring over the postings is the index's (``cairn.index.bm25``).
 """
@@ -39,7 +40,8 @@ __all__ = [
 DEFAULT_ANALYZER = "words_v1"
 """Identifier-aware words, nothing dropped: every collection's unless it names another."""
 CODE_ANALYZER = "code_english_v1"
-"""``words_v1`` without English stop words and with plural endings stripped."""
+"""``words_v1`` with identifiers as their parts only, without English stop words, and
+with plural endings stripped."""
 ANALYZERS = (DEFAULT_ANALYZER, CODE_ANALYZER)
 """Every analyzer a collection may name."""
 
@@ -138,10 +140,14 @@ def light_stem(token: str) -> str:
 
 @functools.lru_cache(maxsize=WORD_CACHE_SIZE)
 def _code_tokens(word: str) -> tuple[str, ...]:
-    """The ``code_english_v1`` tokens of one word: stop words dropped, plurals stemmed."""
+    """The ``code_english_v1`` tokens of one word: an identifier's parts only (its whole
+    form is a rare term no description uses, and it lengthens the document), stop words
+    dropped, plurals stemmed."""
+    tokens = _word_tokens(word)
+    parts = tokens[1:] if len(tokens) > 1 else tokens
     return tuple(
         token if token.isdigit() else light_stem(token)
-        for token in _word_tokens(word)
+        for token in parts
         if token not in STOP_WORDS
     )
 

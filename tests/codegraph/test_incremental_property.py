@@ -176,8 +176,8 @@ def test_every_step_matches_a_clean_build(edits: list[tuple[str, int]]) -> None:
             EDITS[name](repo, step, pick)
             cached = index_repository(repo, workers=1 + step % 2, cache=cache)
             ours = write_index(cached, living, generated_at=FIXED_TIME)
-            with cairn.open(living / "cairn.db") as db:
-                load_semantic_graph(db, cached.graph)
+            with cairn.open(living / "cairn.db") as db:  # as `cairn index` loads: by keys
+                load_semantic_graph(db, cached.graph, incremental=True)
             clean = index_repository(repo)
             fresh = root / f"clean{step}"
             theirs = write_index(clean, fresh, generated_at=FIXED_TIME)

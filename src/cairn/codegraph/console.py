@@ -209,6 +209,7 @@ def _load(
             checkpoint=False,
             pack=False,
             on_repair=repair_collector(repaired),
+            incremental=True,
         )
     summary = load_summary(receipt, before=before)
     return {"db": str(db_path), **summary, "repaired": repaired}

@@ -27,7 +27,7 @@ import hashlib
 import sqlite3
 import struct
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -89,6 +89,15 @@ from cairn.store.limits import (
     MAX_REPORTED_DAMAGE,
     MAX_SNIPPET_CHARS,
     check_identifier,
+)
+from cairn.store.loadkeys import (
+    LoadKeys,
+    fact_key,
+    header_key,
+    keys_path,
+    node_key,
+    read_keys,
+    write_keys,
 )
 from cairn.store.policy import Capability, Principal, require
 from cairn.store.records import (
@@ -631,12 +640,16 @@ class _Encoder:
         header = {"loader": LOADER_VERSION, "graph": wanted.graph, "space": wanted.space.to_json()}
         self._digest.feed(canonical_bytes(header))
 
-    def documents(self) -> Iterator[list[_Document]]:
-        """Every wanted document, ``LOAD_BATCH_SIZE`` at a time, in (collection, ID) order."""
+    def documents(self, skip: Collection[str] = ()) -> Iterator[list[_Document]]:
+        """Every wanted document but those of the node IDs in ``skip``, ``LOAD_BATCH_SIZE``
+        at a time, in (collection, ID) order."""
         if self._walked:
             raise RuntimeError("a load's documents are walked once, before its facts")
         wanted, encode, feed = self.wanted, self._encode, self._digest.feed
-        node_of, refs, order = wanted.source.node, wanted.refs, wanted.order
+        node_of, refs = wanted.source.node, wanted.refs
+        order = (
+            [node_id for node_id in wanted.order if node_id not in skip] if skip else wanted.order
+        )
         matches = self._prepared.matches if self._prepared is not None else None
         for start in range(0, len(order), LOAD_BATCH_SIZE):
             batch: list[_Document] = []
@@ -654,8 +667,9 @@ class _Encoder:
             yield batch
         self._walked.add("documents")
 
-    def facts(self) -> Iterator[list[BulkFact]]:
-        """Every wanted fact with its occurrences, ``LOAD_BATCH_SIZE`` at a time, by ID."""
+    def facts(self, skip: Collection[str] = ()) -> Iterator[list[BulkFact]]:
+        """Every wanted fact but those in ``skip``, with its occurrences,
+        ``LOAD_BATCH_SIZE`` at a time, by ID."""
         if self._walked != {"documents"}:
             raise RuntimeError("a load's facts are walked once, after its documents")
         feed, refs = self._digest.feed, self.wanted.refs
@@ -663,6 +677,8 @@ class _Encoder:
         occurrence, split_one = split.occurrence, split.fact
         occurrences_of = self.wanted.source.occurrences_of
         facts = self.wanted.source.facts()
+        if skip:
+            facts = tuple(fact for fact in facts if fact.id not in skip)
         for start in range(0, len(facts), LOAD_BATCH_SIZE):
             batch: list[BulkFact] = []
             for fact in facts[start : start + LOAD_BATCH_SIZE]:
@@ -749,10 +765,12 @@ class _Plan:
         progress: LoadProgress = _quiet,
         on_repair: RepairReport = _unreported,
         prepared: PreparedDocuments | None = None,
+        keys: _KeyState | None = None,
     ) -> None:
         self.wanted = wanted
         self.embedder = embedder
         self.prepared = prepared
+        self.keys = keys  # incremental: the wanted keys and the ones kept by the last load
         self.database = database
         self.bulk = bulk  # False: every put through the row-at-a-time applier (tests' oracle)
         self.progress = progress
@@ -779,12 +797,21 @@ class _Plan:
         outcomes: list[MutationOutcome] = []
         names = self._configure(conn, applier, outcomes)
         self.progress("diffing")
-        for fact_id in self._facts_gone(conn):
+        keys = self.keys
+        same = keys.unchanged(position - 1) if keys is not None and not outcomes else None
+        if same is None:
+            gone_facts = self._facts_gone(conn)
+            gone_documents = self._documents_gone(conn, names)
+        else:
+            gone_facts = self._facts_moved(conn, keys, same[1]) if keys is not None else []
+            gone_documents = keys.documents_gone() if keys is not None else []
+        for fact_id in gone_facts:
             outcomes.append(applier.apply(DeleteFact(wanted.graph, fact_id)))
-        for collection, doc_id in self._documents_gone(conn, names):
+        for collection, doc_id in gone_documents:
             outcomes.append(applier.apply(DeleteDocument(collection, doc_id)))
+        skip_documents, skip_facts = same if same is not None else ((), ())
         self.progress("documents")
-        for documents in encoder.documents():
+        for documents in encoder.documents(skip_documents):
             stored = self._stored_documents(conn, documents)
             puts = [
                 BulkDocument(
@@ -809,7 +836,7 @@ class _Plan:
             outcomes.extend(self._vectors(applier, needed))
         self.progress("facts")
         shapes = read_shapes(conn, "fact_shapes"), read_shapes(conn, "occurrence_shapes")
-        for facts in encoder.facts():
+        for facts in encoder.facts(skip_facts):
             stored_facts = self._stored_facts(conn, facts, shapes)
             changed = [
                 item
@@ -818,7 +845,12 @@ class _Plan:
             ]
             outcomes.extend(self._put_facts(applier, changed))
         self.progress("committing")
-        fingerprint = encoder.fingerprint
+        # Skipped records were never encoded: such a load is named by its keys instead.
+        fingerprint = (
+            encoder.fingerprint
+            if same is None or keys is None
+            else keys.fingerprint(encoder.fingerprint)
+        )
         command_id = uuid.uuid5(_FINGERPRINT_NAMESPACE, fingerprint)
         return Planned(command_id, fingerprint, tuple(outcomes))
 
@@ -914,6 +946,26 @@ class _Plan:
             ):
                 gone.append(fact_id)
         return gone
+
+    def _facts_moved(
+        self, conn: sqlite3.Connection, keys: _KeyState, skipped: Collection[str]
+    ) -> list[str]:
+        """With kept keys: the facts the last load wrote that are not wanted now, and the
+        changed ones whose endpoints moved (a node changed collection), by ID."""
+        gone = set(keys.facts_gone())
+        kept = keys.kept.facts if keys.kept is not None else {}
+        changed = sorted(kept.keys() & keys.facts.keys() - set(skipped))
+        refs, source = self.wanted.refs, self.wanted.source
+        for chunk in lookup_chunks(changed):
+            for fact_id, sc, si, tc, ti in conn.execute(
+                "SELECT id, source_collection, source_id, target_collection, target_id "
+                f"FROM facts WHERE graph = ? AND deleted = 0 AND id IN ({_in_clause(chunk)})",
+                (self.wanted.graph, *chunk),
+            ):
+                fact = source.fact(fact_id)
+                if (refs[fact.source], refs[fact.target]) != (EntityRef(sc, si), EntityRef(tc, ti)):
+                    gone.add(fact_id)
+        return sorted(gone)
 
     def _documents_gone(
         self, conn: sqlite3.Connection, names: Sequence[str]
@@ -1067,6 +1119,100 @@ class _Plan:
         return outcomes
 
 
+@dataclass(frozen=True, slots=True)
+class _KeyState:
+    """An incremental load's keys (``cairn.store.loadkeys``): the wanted state's, and
+    those the last load kept (None: none, or none that could be read)."""
+
+    header: str
+    incarnation: str
+    documents: dict[str, tuple[str, bytes]]
+    facts: dict[str, bytes | None]
+    kept: LoadKeys | None
+
+    @classmethod
+    def of(cls, wanted: _Wanted, incarnation: str, kept: LoadKeys | None) -> _KeyState:
+        """The keys of ``wanted`` beside ``kept``."""
+        graph, refs = wanted.source, wanted.refs
+        header = header_key(
+            {
+                "loader": LOADER_VERSION,
+                "graph": wanted.graph,
+                "space": wanted.space.to_json(),
+                "collections": [config.to_json() for config in wanted.collections],
+            }
+        )
+        documents = {
+            node_id: (ref.collection, node_key(graph.node(node_id)))
+            for node_id, ref in refs.items()
+        }
+        occurrences_of = graph.occurrences_of
+        facts = {
+            fact.id: fact_key(
+                fact,
+                (refs[fact.source].collection, refs[fact.target].collection),
+                occurrences_of(fact.id),
+            )
+            for fact in graph.facts()
+        }
+        return cls(header, incarnation, documents, facts, kept)
+
+    def unchanged(self, position: int) -> tuple[set[str], set[str]] | None:
+        """The node and fact IDs whose records the kept keys say are stored as wanted, or
+        None when the kept keys do not describe this database at ``position``."""
+        kept = self.kept
+        if (
+            kept is None
+            or kept.header != self.header
+            or kept.incarnation != self.incarnation
+            or kept.position != position
+        ):
+            return None
+        held_documents, held_facts = kept.documents, kept.facts
+        documents = {
+            node_id
+            for node_id, held in self.documents.items()
+            if held_documents.get(node_id) == held
+        }
+        facts = {
+            fact_id
+            for fact_id, key in self.facts.items()
+            if key is not None and held_facts.get(fact_id) == key
+        }
+        return documents, facts
+
+    def documents_gone(self) -> list[tuple[str, str]]:
+        """(collection, ID) of the kept documents no node becomes now, or in another
+        collection."""
+        assert self.kept is not None
+        wanted = self.documents
+        return sorted(
+            (collection, node_id)
+            for node_id, (collection, _) in self.kept.documents.items()
+            if wanted.get(node_id, ("",))[0] != collection
+        )
+
+    def facts_gone(self) -> list[str]:
+        """The kept facts not wanted now."""
+        assert self.kept is not None
+        return [fact_id for fact_id in self.kept.facts if fact_id not in self.facts]
+
+    def fingerprint(self, walked: str) -> str:
+        """Names a load that skipped records: every key, and the digest of the records
+        it did walk (``walked``: those compared whole)."""
+        digest = _Digest()
+        digest.feed(b"keys", self.header.encode(), walked.encode())
+        for node_id, (collection, key) in sorted(self.documents.items()):
+            digest.feed(collection.encode(), node_id.encode(), key)
+        for fact_id, fact in sorted(self.facts.items()):
+            digest.feed(fact_id.encode(), fact if fact is not None else b"")
+        return digest.hexdigest()
+
+    def for_position(self, position: int) -> LoadKeys:
+        """The keys to keep once the wanted state is stored at ``position``."""
+        return LoadKeys(self.header, self.incarnation, position, self.documents, self.facts)
+
+
 _NOT_STORED = (None, False)
 """What ``_stored_documents`` says of a document it did not find: no body, no vector."""
 
@@ -1160,6 +1306,7 @@ def load_semantic_graph(
     progress: LoadProgress | None = None,
     on_repair: RepairReport | None = None,
     prepared: PreparedDocuments | None = None,
+    incremental: bool = False,
 ) -> CommitReceipt:
     """Make the store hold ``graph`` as documents, vectors and facts: one atomic diff.
 
@@ -1178,6 +1325,10 @@ def load_semantic_graph(
     and rewrote from the graph. ``prepared`` holds documents made ahead
     (``prepare_documents``, in a worker while the graph was resolved); each is used only
     for a node equal to the one it was made from, so the stored state is the same.
+    With ``incremental`` (``cairn index``), the load keeps its records' keys beside the
+    database (``cairn.store.loadkeys``) and, when the last load's keys describe the
+    database as it is, compares and re-reads only the records whose keys changed;
+    unchanged rows are trusted, not re-verified (``cairn check`` and a full load do).
     """
     if not isinstance(graph, SemanticGraph):
         raise ValidationError("load_semantic_graph() takes a SemanticGraph")
@@ -1199,6 +1350,7 @@ def load_semantic_graph(
             progress=report,
             on_repair=on_repair or _unreported,
             prepared=prepared,
+            incremental=incremental,
         )
         if (
             checkpoint
@@ -1226,11 +1378,16 @@ def _load(
     progress: LoadProgress = _quiet,
     on_repair: RepairReport = _unreported,
     prepared: PreparedDocuments | None = None,
+    incremental: bool = False,
 ) -> CommitReceipt:
     """The load, with batched puts (``bulk``) or row by row (the tests' oracle)."""
     with _gc_paused():
         progress("encoding")
         wanted = _wanted(graph, graph_name, embedder.space)
+        path = keys_path(db.path) if incremental else None
+        keys = (
+            _KeyState.of(wanted, str(db.incarnation), read_keys(path)) if path is not None else None
+        )
         plan = _Plan(
             wanted,
             embedder,
@@ -1239,8 +1396,12 @@ def _load(
             progress=progress,
             on_repair=on_repair,
             prepared=prepared,
+            keys=keys,
         )
-        return db.apply_internal(plan, principal, now=now)
+        receipt = db.apply_internal(plan, principal, now=now)
+        if path is not None and keys is not None:
+            write_keys(path, keys.for_position(receipt.token.position))
+        return receipt
 
 
 def loaded_space(path: str | Path) -> VectorSpace | None:

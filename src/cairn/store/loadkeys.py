@@ -1,0 +1,187 @@
+"""Keys of a load's records, kept beside the database, so that the next load of the same
+graph skips every record that did not change (``load_semantic_graph(incremental=True)``).
+
+A key is a 16-byte BLAKE2b digest of everything a stored record is made from:
+
+* a document: its node's kind, identity and attributes (the body, the text postings and
+  the vector are functions of them and of the load's header);
+* a fact: its ID (relation, endpoints, direction, discriminator), its endpoints'
+  collections and identities, and each occurrence's ID (files, ranges, site kind,
+  adapter, evidence key) and adapter version. A fact with parts a key does not cover
+  (annotation variants; occurrences with provenance, confidence observations, metadata
+  variants or diagnostics) has no key and is always compared whole.
+
+The header digests the loader's own code and versions, the graph's name, the vector
+space and the collections' configuration: a different header makes every key foreign.
+The file names the database (its incarnation) and the position it describes: any other
+write moves the position and makes the file stale. A stale, foreign or unreadable file
+is ignored, and the load compares everything, as without it. It is derived data: deleting
+it costs one full comparison, never a wrong answer.
+
+What a load skips by key it does not re-read, so it does not re-verify those rows'
+checksums either: damage to an unchanged row is found by reads and by ``cairn check``,
+and a full load (``cairn load``, or without this file) rewrites it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from cairn.graph.model import EndpointIdentity, EvidenceOccurrence, Node, SemanticFact, thaw
+
+__all__ = [
+    "LOAD_KEYS_FORMAT",
+    "LOAD_KEYS_SUFFIX",
+    "LoadKeys",
+    "fact_key",
+    "header_key",
+    "keys_path",
+    "node_key",
+    "read_keys",
+    "write_keys",
+]
+
+LOAD_KEYS_FORMAT = "cairn.load-keys/1"
+"""Layout of the file; another value is ignored."""
+LOAD_KEYS_SUFFIX = ".load-keys"
+"""The file's name is the database's plus this."""
+KEY_BYTES = 16
+"""Digest size: collisions among a repository's ~10^6 records are out of reach."""
+_MODULES = ("load", "loadkeys", "text", "bulk", "records")
+"""Store modules whose code decides what a load writes: their bytes are in the header."""
+_COMPRESSION_LEVEL = 1
+
+
+@dataclass(frozen=True, slots=True)
+class LoadKeys:
+    """The keys of the records one load left in a database at ``position``."""
+
+    header: str
+    incarnation: str
+    position: int
+    documents: Mapping[str, tuple[str, bytes]]
+    """Node ID -> (the collection its document is in, the node's key)."""
+    facts: Mapping[str, bytes | None]
+    """Fact ID -> key (None: the fact has no key and is always compared whole)."""
+
+
+def keys_path(database: Path) -> Path:
+    """Where the keys of ``database``'s loads are kept."""
+    return database.with_name(database.name + LOAD_KEYS_SUFFIX)
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=KEY_BYTES).digest()
+
+
+def header_key(parts: Mapping[str, Any]) -> str:
+    """The header digest: ``parts`` (versions, graph, space, collections) and the code
+    of the store modules that decide what a load writes."""
+    package = Path(__file__).resolve().parent
+    code = hashlib.blake2b(digest_size=KEY_BYTES)
+    for name in _MODULES:
+        code.update(name.encode() + b"\x00" + (package / f"{name}.py").read_bytes())
+    plain = orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)
+    return _digest(plain + code.digest()).hex()
+
+
+def _identity_parts(identity: EndpointIdentity) -> list[str]:
+    return [identity.status.value, str(len(identity.reasons)), *map(str, identity.reasons)]
+
+
+def node_key(node: Node) -> bytes:
+    """The key of the document (and vector) a node becomes."""
+    data = orjson.dumps(
+        [node.id, node.kind, _identity_parts(node.identity), node.attributes],
+        default=thaw,
+        option=orjson.OPT_SORT_KEYS,
+    )
+    return _digest(data)
+
+
+def _plain(item: EvidenceOccurrence) -> bool:
+    return not (
+        item.provenance
+        or item.confidence_observations
+        or item.metadata_variants
+        or item.diagnostics
+    )
+
+
+def fact_key(
+    fact: SemanticFact,
+    collections: tuple[str, str],
+    occurrences: Sequence[EvidenceOccurrence],
+) -> bytes | None:
+    """The key of a stored fact and its occurrences; None when it has parts a key does
+    not cover (it is then always compared whole)."""
+    if fact.annotation_variants or not all(_plain(item) for item in occurrences):
+        return None
+    ends = fact.endpoint_identity
+    parts = [
+        fact.id,
+        fact.relation,
+        fact.direction.value,
+        fact.source,
+        fact.target,
+        *collections,
+        *_identity_parts(ends.source),
+        *_identity_parts(ends.target),
+        ",".join(fact.occurrence_ids),
+    ]
+    for item in occurrences:
+        version = item.owner.adapter_version
+        parts.extend((item.id, item.fact_id, "-" if version is None else "v" + version))
+    return _digest("\x00".join(parts).encode())
+
+
+def read_keys(path: Path) -> LoadKeys | None:
+    """The keys kept at ``path``, or None when there are none that can be read."""
+    try:
+        data = orjson.loads(zlib.decompress(path.read_bytes()))
+        if data["format"] != LOAD_KEYS_FORMAT:
+            return None
+        documents = {
+            node_id: (collection, bytes.fromhex(key))
+            for node_id, collection, key in data["documents"]
+        }
+        facts = {fact_id: bytes.fromhex(key) if key else None for fact_id, key in data["facts"]}
+        return LoadKeys(
+            str(data["header"]), str(data["incarnation"]), int(data["position"]), documents, facts
+        )
+    except (OSError, zlib.error, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def write_keys(path: Path, keys: LoadKeys) -> None:
+    """Keep ``keys`` at ``path`` (atomically); when that fails, leave no file at all, so
+    an older one can never stand for the database's new state."""
+    data = {
+        "format": LOAD_KEYS_FORMAT,
+        "header": keys.header,
+        "incarnation": keys.incarnation,
+        "position": keys.position,
+        "documents": [
+            [node_id, collection, key.hex()]
+            for node_id, (collection, key) in sorted(keys.documents.items())
+        ],
+        "facts": [
+            [fact_id, key.hex() if key is not None else ""]
+            for fact_id, key in sorted(keys.facts.items())
+        ],
+    }
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        temporary.write_bytes(zlib.compress(orjson.dumps(data), _COMPRESSION_LEVEL))
+        os.replace(temporary, path)
+    except OSError:
+        for stale in (temporary, path):
+            stale.unlink(missing_ok=True)

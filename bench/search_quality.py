@@ -44,9 +44,10 @@ Each query runs against the ``symbols`` collection (classes, functions, methods 
 module variables, so variables are distractors) three ways through ``Database.search``:
 text only (BM25 over ``/text``), vector only (``/embedding``, the query embedded by the
 same embedder) and hybrid (both branches, ``weighted_rrf_v1`` with the default weights
-1.0 / 1.0 and ``fusion_k`` 60). Reported: MRR@10 (reciprocal rank of the first relevant
-hit in the top 10, else 0) and Recall@10 (share of the relevant set in the top 10), both
-averaged over queries, per project and over all queries pooled.
+1.0 / 1.0 and ``fusion_k`` ``CODE_FUSION_K`` = 10: what ``cairn search`` and MCP
+``cairn_search`` use; the API's default is 60). Reported: MRR@10 (reciprocal rank of
+the first relevant hit in the top 10, else 0) and Recall@10 (share of the relevant set
+in the top 10), both averaged over queries, per project and over all queries pooled.
 
 Baseline: ``plain_bm25`` is a textbook BM25 (k1 1.2, b 0.75) written here, not Cairn's,
 over exactly the ``/text`` Cairn indexes, with a textbook code tokenizer (words split at
@@ -91,6 +92,7 @@ from cairn.errors import UnsupportedCapabilityError
 from cairn.graph import SemanticGraph
 from cairn.graph.model import Node, thaw
 from cairn.search import SearchRequest
+from cairn.search.present import CODE_FUSION_K
 from cairn.store.load import TEXT_FIELD, VECTOR_FIELD, collection_of, load_semantic_graph, node_text
 
 PROJECTS = {"flask": "3.1.3", "click": "8.5.1", "jinja2": "3.1.6", "werkzeug": "3.1.9"}
@@ -380,6 +382,7 @@ def run_mode(
             limit=CUTOFF,
             text_weight=weights[0],
             vector_weight=weights[1],
+            fusion_k=CODE_FUSION_K,
         )
         hits = prepared.db.search(request)
         score.add([hit.document.ref.id for hit in hits], query.relevant)
@@ -537,6 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cutoff": CUTOFF,
         "min_query_words": MIN_QUERY_WORDS,
         "default_weights": {"text": DEFAULT_WEIGHTS[0], "vector": DEFAULT_WEIGHTS[1]},
+        "fusion_k": CODE_FUSION_K,
         "results": results,
     }
     if args.json:

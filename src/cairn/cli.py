@@ -421,6 +421,10 @@ def search_command(
     text_only: Annotated[
         bool, typer.Option("--text-only", help="BM25 only: skip the embedding branch.")
     ] = False,
+    fusion_k: Annotated[
+        int,
+        typer.Option("--fusion-k", help="RRF k of the fusion (API requests default to 60)."),
+    ] = 10,  # cairn.search.present.CODE_FUSION_K (a test holds them equal; imported lazily)
     kind: KindOption = None,
     path: PathOption = None,
     exclude_tests: ExcludeTestsOption = False,
@@ -456,6 +460,7 @@ def search_command(
                 kinds=_tuple(kind),
                 paths=_tuple(path),
                 exclude_tests=exclude_tests,
+                fusion_k=fusion_k,
             )
             if request.scope is None and request.retriever is None and request.expansion is None:
                 hits = database.search(request.search)

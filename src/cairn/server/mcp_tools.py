@@ -23,6 +23,7 @@ from cairn.search.contracts import (
     SqlGraphSearchRequest,
 )
 from cairn.search.limits import SEARCH_REQUEST_VERSION
+from cairn.search.present import CODE_FUSION_K
 from cairn.search.schema import json_schema
 from cairn.search.wire import from_json, from_wire, to_json, to_wire
 
@@ -133,6 +134,7 @@ def _search_arguments(
     if type(hybrid) is not bool:
         raise ValidationError("hybrid must be a boolean", details={"field": "hybrid"})
     given.setdefault("collection", DEFAULT_COLLECTION)
+    given.setdefault("fusion_k", CODE_FUSION_K)
     text = given.get("text")
     if isinstance(text, str) and "text_field" not in given:
         given["text_field"] = DEFAULT_TEXT_FIELD
@@ -390,6 +392,11 @@ def _impact(db: Database, who: PrincipalLike, arguments: Mapping[str, Any]) -> T
 # -------------------------------------------------------------------- schemas
 _SEARCH_SCHEMA = json_schema(SearchRequest, optional=frozenset({"database", "collection"}))
 del _SEARCH_SCHEMA["properties"]["embed"]  # ``hybrid`` (default on) decides it for agents
+_SEARCH_SCHEMA["properties"]["fusion_k"] = {
+    **_SEARCH_SCHEMA["properties"]["fusion_k"],
+    "default": CODE_FUSION_K,
+    "description": "RRF k of the fusion: small trusts each branch's top hits (code search).",
+}
 _SEARCH_SCHEMA["properties"]["hybrid"] = {
     "type": "boolean",
     "default": True,

@@ -27,6 +27,7 @@ from cairn.search.contracts import (
 )
 from cairn.search.impact import ImpactRequest
 from cairn.search.impact import impact as impact_of
+from cairn.search.present import CODE_FUSION_K
 from cairn.search.wire import to_json, to_wire
 from cairn.store import (
     CommandRequest,
@@ -213,7 +214,11 @@ def test_graph_search_matches_the_embedded_api(db_path: Path, replies: list[Any]
 def test_plain_sql_and_document_tools(db_path: Path, replies: list[Any]) -> None:
     plain, sql, documents = replies[3], replies[4], replies[5]
     with cairn.open(db_path) as db:
-        hits = db.search(SearchRequest("main", "symbols", text_field="/text", text="user"))
+        # The tool's request: the code-search fusion k unless the agent names one.
+        request = SearchRequest(
+            "main", "symbols", text_field="/text", text="user", fusion_k=CODE_FUSION_K
+        )
+        hits = db.search(request)
         document = db.get_document("symbols", "f")
         embedded_sql = db.search_sql(SqlGraphSearchRequest(QueryRequest(SQL, {"q": "user"})))
     assert plain.structured_content == json.loads(json.dumps({"hits": [to_wire(h) for h in hits]}))
@@ -397,10 +402,20 @@ def test_search_defaults_to_hybrid_over_symbols_on_a_code_index(tmp_path: Path) 
         ],
     )
     with cairn.open(db_path) as db:
+        # The tool's requests: the code-search fusion k unless the agent names one.
         both = db.search(
-            SearchRequest(db.name, "symbols", "/text", "load user", **query_vector("load user"))
+            SearchRequest(
+                db.name,
+                "symbols",
+                "/text",
+                "load user",
+                **query_vector("load user"),
+                fusion_k=CODE_FUSION_K,
+            )
         )
-        text_only = db.search(SearchRequest(db.name, "symbols", "/text", "load user"))
+        text_only = db.search(
+            SearchRequest(db.name, "symbols", "/text", "load user", fusion_k=CODE_FUSION_K)
+        )
     assert hybrid.structured_content == json.loads(json.dumps({"hits": [to_wire(h) for h in both]}))
     assert plain.structured_content == json.loads(
         json.dumps({"hits": [to_wire(h) for h in text_only]})

@@ -20,7 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from cairn.codegraph.emit import GraphEmitter, file_id, partial_marks, symbol_id
-from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
+from cairn.codegraph.frame import (
+    ClassOrder,
+    ResolverFrame,
+    VExternal,
+    VInstance,
+    VModule,
+    VSymbol,
+    too_deep,
+)
 from cairn.codegraph.python import ADAPTER_ID, STRATEGY
 from cairn.codegraph.records import (
     RETURN_NAME,
@@ -72,41 +80,6 @@ _REGEX_GROUP = re.compile(r"\(\?P<([A-Za-z_][A-Za-z0-9_]*)>")
 
 
 # ------------------------------------------------------------------ values
-@dataclass(frozen=True, slots=True)
-class VModule:
-    """A module: in the repository (``path`` set) or outside it."""
-
-    name: str
-    path: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class VSymbol:
-    """An in-repository symbol node."""
-
-    node_id: str
-    kind: str
-    path: str
-    qualname: str
-    canonical: str
-
-
-@dataclass(frozen=True, slots=True)
-class VInstance:
-    """An instance of an in-repository class or of an external class."""
-
-    cls: VSymbol | None
-    external: str | None
-    origin: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class VExternal:
-    """A symbol outside the repository, by dotted name."""
-
-    dotted: str
-
-
 @dataclass(frozen=True, slots=True)
 class VContainer:
     """A list, tuple or dict literal with constant keys: its items' bindings by key."""
@@ -258,7 +231,7 @@ def python_node_specs(module_name: str, extract: FileExtract) -> list[NodeSpec]:
     return specs
 
 
-class PythonResolver:
+class PythonResolver(ResolverFrame):
     """Resolves every Python extract and emits its nodes and facts."""
 
     def __init__(
@@ -268,6 +241,7 @@ class PythonResolver:
         root_package: str | None = None,
         names: dict[str, str] | None = None,
     ) -> None:
+        super().__init__()
         self.emit = emitter
         if names is None:  # the module names of these paths (passed in: already known)
             names = module_names((e.path for e in extracts), root_package)
@@ -290,7 +264,6 @@ class PythonResolver:
         self.call_stats: dict[str, Counter[str]] = {p: Counter() for p in self.by_path}
         self._namespace_cache: dict[tuple[str, str], tuple[Value, ...] | _Builtin] = {}
         self._in_progress: set[tuple[str, str]] = set()
-        self._mro_cache: dict[str, tuple[VSymbol | VExternal, ...]] = {}
         self._subclasses: dict[str, list[VSymbol]] | None = None
         self._overrides_cache: dict[tuple[str, str], list[str]] = {}
         self._instance_cache: dict[tuple[str, str], tuple[Value, ...]] = {}
@@ -351,7 +324,7 @@ class PythonResolver:
         self, module: _Module, scope: str, name: str, depth: int = 0
     ) -> tuple[Value, ...] | _Builtin:
         """Resolve a bare name used in ``scope`` of ``module`` (lexical rules)."""
-        if depth > MAX_RESOLUTION_DEPTH:
+        if too_deep(depth):
             return ()
         current: str | None = scope
         first = True
@@ -387,7 +360,7 @@ class PythonResolver:
         cached = self._namespace_cache.get(key)
         if cached is not None:
             return cached
-        if key in self._in_progress or depth > MAX_RESOLUTION_DEPTH:
+        if key in self._in_progress or too_deep(depth):
             return ()
         self._in_progress.add(key)
         try:
@@ -566,7 +539,7 @@ class PythonResolver:
         module = self.by_path[function.path]
         bindings = module.scopes.get(function.qualname, {}).get(RETURN_NAME, ())
         key = (function.node_id, RETURN_NAME)
-        if not bindings or key in self._in_progress or depth > MAX_RESOLUTION_DEPTH:
+        if not bindings or key in self._in_progress or too_deep(depth):
             return ()
         self._in_progress.add(key)
         try:
@@ -770,7 +743,7 @@ class PythonResolver:
 
     def getattr(self, value: Value, attr: str, depth: int = 0) -> tuple[Value, ...]:
         """The values of ``value.attr``; empty when it cannot be resolved exactly."""
-        if depth > MAX_RESOLUTION_DEPTH:
+        if too_deep(depth):
             return ()
         if isinstance(value, VModule):
             if value.path is None:
@@ -856,16 +829,14 @@ class PythonResolver:
                     found.append(value)
         return found
 
-    def mro(self, cls: VSymbol) -> tuple[VSymbol | VExternal, ...]:
+    def linearise(
+        self,
+        cls: VSymbol,
+        bases: Sequence[VSymbol | VExternal],
+        orders: Sequence[ClassOrder],
+    ) -> ClassOrder:
         """C3 linearisation over in-repository classes; externals end a branch."""
-        cached = self._mro_cache.get(cls.node_id)
-        if cached is not None:
-            return cached
-        self._mro_cache[cls.node_id] = (cls,)  # cycle guard
-        sequences: list[list[VSymbol | VExternal]] = []
-        bases = self.bases_of(cls)
-        for base in bases:
-            sequences.append(list(self.mro(base)) if isinstance(base, VSymbol) else [base])
+        sequences: list[list[VSymbol | VExternal]] = [list(order) for order in orders]
         sequences.append(list(bases))
         result: list[VSymbol | VExternal] = [cls]
         while any(sequences):
@@ -884,15 +855,13 @@ class PythonResolver:
                 break
             result.append(head)
             sequences = [seq[1:] if seq[0] == head else seq for seq in sequences]
-        final = tuple(result)
-        self._mro_cache[cls.node_id] = final
-        return final
+        return tuple(result)
 
     def resolve(
         self, module: _Module, ref: Ref, depth: int = 0
     ) -> tuple[tuple[Value, str], ...] | _Builtin:
         """Resolve a reference to ``(value, dispatch)`` pairs, or a builtin marker."""
-        if depth > MAX_RESOLUTION_DEPTH:
+        if too_deep(depth):
             return ()
         attrs = ref.attrs
         if ref.kind == "super":
@@ -921,18 +890,7 @@ class PythonResolver:
                 return head if not attrs else ()
             current = head
             dispatch = "direct"
-        for attr in attrs:
-            step: list[Value] = []
-            via_instance = any(isinstance(v, VInstance) for v in current)
-            for value in current:
-                for found in self.getattr(value, attr, depth + 1):
-                    if found not in step:
-                        step.append(found)
-            current = tuple(step)
-            dispatch = "method" if via_instance else "attribute"
-            if not current:
-                return ()
-        return tuple((value, dispatch) for value in current)
+        return self.walk_attributes(current, attrs, dispatch, depth)
 
     def _owner_class(self, module: _Module, scope: str) -> VSymbol | None:
         current: str | None = scope

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cairn.codegraph.emit import GraphEmitter, file_id, partial_marks, symbol_id
-from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
+from cairn.codegraph.frame import ResolverFrame, VExternal, VInstance, VModule, VSymbol, too_deep
 from cairn.codegraph.records import Binding, FileExtract, Range, Ref, Symbol
-from cairn.codegraph.resolve import VExternal, VInstance, VModule, VSymbol
 from cairn.codegraph.treesitter import (
     COMMONJS_EXPORT,
     GO_ADAPTER_ID,
@@ -76,10 +75,11 @@ class _File:
         return posixpath.dirname(self.path)
 
 
-class CodeResolver:
+class CodeResolver(ResolverFrame):
     """Resolves JS/TS/Go extracts and emits their nodes and facts."""
 
     def __init__(self, extracts: Sequence[FileExtract], emitter: GraphEmitter) -> None:
+        super().__init__()
         self.emit = emitter
         ordered = sorted(extracts, key=lambda e: e.path)
         self.files = {e.path: _File(e) for e in ordered if e.language != "gomod"}
@@ -97,7 +97,6 @@ class CodeResolver:
                 elif symbol.parent is not None and symbol.kind == "method":
                     key = (file.path, symbol.parent)
                     self.members.setdefault(key, {})[symbol.name] = (file, symbol)
-        self._mro_cache: dict[str, tuple[VSymbol | VExternal, ...]] = {}
         self._export_guard: set[tuple[str, str]] = set()
 
     def _index_go(self, file: _File, symbol: Symbol) -> None:
@@ -151,7 +150,7 @@ class CodeResolver:
         self, file: _File, scope: str, name: str, depth: int = 0
     ) -> tuple[Value, ...] | _Builtin:
         """Resolve a bare name used in ``scope`` of ``file``."""
-        if depth > MAX_RESOLUTION_DEPTH:
+        if too_deep(depth):
             return ()
         current: str | None = scope
         while current is not None:
@@ -190,7 +189,7 @@ class CodeResolver:
     def _binding(
         self, file: _File, scope: str, name: str, binding: Binding, depth: int
     ) -> tuple[Value, ...] | None:
-        if depth > MAX_RESOLUTION_DEPTH:
+        if too_deep(depth):
             return None
         tag = binding[0]
         if tag in ("def", "var"):
@@ -269,7 +268,7 @@ class CodeResolver:
     def _export(self, module: VModule, name: str, depth: int) -> tuple[Value, ...]:
         file = self.files.get(module.path or "")
         key = (module.name, name)
-        if file is None or depth > MAX_RESOLUTION_DEPTH or key in self._export_guard:
+        if file is None or too_deep(depth) or key in self._export_guard:
             return ()
         self._export_guard.add(key)
         try:
@@ -299,7 +298,7 @@ class CodeResolver:
 
     def getattr(self, value: Value, attr: str, depth: int) -> tuple[Value, ...]:
         """The values of ``value.attr``; empty when not resolvable exactly."""
-        if depth > MAX_RESOLUTION_DEPTH:
+        if too_deep(depth):
             return ()
         if isinstance(value, VModule):
             if value.path is None:
@@ -349,25 +348,11 @@ class CodeResolver:
                     found.append(value)
         return found
 
-    def mro(self, cls: VSymbol) -> tuple[VSymbol | VExternal, ...]:
-        """Depth-first, left-to-right order over extends/embedding chains."""
-        cached = self._mro_cache.get(cls.node_id)
-        if cached is not None:
-            return cached
-        self._mro_cache[cls.node_id] = (cls,)
-        order: list[VSymbol | VExternal] = [cls]
-        for base in self.bases_of(cls):
-            chain = self.mro(base) if isinstance(base, VSymbol) else (base,)
-            order.extend(item for item in chain if item not in order)
-        result = tuple(order)
-        self._mro_cache[cls.node_id] = result
-        return result
-
     def resolve(
         self, file: _File, ref: Ref, depth: int = 0
     ) -> tuple[tuple[Value, str], ...] | _Builtin:
         """Resolve a reference to ``(value, dispatch)`` pairs, or a builtin marker."""
-        if depth > MAX_RESOLUTION_DEPTH:
+        if too_deep(depth):
             return ()
         member = self._member_function(file, ref)
         if member is not None:
@@ -392,16 +377,7 @@ class CodeResolver:
                 return head
             current = head
             dispatch = "direct"
-        for attr in ref.attrs:
-            via_instance = any(isinstance(v, VInstance) for v in current)
-            step: list[Value] = []
-            for value in current:
-                step.extend(v for v in self.getattr(value, attr, depth + 1) if v not in step)
-            current = tuple(step)
-            dispatch = "method" if via_instance else "attribute"
-            if not current:
-                return ()
-        return tuple((value, dispatch) for value in current)
+        return self.walk_attributes(current, ref.attrs, dispatch, depth)
 
     # ------------------------------------------------------------- emitting
     def run(self) -> None:

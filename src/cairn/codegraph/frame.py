@@ -1,0 +1,134 @@
+"""What the Python and the JS/TS/Go resolvers share: the values a reference resolves
+to, class orders cached per class with a cycle guard, the depth guard, and the walk of
+a reference's attributes that decides its dispatch kind.
+
+Each language keeps its own rules as hooks: how a class's bases resolve
+(``bases_of``), how bases are linearised (``linearise``: depth-first here, C3 for
+Python), and what ``value.attr`` is (``getattr``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
+
+__all__ = [
+    "ClassOrder",
+    "ResolverFrame",
+    "VExternal",
+    "VInstance",
+    "VModule",
+    "VSymbol",
+    "too_deep",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class VModule:
+    """A module: in the repository (``path`` set) or outside it."""
+
+    name: str
+    path: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class VSymbol:
+    """An in-repository symbol node."""
+
+    node_id: str
+    kind: str
+    path: str
+    qualname: str
+    canonical: str
+
+
+@dataclass(frozen=True, slots=True)
+class VInstance:
+    """An instance of an in-repository class or of an external class."""
+
+    cls: VSymbol | None
+    external: str | None
+    origin: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class VExternal:
+    """A symbol outside the repository, by dotted name."""
+
+    dotted: str
+
+
+ClassOrder = tuple[VSymbol | VExternal, ...]
+"""A class and its bases in lookup order; an external base ends its branch."""
+
+
+def too_deep(depth: int) -> bool:
+    """Whether a resolution step is past ``MAX_RESOLUTION_DEPTH`` (it then finds nothing:
+    cyclic imports and aliases end there instead of recursing forever)."""
+    return depth > MAX_RESOLUTION_DEPTH
+
+
+class ResolverFrame:
+    """The resolution frame both resolvers build on (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._mro_cache: dict[str, ClassOrder] = {}
+
+    # ----------------------------------------------------------------- hooks
+    def bases_of(self, cls: VSymbol) -> list[VSymbol | VExternal]:
+        """The resolved direct bases of an in-repository class, in declaration order."""
+        raise NotImplementedError
+
+    def getattr(self, value: Any, attr: str, depth: int) -> tuple[Any, ...]:
+        """The values of ``value.attr``; empty when it cannot be resolved exactly."""
+        raise NotImplementedError
+
+    def linearise(
+        self,
+        cls: VSymbol,
+        bases: Sequence[VSymbol | VExternal],
+        orders: Sequence[ClassOrder],
+    ) -> ClassOrder:
+        """The lookup order of ``cls`` from its bases and their orders: depth-first,
+        left to right, each class once (extends and embedding chains)."""
+        order: list[VSymbol | VExternal] = [cls]
+        for chain in orders:
+            order.extend(item for item in chain if item not in order)
+        return tuple(order)
+
+    # ---------------------------------------------------------------- shared
+    def mro(self, cls: VSymbol) -> ClassOrder:
+        """The lookup order of ``cls``, computed once per class (a class reached again
+        while its own order is computed counts as itself alone: cycles end there)."""
+        cached = self._mro_cache.get(cls.node_id)
+        if cached is not None:
+            return cached
+        self._mro_cache[cls.node_id] = (cls,)  # cycle guard
+        bases = self.bases_of(cls)
+        orders = [self.mro(base) if isinstance(base, VSymbol) else (base,) for base in bases]
+        result = self.linearise(cls, bases, orders)
+        self._mro_cache[cls.node_id] = result
+        return result
+
+    def walk_attributes(
+        self, current: tuple[Any, ...], attrs: Sequence[str], dispatch: str, depth: int
+    ) -> tuple[tuple[Any, str], ...]:
+        """Follow ``attrs`` from the values ``current`` (reached with ``dispatch``):
+        each step keeps every distinct value in order; a step from an instance is a
+        ``method`` dispatch, from anything else an ``attribute`` one. Nothing when a
+        step finds nothing."""
+        for attr in attrs:
+            via_instance = any(isinstance(value, VInstance) for value in current)
+            step: list[Any] = []
+            for value in current:
+                for found in self.getattr(value, attr, depth + 1):
+                    if found not in step:
+                        step.append(found)
+            current = tuple(step)
+            dispatch = "method" if via_instance else "attribute"
+            if not current:
+                return ()
+        return tuple((value, dispatch) for value in current)

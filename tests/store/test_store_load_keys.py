@@ -20,7 +20,14 @@ import cairn.store.load as load_module
 from cairn.graph import OccurrenceInput, SemanticGraph
 from cairn.index import open as open_indexed
 from cairn.store import PutDocument
-from cairn.store.load import load_semantic_graph, repair_collector
+from cairn.store.load import (
+    COMPARED_BY_KEYS,
+    KEYS_FOREIGN,
+    KEYS_MISSING,
+    KEYS_OTHER_POSITION,
+    load_semantic_graph,
+    repair_collector,
+)
 from cairn.store.loadkeys import keys_path, read_keys
 
 
@@ -99,6 +106,22 @@ def test_unchanged_documents_are_not_encoded_again(
         made.clear()
         receipt = load_semantic_graph(db, build(docstring="Changed."), incremental=True)
         assert made == [] and receipt.mutations == ()
+
+
+def test_each_load_says_how_it_compared(tmp_path: Path) -> None:
+    said: list[str] = []
+    with open_indexed(tmp_path / "keys.db") as db:
+        load_semantic_graph(db, build(), incremental=True, on_compare=said.append)
+        load_semantic_graph(db, build(extra=True), incremental=True, on_compare=said.append)
+        db.command(cmd(PutDocument("symbols", "stray", {"text": "not from the graph"})))
+        load_semantic_graph(db, build(), incremental=True, on_compare=said.append)
+        keys_path(db.path).write_bytes(b"junk")
+        load_semantic_graph(db, build(), incremental=True, on_compare=said.append)
+    assert said == [KEYS_MISSING, COMPARED_BY_KEYS, KEYS_OTHER_POSITION, KEYS_MISSING]
+    with open_indexed(tmp_path / "other.db") as other:
+        keys_path(other.path).write_bytes(keys_path(tmp_path / "keys.db").read_bytes())
+        load_semantic_graph(other, build(), incremental=True, on_compare=said.append)
+    assert said[-1] == KEYS_FOREIGN  # another database's keys are never trusted
 
 
 def test_keys_of_another_position_are_not_trusted(tmp_path: Path) -> None:

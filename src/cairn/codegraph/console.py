@@ -233,6 +233,7 @@ def _load(
 
     progress("opening")
     repaired: list[dict[str, str]] = []
+    compared: list[str] = []
     with open_database(db_path) as db:
         before = db.position
         # A code index is rebuilt often and read by search: a column snapshot and a packed
@@ -248,9 +249,10 @@ def _load(
             pack=False,
             on_repair=repair_collector(repaired),
             incremental=True,
+            on_compare=compared.append,
         )
     summary = load_summary(receipt, before=before)
-    return {"db": str(db_path), **summary, "repaired": repaired}
+    return {"db": str(db_path), **summary, "repaired": repaired, "compared": compared[0]}
 
 
 def print_repairs(console: Console, repaired: Sequence[Mapping[str, str]]) -> None:
@@ -316,5 +318,8 @@ def print_summary(console: Console, summary: dict[str, Any]) -> None:
     if "load" in summary:
         load = summary["load"]
         state = f"{load['changes']} changes" if load["changes"] else "already up to date"
-        console.print(f"loaded {load['db']}: {state} (position {load['position']})")
+        console.print(
+            f"loaded {load['db']}: {state} (position {load['position']}; "
+            f"compared {load['compared']})"
+        )
         print_repairs(console, load["repaired"])

@@ -120,9 +120,15 @@ if TYPE_CHECKING:
 __all__ = [
     "AGREEMENT_KINDS",
     "BODY_ATTRIBUTES",
+    "COMPARED_BY_KEYS",
     "DEFAULT_GRAPH",
     "FAMILIES",
     "FAMILY_COLLECTIONS",
+    "KEYS_CONFIGURED",
+    "KEYS_FOREIGN",
+    "KEYS_MISSING",
+    "KEYS_OTHER_HEADER",
+    "KEYS_OTHER_POSITION",
     "LOADER_VERSION",
     "LOAD_ANALYZER",
     "LOAD_CACHE_KIB",
@@ -766,11 +772,13 @@ class _Plan:
         on_repair: RepairReport = _unreported,
         prepared: PreparedDocuments | None = None,
         keys: _KeyState | None = None,
+        on_compare: Callable[[str], None] = _quiet,
     ) -> None:
         self.wanted = wanted
         self.embedder = embedder
         self.prepared = prepared
         self.keys = keys  # incremental: the wanted keys and the ones kept by the last load
+        self.on_compare = on_compare
         self.database = database
         self.bulk = bulk  # False: every put through the row-at-a-time applier (tests' oracle)
         self.progress = progress
@@ -799,6 +807,9 @@ class _Plan:
         self.progress("diffing")
         keys = self.keys
         same = keys.unchanged(position - 1) if keys is not None and not outcomes else None
+        if keys is not None:
+            stale = keys.stale(position - 1) or (KEYS_CONFIGURED if outcomes else None)
+            self.on_compare(stale or COMPARED_BY_KEYS)
         if same is None:
             gone_facts = self._facts_gone(conn)
             gone_documents = self._documents_gone(conn, names)
@@ -1119,6 +1130,15 @@ class _Plan:
         return outcomes
 
 
+COMPARED_BY_KEYS = "by keys"
+"""What an incremental load tells ``on_compare`` when it compared only changed records."""
+KEYS_MISSING = "every record: no kept keys"
+KEYS_FOREIGN = "every record: the kept keys belong to another database"
+KEYS_OTHER_HEADER = "every record: Cairn, the embedder or the collections changed"
+KEYS_OTHER_POSITION = "every record: the database was written since the last load"
+KEYS_CONFIGURED = "every record: the collections were (re)configured"
+
+
 @dataclass(frozen=True, slots=True)
 class _KeyState:
     """An incremental load's keys (``cairn.store.loadkeys``): the wanted state's, and
@@ -1157,16 +1177,24 @@ class _KeyState:
         }
         return cls(header, incarnation, documents, facts, kept)
 
+    def stale(self, position: int) -> str | None:
+        """Why the kept keys do not describe this database at ``position``, or None."""
+        kept = self.kept
+        if kept is None:
+            return KEYS_MISSING
+        if kept.incarnation != self.incarnation:
+            return KEYS_FOREIGN
+        if kept.header != self.header:
+            return KEYS_OTHER_HEADER
+        if kept.position != position:
+            return KEYS_OTHER_POSITION
+        return None
+
     def unchanged(self, position: int) -> tuple[set[str], set[str]] | None:
         """The node and fact IDs whose records the kept keys say are stored as wanted, or
         None when the kept keys do not describe this database at ``position``."""
         kept = self.kept
-        if (
-            kept is None
-            or kept.header != self.header
-            or kept.incarnation != self.incarnation
-            or kept.position != position
-        ):
+        if kept is None or self.stale(position) is not None:
             return None
         held_documents, held_facts = kept.documents, kept.facts
         documents = {
@@ -1307,6 +1335,7 @@ def load_semantic_graph(
     on_repair: RepairReport | None = None,
     prepared: PreparedDocuments | None = None,
     incremental: bool = False,
+    on_compare: Callable[[str], None] | None = None,
 ) -> CommitReceipt:
     """Make the store hold ``graph`` as documents, vectors and facts: one atomic diff.
 
@@ -1329,6 +1358,8 @@ def load_semantic_graph(
     database (``cairn.store.loadkeys``) and, when the last load's keys describe the
     database as it is, compares and re-reads only the records whose keys changed;
     unchanged rows are trusted, not re-verified (``cairn check`` and a full load do).
+    ``on_compare`` is told how an incremental load compared: ``COMPARED_BY_KEYS``, or
+    why it compared every record (``KEYS_MISSING`` and the like).
     """
     if not isinstance(graph, SemanticGraph):
         raise ValidationError("load_semantic_graph() takes a SemanticGraph")
@@ -1351,6 +1382,7 @@ def load_semantic_graph(
             on_repair=on_repair or _unreported,
             prepared=prepared,
             incremental=incremental,
+            on_compare=on_compare or _quiet,
         )
         if (
             checkpoint
@@ -1379,6 +1411,7 @@ def _load(
     on_repair: RepairReport = _unreported,
     prepared: PreparedDocuments | None = None,
     incremental: bool = False,
+    on_compare: Callable[[str], None] = _quiet,
 ) -> CommitReceipt:
     """The load, with batched puts (``bulk``) or row by row (the tests' oracle)."""
     with _gc_paused():
@@ -1397,6 +1430,7 @@ def _load(
             on_repair=on_repair,
             prepared=prepared,
             keys=keys,
+            on_compare=on_compare,
         )
         receipt = db.apply_internal(plan, principal, now=now)
         if path is not None and keys is not None:

@@ -73,17 +73,3 @@ def test_a_graph_json_that_is_no_v1_graph_stops_the_index_before_the_database(
         _index(repo)
     names = {p.name for p in folder.iterdir()}
     assert "cairn.db" not in names and "graph.cairn" not in names  # stopped before both
-
-
-def test_the_artifact_written_beside_the_load_is_the_one_written_alone(tmp_path: Path) -> None:
-    from cairn.codegraph.build import write_index
-
-    repo = _repo(tmp_path)
-    summary, result = index_once(
-        repo, console=Console(quiet=True), workers=1, generated_at="2024-01-01T00:00:00Z"
-    )
-    alone = write_index(result, tmp_path / "alone", generated_at="2024-01-01T00:00:00Z")
-    beside = Path(str(summary["graph_path"]))
-    assert beside.read_bytes() == alone.graph_path.read_bytes()
-    assert summary["graph_bytes"] == alone.graph_bytes
-    assert summary["load"]["changes"] > 0  # type: ignore[index]

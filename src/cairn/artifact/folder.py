@@ -50,7 +50,6 @@ __all__ = [
     "FolderState",
     "FolderStatus",
     "activate_folder",
-    "check_folder",
     "classify_file",
     "folder_status",
     "load_graph",
@@ -217,9 +216,16 @@ def activate_folder(
     root = Path(folder)
     root.mkdir(parents=True, exist_ok=True)
     legacy_path = root / LEGACY_FILENAME
-    legacy_kind, original = _legacy(root)
+    legacy_kind = classify_file(legacy_path)
     preserved = False
-    if original is not None:
+    if legacy_kind is not FileKind.ABSENT and legacy_kind is not FileKind.TOMBSTONE:
+        original = read_bounded(legacy_path, MAX_LEGACY_BYTES, "v1 graph")
+        try:
+            decode_legacy_v1(original)
+        except ArtifactError as exc:
+            raise type(exc)(
+                f"refusing to replace {legacy_path}: it is not a valid v1 graph ({exc.message})"
+            ) from exc
         preserved = _preserve(root / LEGACY_PRESERVED_FILENAME, original)
     size = write_artifact(
         root / ARTIFACT_FILENAME,
@@ -238,34 +244,6 @@ def activate_folder(
     if tombstone_written:
         atomic_write_bytes(legacy_path, TOMBSTONE)
     return ActivationResult(folder_status(root), size, preserved, tombstone_written)
-
-
-def check_folder(folder: str | os.PathLike[str]) -> None:
-    """Raise the error ``activate_folder`` would raise before writing anything (a
-    ``graph.json`` that is no v1 graph, or a different ``graph.v1.json`` beside it), so
-    a caller can refuse before it changes anything else."""
-    root = Path(folder)
-    _, original = _legacy(root)
-    preserved = root / LEGACY_PRESERVED_FILENAME
-    if original is not None and preserved.exists() and preserved.read_bytes() != original:
-        _preserve(preserved, original)  # raises: it holds a different v1 graph
-
-
-def _legacy(root: Path) -> tuple[FileKind, bytes | None]:
-    """What ``graph.json`` in ``root`` is, and its bytes when it is a v1 graph to keep
-    (``ArtifactError`` when it is neither that, a tombstone, nor absent)."""
-    legacy_path = root / LEGACY_FILENAME
-    legacy_kind = classify_file(legacy_path)
-    if legacy_kind is FileKind.ABSENT or legacy_kind is FileKind.TOMBSTONE:
-        return legacy_kind, None
-    original = read_bounded(legacy_path, MAX_LEGACY_BYTES, "v1 graph")
-    try:
-        decode_legacy_v1(original)
-    except ArtifactError as exc:
-        raise type(exc)(
-            f"refusing to replace {legacy_path}: it is not a valid v1 graph ({exc.message})"
-        ) from exc
-    return legacy_kind, original
 
 
 def _read(path: Path) -> bytes | None:

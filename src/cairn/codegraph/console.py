@@ -7,7 +7,7 @@ readable tables unless JSON was asked for.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,6 @@ from rich.table import Table
 
 from cairn.codegraph.build import (
     IndexResult,
-    WrittenIndex,
     default_workers,
     index_repository,
     index_summary,
@@ -35,9 +34,6 @@ from cairn.codegraph.cache import CACHE_FILENAME
 from cairn.codegraph.limits import DEFAULT_OUT_DIRNAME
 from cairn.codegraph.wire import gc_paused
 from cairn.store.locate import DATABASE_FILE
-
-ARTIFACT_WRITERS = 1
-"""Forked helpers writing ``graph.cairn`` while this process loads the database."""
 
 if TYPE_CHECKING:
     from cairn.embed import Embedder
@@ -162,51 +158,17 @@ def index_once(
             embedder=chosen,
         )
         steps.phase("writing graph.cairn")
+        written = write_index(result, out, generated_at=generated_at)
         summary = index_summary(result)
         summary["workers"] = count
-        if chosen is None:
-            written = write_index(result, out, generated_at=generated_at)
-        else:
-            summary["embedder"] = chosen.space.to_json()
-            with _written_beside(result, folder, generated_at) as written_index:
-                database = folder / DATABASE_FILE
-                summary["load"] = _load(database, result, chosen, steps.loading)
-            written = written_index()
         summary["graph_path"] = str(written.graph_path)
         summary["manifest_path"] = str(written.manifest_path)
         summary["graph_bytes"] = written.graph_bytes
+        if chosen is not None:
+            database = written.graph_path.parent / DATABASE_FILE
+            summary["embedder"] = chosen.space.to_json()
+            summary["load"] = _load(database, result, chosen, steps.loading)
     return summary, result
-
-
-def _write_task(state: tuple[IndexResult, Path, str | None]) -> WrittenIndex:
-    result, folder, generated_at = state
-    return write_index(result, folder, generated_at=generated_at)
-
-
-@contextmanager
-def _written_beside(
-    result: IndexResult, folder: Path, generated_at: str | None
-) -> Iterator[Callable[[], WrittenIndex]]:
-    """Write ``graph.cairn`` and the manifest while the block runs (the database load):
-    in a forked helper where forking is safe (they use different cores and files), else
-    before the block. What stops a write before anything is written (a ``graph.json``
-    that is no v1 graph) is checked first, so it still stops the whole command.
-
-    Yields the function that returns the ``WrittenIndex`` once the block is done.
-    """
-    from cairn.artifact.folder import check_folder
-    from cairn.artifact.workers import SharedWork
-
-    folder.mkdir(parents=True, exist_ok=True)
-    check_folder(folder)
-    written: list[WrittenIndex] = []
-    with SharedWork((result, folder, generated_at), ARTIFACT_WRITERS, parallel=True) as work:
-        work.submit(_write_task)
-        if not work.parallel:  # no helper: written first, as without one
-            written.extend(work.drain())
-        yield lambda: written[0]
-        if not written:
-            written.extend(work.drain())
 
 
 def choose_embedder(name: str | None, database: Path) -> Embedder:

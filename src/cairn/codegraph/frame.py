@@ -9,9 +9,9 @@ Python), and what ``value.attr`` is (``getattr``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
 
@@ -22,8 +22,11 @@ __all__ = [
     "VInstance",
     "VModule",
     "VSymbol",
+    "distinct",
     "too_deep",
 ]
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,12 @@ class VExternal:
 
 ClassOrder = tuple[VSymbol | VExternal, ...]
 """A class and its bases in lookup order; an external base ends its branch."""
+
+
+def distinct(values: Iterable[_T]) -> tuple[_T, ...]:
+    """``values`` without repeats, in first-seen order: one hash per value, where a
+    ``not in`` scan of a growing list compared every pair (17% of Python resolution)."""
+    return tuple(dict.fromkeys(values))
 
 
 def too_deep(depth: int) -> bool:
@@ -122,12 +131,9 @@ class ResolverFrame:
         step finds nothing."""
         for attr in attrs:
             via_instance = any(isinstance(value, VInstance) for value in current)
-            step: list[Any] = []
-            for value in current:
-                for found in self.getattr(value, attr, depth + 1):
-                    if found not in step:
-                        step.append(found)
-            current = tuple(step)
+            current = distinct(
+                found for value in current for found in self.getattr(value, attr, depth + 1)
+            )
             dispatch = "method" if via_instance else "attribute"
             if not current:
                 return ()

@@ -27,6 +27,7 @@ from cairn.codegraph.frame import (
     VInstance,
     VModule,
     VSymbol,
+    distinct,
     too_deep,
 )
 from cairn.codegraph.python import ADAPTER_ID, STRATEGY
@@ -420,12 +421,10 @@ class PythonResolver(ResolverFrame):
             if found is None:
                 unknown = True
                 continue
-            for value in found:
-                if value not in values:
-                    values.append(value)
+            values.extend(found)
         if unknown and not any(binding[0] == "typed" for binding in bindings):
             return ()
-        return tuple(values)
+        return distinct(values)
 
     def _binding(
         self, module: _Module, scope: str, name: str, binding: Binding, depth: int
@@ -528,8 +527,8 @@ class PythonResolver(ResolverFrame):
                 found = self.returns(value, depth + 1)
             elif isinstance(value, VExternal) and value.dotted in FRAMEWORK_CLASSES:
                 found = (VInstance(None, value.dotted, origin),)
-            made.extend(item for item in found if item not in made)
-        return tuple(made)
+            made.extend(found)
+        return distinct(made)
 
     def returns(self, function: VSymbol, depth: int = 0) -> tuple[Value, ...]:
         """The values a function or method may return (its ``return`` expressions)."""
@@ -561,8 +560,8 @@ class PythonResolver(ResolverFrame):
                 found: tuple[Value, ...] | None = self._call_result(module, ref, None, depth)
             else:
                 found = self._binding(module, scope, RETURN_NAME, binding, depth + 1)
-            values.extend(v for v in found or () if v not in values)
-        return tuple(values)
+            values.extend(found or ())
+        return distinct(values)
 
     def _decorated(self, module: _Module, binding: Binding, depth: int) -> tuple[Value, ...]:
         """A decorated function's value: what its in-repository decorators return.
@@ -584,10 +583,10 @@ class PythonResolver(ResolverFrame):
             for value, _ in resolved:
                 if not (isinstance(value, VSymbol) and value.kind == "function"):
                     return plain
-                made.extend(v for v in self.returns(value, depth + 1) if v not in made)
+                made.extend(self.returns(value, depth + 1))
             if not made:
                 return plain
-            values = tuple(made)
+            values = distinct(made)
         return values
 
     def _iterated(self, module: _Module, iterable: Binding, depth: int) -> tuple[Value, ...]:
@@ -652,9 +651,8 @@ class PythonResolver(ResolverFrame):
             return None
         values: list[Value] = []
         for path, source in sources:
-            found = self._may_values(self.by_path[path], "", (source,), depth + 1)
-            values.extend(v for v in found if v not in values)
-        return tuple(values)
+            values.extend(self._may_values(self.by_path[path], "", (source,), depth + 1))
+        return distinct(values)
 
     def _callee(self, value: Value, dispatch: str) -> tuple[str, int] | None:
         """``(path#qualname, first argument's parameter index)`` of a call target, or None."""
@@ -807,9 +805,8 @@ class PythonResolver(ResolverFrame):
             module = self.by_path[entry.path]
             bindings = module.scopes.get(entry.qualname, {}).get(SELF_PREFIX + attr)
             if bindings is not None:
-                found = self._local(module, entry.qualname, SELF_PREFIX + attr, bindings, 0)
-                values.extend(v for v in found if v not in values)
-        return tuple(values)
+                values.extend(self._local(module, entry.qualname, SELF_PREFIX + attr, bindings, 0))
+        return distinct(values)
 
     def bases_of(self, cls: VSymbol) -> list[VSymbol | VExternal]:
         """The resolved direct bases of an in-repository class (builtins as externals)."""
@@ -881,8 +878,8 @@ class PythonResolver(ResolverFrame):
                 if isinstance(value, VSymbol) and value.kind == "class":
                     made.append(VInstance(value, None, None))
                 elif isinstance(value, VSymbol) and value.kind in CALLABLE_KINDS:
-                    made.extend(v for v in self.returns(value, depth + 1) if v not in made)
-            current = tuple(made)
+                    made.extend(self.returns(value, depth + 1))
+            current = distinct(made)
             dispatch = "method" if attrs else "direct"
         else:
             head = self.lookup(module, ref.scope, ref.head, depth + 1)

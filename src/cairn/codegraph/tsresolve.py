@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from cairn.codegraph.emit import GraphEmitter, file_id, partial_marks, symbol_id
-from cairn.codegraph.frame import ResolverFrame, VExternal, VInstance, VModule, VSymbol, too_deep
+from cairn.codegraph.frame import (
+    ResolverFrame,
+    VExternal,
+    VInstance,
+    VModule,
+    VSymbol,
+    distinct,
+    too_deep,
+)
 from cairn.codegraph.records import Binding, FileExtract, Range, Ref, Symbol
 from cairn.codegraph.treesitter import (
     COMMONJS_EXPORT,
@@ -183,8 +191,8 @@ class CodeResolver(ResolverFrame):
             found = self._binding(file, scope, name, binding, depth)
             if found is None:
                 return ()
-            values.extend(v for v in found if v not in values)
-        return tuple(values)
+            values.extend(found)
+        return distinct(values)
 
     def _binding(
         self, file: _File, scope: str, name: str, binding: Binding, depth: int

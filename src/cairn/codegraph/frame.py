@@ -1,6 +1,7 @@
 """What the Python and the JS/TS/Go resolvers share: the values a reference resolves
-to, class orders cached per class with a cycle guard, the depth guard, and the walk of
-a reference's attributes that decides its dispatch kind.
+to, class orders cached per class with a cycle guard, and the walk of a reference's
+attributes that decides its dispatch kind. (Both compare the shared depth guard,
+``MAX_RESOLUTION_DEPTH``, inline: the check runs ~300k times a build.)
 
 Each language keeps its own rules as hooks: how a class's bases resolve
 (``bases_of``), how bases are linearised (``linearise``: depth-first here, C3 for
@@ -13,8 +14,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
-
 __all__ = [
     "ClassOrder",
     "ResolverFrame",
@@ -23,7 +22,6 @@ __all__ = [
     "VModule",
     "VSymbol",
     "distinct",
-    "too_deep",
 ]
 
 _T = TypeVar("_T")
@@ -72,12 +70,6 @@ def distinct(values: Iterable[_T]) -> tuple[_T, ...]:
     """``values`` without repeats, in first-seen order: one hash per value, where a
     ``not in`` scan of a growing list compared every pair (17% of Python resolution)."""
     return tuple(dict.fromkeys(values))
-
-
-def too_deep(depth: int) -> bool:
-    """Whether a resolution step is past ``MAX_RESOLUTION_DEPTH`` (it then finds nothing:
-    cyclic imports and aliases end there instead of recursing forever)."""
-    return depth > MAX_RESOLUTION_DEPTH
 
 
 class ResolverFrame:

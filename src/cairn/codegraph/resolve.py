@@ -28,8 +28,8 @@ from cairn.codegraph.frame import (
     VModule,
     VSymbol,
     distinct,
-    too_deep,
 )
+from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
 from cairn.codegraph.python import ADAPTER_ID, STRATEGY
 from cairn.codegraph.records import (
     RETURN_NAME,
@@ -325,7 +325,7 @@ class PythonResolver(ResolverFrame):
         self, module: _Module, scope: str, name: str, depth: int = 0
     ) -> tuple[Value, ...] | _Builtin:
         """Resolve a bare name used in ``scope`` of ``module`` (lexical rules)."""
-        if too_deep(depth):
+        if depth > MAX_RESOLUTION_DEPTH:
             return ()
         current: str | None = scope
         first = True
@@ -361,7 +361,7 @@ class PythonResolver(ResolverFrame):
         cached = self._namespace_cache.get(key)
         if cached is not None:
             return cached
-        if key in self._in_progress or too_deep(depth):
+        if key in self._in_progress or depth > MAX_RESOLUTION_DEPTH:
             return ()
         self._in_progress.add(key)
         try:
@@ -538,7 +538,7 @@ class PythonResolver(ResolverFrame):
         module = self.by_path[function.path]
         bindings = module.scopes.get(function.qualname, {}).get(RETURN_NAME, ())
         key = (function.node_id, RETURN_NAME)
-        if not bindings or key in self._in_progress or too_deep(depth):
+        if not bindings or key in self._in_progress or depth > MAX_RESOLUTION_DEPTH:
             return ()
         self._in_progress.add(key)
         try:
@@ -741,7 +741,7 @@ class PythonResolver(ResolverFrame):
 
     def getattr(self, value: Value, attr: str, depth: int = 0) -> tuple[Value, ...]:
         """The values of ``value.attr``; empty when it cannot be resolved exactly."""
-        if too_deep(depth):
+        if depth > MAX_RESOLUTION_DEPTH:
             return ()
         if isinstance(value, VModule):
             if value.path is None:
@@ -858,7 +858,7 @@ class PythonResolver(ResolverFrame):
         self, module: _Module, ref: Ref, depth: int = 0
     ) -> tuple[tuple[Value, str], ...] | _Builtin:
         """Resolve a reference to ``(value, dispatch)`` pairs, or a builtin marker."""
-        if too_deep(depth):
+        if depth > MAX_RESOLUTION_DEPTH:
             return ()
         attrs = ref.attrs
         if ref.kind == "super":

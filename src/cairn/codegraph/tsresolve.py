@@ -27,8 +27,8 @@ from cairn.codegraph.frame import (
     VModule,
     VSymbol,
     distinct,
-    too_deep,
 )
+from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
 from cairn.codegraph.records import Binding, FileExtract, Range, Ref, Symbol
 from cairn.codegraph.treesitter import (
     COMMONJS_EXPORT,
@@ -158,7 +158,7 @@ class CodeResolver(ResolverFrame):
         self, file: _File, scope: str, name: str, depth: int = 0
     ) -> tuple[Value, ...] | _Builtin:
         """Resolve a bare name used in ``scope`` of ``file``."""
-        if too_deep(depth):
+        if depth > MAX_RESOLUTION_DEPTH:
             return ()
         current: str | None = scope
         while current is not None:
@@ -197,7 +197,7 @@ class CodeResolver(ResolverFrame):
     def _binding(
         self, file: _File, scope: str, name: str, binding: Binding, depth: int
     ) -> tuple[Value, ...] | None:
-        if too_deep(depth):
+        if depth > MAX_RESOLUTION_DEPTH:
             return None
         tag = binding[0]
         if tag in ("def", "var"):
@@ -276,7 +276,7 @@ class CodeResolver(ResolverFrame):
     def _export(self, module: VModule, name: str, depth: int) -> tuple[Value, ...]:
         file = self.files.get(module.path or "")
         key = (module.name, name)
-        if file is None or too_deep(depth) or key in self._export_guard:
+        if file is None or depth > MAX_RESOLUTION_DEPTH or key in self._export_guard:
             return ()
         self._export_guard.add(key)
         try:
@@ -306,7 +306,7 @@ class CodeResolver(ResolverFrame):
 
     def getattr(self, value: Value, attr: str, depth: int) -> tuple[Value, ...]:
         """The values of ``value.attr``; empty when not resolvable exactly."""
-        if too_deep(depth):
+        if depth > MAX_RESOLUTION_DEPTH:
             return ()
         if isinstance(value, VModule):
             if value.path is None:
@@ -360,7 +360,7 @@ class CodeResolver(ResolverFrame):
         self, file: _File, ref: Ref, depth: int = 0
     ) -> tuple[tuple[Value, str], ...] | _Builtin:
         """Resolve a reference to ``(value, dispatch)`` pairs, or a builtin marker."""
-        if too_deep(depth):
+        if depth > MAX_RESOLUTION_DEPTH:
             return ()
         member = self._member_function(file, ref)
         if member is not None:

@@ -7,6 +7,7 @@ readable tables unless JSON was asked for.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -106,17 +107,24 @@ def index_and_write(
     ``embedder`` names the embedder (``cairn.embed.load_embedder``; see ``choose_embedder``).
     """
     console = Console(stderr=as_json)
-    summary, _ = index_once(
-        path,
-        console=console,
-        out=out,
-        workers=workers,
-        excludes=excludes,
-        generated_at=generated_at,
-        show_progress=console.is_terminal and not as_json,
-        load=load,
-        embedder=embedder,
-    )
+    with gc_paused():
+        summary, result = index_once(
+            path,
+            console=console,
+            out=out,
+            workers=workers,
+            excludes=excludes,
+            generated_at=generated_at,
+            show_progress=console.is_terminal and not as_json,
+            load=load,
+            embedder=embedder,
+        )
+        del result
+        # Everything allocated while the collector was off sits in its youngest
+        # generation: the first collection after it is back on would walk those ~10^6
+        # objects (~0.3 s on the Django package) to find no cycles. Moved to the
+        # permanent generation, they are skipped; reference counting still frees them.
+        gc.freeze()
     if not as_json:
         print_summary(console, summary)
     return summary

@@ -102,6 +102,17 @@ def test_instance_and_class_attributes(tmp_path: Path) -> None:
     assert (work, "function:m.py#hook") in pairs
 
 
+def _calls_by_dispatch(root: Path, files: dict[str, str]) -> dict[str, set[tuple[str, str]]]:
+    """Index ``files``; the ``calls`` facts' (source, target) by their dispatch kind."""
+    call_pairs(root, files)
+    found: dict[str, set[tuple[str, str]]] = {}
+    for fact in index_repository(root).graph.facts():
+        if fact.relation == "calls":
+            dispatch = str(fact.discriminator.value["dispatch"])
+            found.setdefault(dispatch, set()).add((fact.source, fact.target))
+    return found
+
+
 def test_constant_key_containers(tmp_path: Path) -> None:
     source = """
     def f1(): pass
@@ -114,12 +125,47 @@ def test_constant_key_containers(tmp_path: Path) -> None:
         items[1][0]()
         table["b"] = f3
         table["b"]()
-        table[key]()
     """
     pairs = call_pairs(tmp_path, {"m.py": source})
     run = "function:m.py#run"
     assert {(run, "function:m.py#f1"), (run, "function:m.py#f3")} <= pairs
     assert (run, "function:m.py#f2") not in pairs  # key 1 (int) is never called
+
+
+def test_a_dict_read_by_an_unknown_key_may_call_any_value(tmp_path: Path) -> None:
+    source = """
+    def f1(): pass
+    def f2(): pass
+    def f3(): pass
+    def run(key):
+        table = {"a": f1, 1: f2}
+        table["a"]()
+        table[key]()
+        items = [f1, f3]
+        items[key]()
+    """
+    found = _calls_by_dispatch(tmp_path, {"m.py": source})
+    run = "function:m.py#run"
+    # table["a"]: exactly f1. table[key]: any value, each a dynamic call. items[key]: a
+    # list by an unknown index names no position, so nothing.
+    assert found["attribute"] == {(run, "function:m.py#f1")}
+    assert found["dynamic"] == {(run, "function:m.py#f1"), (run, "function:m.py#f2")}
+
+
+def test_a_subscripted_class_is_the_class(tmp_path: Path) -> None:
+    source = """
+    from typing import Generic, TypeVar
+    T = TypeVar("T")
+    class Box(Generic[T]):
+        pass
+    def run():
+        Box[int]()
+    """
+    found = _calls_by_dispatch(tmp_path, {"m.py": source})
+    assert found["direct"] == {
+        ("file:m.py", "external:python:typing.TypeVar"),  # T = TypeVar("T")
+        ("function:m.py#run", "class:m.py#Box"),  # Box[int](): Box, not an item of it
+    }
 
 
 def test_wildcard_import(tmp_path: Path) -> None:

@@ -100,6 +100,11 @@ class ResolverFrame:
             order.extend(item for item in chain if item not in order)
         return tuple(order)
 
+    def step_dispatch(self, attr: str, before: tuple[Any, ...], dispatch: str) -> str:
+        """The dispatch of a call reached through ``.attr`` from the values ``before``
+        (reached with ``dispatch``): a ``method`` from an instance, else ``attribute``."""
+        return "method" if any(isinstance(value, VInstance) for value in before) else "attribute"
+
     # ---------------------------------------------------------------- shared
     def mro(self, cls: VSymbol) -> ClassOrder:
         """The lookup order of ``cls``, computed once per class (a class reached again
@@ -122,11 +127,11 @@ class ResolverFrame:
         ``method`` dispatch, from anything else an ``attribute`` one. Nothing when a
         step finds nothing."""
         for attr in attrs:
-            via_instance = any(isinstance(value, VInstance) for value in current)
+            before = current
             current = distinct(
                 found for value in current for found in self.getattr(value, attr, depth + 1)
             )
-            dispatch = "method" if via_instance else "attribute"
+            dispatch = self.step_dispatch(attr, before, dispatch)
             if not current:
                 return ()
         return tuple((value, dispatch) for value in current)

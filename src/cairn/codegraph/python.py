@@ -298,8 +298,8 @@ class _Extractor(ast.NodeVisitor):
             if isinstance(node, ast.Attribute):
                 attrs.append(node.attr)
                 node = node.value
-            elif isinstance(node, ast.Subscript) and (key := subscript_key(node.slice)):
-                attrs.append(key)
+            elif isinstance(node, ast.Subscript):
+                attrs.append(subscript_key(node.slice) or ANY_ITEM)
                 node = node.value
             else:
                 break
@@ -313,8 +313,6 @@ class _Extractor(ast.NodeVisitor):
             inner = self.ref(node.func)
             if inner is not None:
                 return Ref("new", "", here, tuple(attrs), inner)
-        if isinstance(node, ast.Subscript):
-            return self.ref(node.value) if not attrs else None
         return None
 
     def typed(self, annotation: ast.expr | None) -> list[Binding]:
@@ -424,7 +422,7 @@ class _Extractor(ast.NodeVisitor):
         self._bind(node.name, ("def", qualname))
         self._decorators(qualname, node.decorator_list)
         for base in node.bases:
-            ref = self.ref(base)
+            ref = self.ref(_unsubscripted(base))  # Generic[T] extends Generic
             if ref is not None:
                 self.bases.append(ClassBase(qualname, ref, "extends", self.pos.range_of(base)))
             self.visit(base)
@@ -940,6 +938,18 @@ class _Extractor(ast.NodeVisitor):
             patterns=tuple(self.patterns),
             constants=tuple(sorted(set(self.constants))),
         )
+
+
+def _unsubscripted(node: ast.expr) -> ast.expr:
+    """``node`` without its outer subscripts (``Mapping[str, int]`` -> ``Mapping``)."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node
+
+
+ANY_ITEM = "[*]"
+"""The pseudo-attribute of a subscript whose key is not a constant: any value of a dict
+(a ``dispatch: dynamic`` call), or an in-repository class itself (``Box[int]()``)."""
 
 
 def subscript_key(node: ast.expr) -> str | None:

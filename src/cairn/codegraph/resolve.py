@@ -30,7 +30,7 @@ from cairn.codegraph.frame import (
     distinct,
 )
 from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
-from cairn.codegraph.python import ADAPTER_ID, STRATEGY
+from cairn.codegraph.python import ADAPTER_ID, ANY_ITEM, STRATEGY
 from cairn.codegraph.records import (
     RETURN_NAME,
     SELF_PREFIX,
@@ -77,6 +77,8 @@ EXACT_IMPLICIT_SITES = frozenset({"decorator", "callback"})
 """Implicit calls emitted only when they resolve to one callable: applying what
 ``register.inclusion_tag(...)`` returns resolved, through the library's registry, to
 every function ever registered (1,195 invented facts on the Django package)."""
+_INDEX_KEY = re.compile(r"\[-?\d+\]\Z")
+"""A list or tuple item's pseudo-attribute (``[0]``), as opposed to a dict key's."""
 _REGEX_GROUP = re.compile(r"\(\?P<([A-Za-z_][A-Za-z0-9_]*)>")
 
 
@@ -740,9 +742,15 @@ class PythonResolver(ResolverFrame):
         return None
 
     def getattr(self, value: Value, attr: str, depth: int = 0) -> tuple[Value, ...]:
-        """The values of ``value.attr``; empty when it cannot be resolved exactly."""
+        """The values of ``value.attr``; empty when it cannot be resolved exactly.
+
+        ``ANY_ITEM`` (a subscript by a key that is not a constant) is any value of a
+        dict, and an in-repository class itself (``Box[int]``).
+        """
         if depth > MAX_RESOLUTION_DEPTH:
             return ()
+        if attr == ANY_ITEM:
+            return self._any_item(value, depth)
         if isinstance(value, VModule):
             if value.path is None:
                 return (VExternal(f"{value.name}.{attr}"),)
@@ -765,6 +773,26 @@ class PythonResolver(ResolverFrame):
         if value.kind == "class":
             return self._member(value, attr, skip_self=False)
         return ()
+
+    def _any_item(self, value: Value, depth: int) -> tuple[Value, ...]:
+        """A dict read by a key that is not a constant may give any of its values (a
+        dispatch table: ``handlers[name]()``); a list read by an unknown index is left
+        unresolved, as no position can be named."""
+        if isinstance(value, VContainer):
+            if not value.items or all(_INDEX_KEY.match(key) for key, _ in value.items):
+                return ()
+            module = self.by_path[value.path]
+            return self._may_values(module, "", [binding for _, binding in value.items], depth + 1)
+        if isinstance(value, VSymbol) and value.kind == "class":
+            return (value,)  # a generic alias names its class
+        return ()  # an external's item is unknown: no invented ``ext.x.attr`` names
+
+    def step_dispatch(self, attr: str, before: tuple[Value, ...], dispatch: str) -> str:
+        """Any item of a container is a ``dynamic`` call; a class or an external
+        subscripted (``Box[int]()``) keeps the dispatch it had."""
+        if attr == ANY_ITEM:
+            return "dynamic" if any(isinstance(v, VContainer) for v in before) else dispatch
+        return super().step_dispatch(attr, before, dispatch)
 
     def _member(self, cls: VSymbol, attr: str, *, skip_self: bool) -> tuple[Value, ...]:
         mro = self.mro(cls)

@@ -246,3 +246,29 @@ def test_unknown_values_stay_unresolved(tmp_path: Path) -> None:
     """
     pairs = call_pairs(tmp_path, {"m.py": source})
     assert not {p for p in pairs if p[1] == "function:m.py#f"}
+
+
+def test_an_item_or_a_slice_read_into_a_name_is_an_alias(tmp_path: Path) -> None:
+    source = """
+    def f1(): pass
+    def f2(): pass
+    def f3(): pass
+    def run(key):
+        ls = [f1, f2, f3]
+        first = ls[0]
+        first()
+        tail = ls[1:]
+        tail[0]()
+        last_two = ls[-2:]
+        last_two[1]()
+        table = {"a": f1, "b": f2}
+        picked = table[key]
+        picked()
+    """
+    found = _calls_by_dispatch(tmp_path, {"m.py": source})
+    run = "function:m.py#run"
+    # first() calls f1 through the alias; tail[0]() (f2) and last_two[1]() (f3) reach an
+    # item; picked = table[key] stays opaque: a call through it would look direct.
+    assert found["direct"] == {(run, "function:m.py#f1")}
+    assert found["attribute"] == {(run, "function:m.py#f2"), (run, "function:m.py#f3")}
+    assert "dynamic" not in found

@@ -559,9 +559,13 @@ class _Extractor(ast.NodeVisitor):
                 )
             )
             return ("ctor", ref, kwargs)
-        if isinstance(value, ast.Name | ast.Attribute):
+        if isinstance(value, ast.Name | ast.Attribute | ast.Subscript):
             ref = self.ref(value)
-            return ("ref", ref) if ref is not None else OPAQUE
+            # An item by a constant key or slice is an alias; by an unknown key it would
+            # make every later call through the name look direct: left opaque.
+            if ref is None or ANY_ITEM in ref.attrs:
+                return OPAQUE
+            return ("ref", ref)
         if isinstance(value, ast.Constant | ast.JoinedStr | ast.Lambda):
             return CONST
         if isinstance(value, ast.List | ast.Tuple) and not any(
@@ -953,9 +957,30 @@ ANY_ITEM = "[*]"
 
 
 def subscript_key(node: ast.expr) -> str | None:
-    """The pseudo-attribute (``[0]``, ``['a']``) of a constant int/str subscript, else None."""
+    """The pseudo-attribute (``[0]``, ``['a']``) of a constant int/str subscript, or
+    (``[1:3]``, ``[1:]``) of a slice with constant int bounds and no step, else None."""
     if isinstance(node, ast.Constant) and type(node.value) in (int, str):
         return f"[{node.value!r}]"
+    if isinstance(node, ast.Slice) and node.step is None:
+        bounds = [_slice_bound(part) for part in (node.lower, node.upper)]
+        if all(bound is not None for bound in bounds):
+            return f"[{bounds[0]}:{bounds[1]}]"
+    return None
+
+
+def _slice_bound(node: ast.expr | None) -> str | None:
+    """A slice bound as text: empty when omitted, the integer when constant, else None."""
+    if node is None:
+        return ""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return str(node.value)
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) is int
+    ):
+        return str(-node.operand.value)
     return None
 
 

@@ -78,6 +78,8 @@ EXACT_IMPLICIT_SITES = frozenset({"decorator", "callback"})
 ``register.inclusion_tag(...)`` returns resolved, through the library's registry, to
 every function ever registered (1,195 invented facts on the Django package)."""
 _INDEX_KEY = re.compile(r"\[-?\d+\]\Z")
+_SLICE_KEY = re.compile(r"\[(-?\d*):(-?\d*)\]\Z")
+"""A slice's pseudo-attribute (``[1:3]``, ``[:-1]``): constant bounds, no step."""
 """A list or tuple item's pseudo-attribute (``[0]``), as opposed to a dict key's."""
 _REGEX_GROUP = re.compile(r"\(\?P<([A-Za-z_][A-Za-z0-9_]*)>")
 
@@ -92,6 +94,19 @@ class VContainer:
 
 
 Value = VModule | VSymbol | VInstance | VExternal | VContainer
+
+
+def _sliced(container: VContainer, bounds: re.Match[str]) -> tuple[Value, ...]:
+    """A list literal's slice as a list of its own (``[1:3]`` of ``[f, g, h]`` is
+    ``[g, h]``, re-indexed from 0); nothing when the container is not a list."""
+    if not container.items or not all(_INDEX_KEY.match(key) for key, _ in container.items):
+        return ()
+    ordered = sorted(container.items, key=lambda item: int(item[0][1:-1]))
+    if [int(key[1:-1]) for key, _ in ordered] != list(range(len(ordered))):
+        return ()  # not positions 0..n-1: a dict with int keys, or a patched list
+    lower, upper = (int(text) if text else None for text in bounds.groups())
+    kept = [binding for _, binding in ordered][lower:upper]
+    return (VContainer(container.path, tuple((f"[{i}]", b) for i, b in enumerate(kept))),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -751,6 +766,8 @@ class PythonResolver(ResolverFrame):
             return ()
         if attr == ANY_ITEM:
             return self._any_item(value, depth)
+        if attr.startswith("[") and not isinstance(value, VContainer):
+            return ()  # only a literal's items are known: no invented ``x.['k']`` names
         if isinstance(value, VModule):
             if value.path is None:
                 return (VExternal(f"{value.name}.{attr}"),)
@@ -763,6 +780,9 @@ class PythonResolver(ResolverFrame):
         if isinstance(value, VExternal):
             return (VExternal(f"{value.dotted}.{attr}"),)
         if isinstance(value, VContainer):
+            sliced = _SLICE_KEY.match(attr)
+            if sliced is not None:
+                return _sliced(value, sliced)
             module = self.by_path[value.path]
             items = [binding for key, binding in value.items if key == attr]
             return self._may_values(module, "", items, depth + 1)

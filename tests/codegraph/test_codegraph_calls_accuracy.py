@@ -6,16 +6,21 @@ from pathlib import Path
 from textwrap import dedent
 
 from cairn.codegraph import index_repository
+from cairn.graph.model import SemanticFact
 
 
-def call_pairs(root: Path, files: dict[str, str]) -> set[tuple[str, str]]:
-    """Index ``files`` under ``root``; every ``calls`` fact as ``(source, target)``."""
+def _calls(root: Path, files: dict[str, str]) -> list[SemanticFact]:
+    """Write ``files`` under ``root``, index it once; its ``calls`` facts."""
     for name, text in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(dedent(text), "utf-8")
-    graph = index_repository(root).graph
-    return {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    return [f for f in index_repository(root).graph.facts() if f.relation == "calls"]
+
+
+def call_pairs(root: Path, files: dict[str, str]) -> set[tuple[str, str]]:
+    """Index ``files`` under ``root``; every ``calls`` fact as ``(source, target)``."""
+    return {(f.source, f.target) for f in _calls(root, files)}
 
 
 def test_alias_and_chained_assignment(tmp_path: Path) -> None:
@@ -104,12 +109,10 @@ def test_instance_and_class_attributes(tmp_path: Path) -> None:
 
 def _calls_by_dispatch(root: Path, files: dict[str, str]) -> dict[str, set[tuple[str, str]]]:
     """Index ``files``; the ``calls`` facts' (source, target) by their dispatch kind."""
-    call_pairs(root, files)
     found: dict[str, set[tuple[str, str]]] = {}
-    for fact in index_repository(root).graph.facts():
-        if fact.relation == "calls":
-            dispatch = str(fact.discriminator.value["dispatch"])
-            found.setdefault(dispatch, set()).add((fact.source, fact.target))
+    for fact in _calls(root, files):
+        dispatch = str(fact.discriminator.value["dispatch"])
+        found.setdefault(dispatch, set()).add((fact.source, fact.target))
     return found
 
 

@@ -233,8 +233,8 @@ def test_removed_nodes_and_facts_are_deleted_and_a_reload_restores(
     assert state(db.path) == state(tmp_path / "big.db")
 
 
-def test_a_node_changing_family_moves_its_document_and_facts(db: Database) -> None:
-    load_semantic_graph(db, build())
+def build_moved() -> SemanticGraph:
+    """``build()`` with the class node turned external: its document changes family."""
     moved = SemanticGraph()
     for node in build().nodes():
         kind = "external" if node.id == SERVICE else node.kind
@@ -254,7 +254,12 @@ def test_a_node_changing_family_moves_its_document_and_facts(db: Database) -> No
                     site_kind=occurrence.site_kind,
                 ),
             )
-    load_semantic_graph(db, moved)
+    return moved
+
+
+def test_a_node_changing_family_moves_its_document_and_facts(db: Database) -> None:
+    load_semantic_graph(db, build())
+    load_semantic_graph(db, build_moved())
     assert db.get_document("externals", SERVICE).body["kind"] == "external"
     with db.read_cut() as cut:
         edges = out_edges(cut, "code", EntityRef("externals", SERVICE))

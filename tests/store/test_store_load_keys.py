@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from store_helpers import cmd, rows
-from test_store_load import GET, SERVICE, build, state
+from test_store_load import GET, build, build_moved, state
 
 import cairn.store.load as load_module
-from cairn.graph import OccurrenceInput, SemanticGraph
+from cairn.graph import SemanticGraph
 from cairn.index import open as open_indexed
 from cairn.store import PutDocument
 from cairn.store.load import (
@@ -30,35 +30,10 @@ from cairn.store.load import (
 )
 from cairn.store.loadkeys import keys_path, read_keys
 
-
-def _moved() -> SemanticGraph:
-    """``build()`` with the class node turned external: its document changes family."""
-    moved = SemanticGraph()
-    for node in build().nodes():
-        kind = "external" if node.id == SERVICE else node.kind
-        moved.add_node(node.id, kind, identity=node.identity, attributes=node.attributes)
-    for fact in build().facts():
-        for occurrence in build().occurrences_of(fact.id):
-            moved.add_fact(
-                fact.source,
-                fact.target,
-                fact.relation,
-                dict(fact.discriminator.value),
-                occurrence=OccurrenceInput(
-                    occurrence.owner.adapter_id,
-                    occurrence.owner.strategy,
-                    source_file=occurrence.source_file,
-                    source_range=occurrence.source_range,
-                    site_kind=occurrence.site_kind,
-                ),
-            )
-    return moved
-
-
 SEQUENCES: dict[str, list[Callable[[], SemanticGraph]]] = {
     "edit and add": [build, lambda: build(docstring="Changed.", extra=True)],
     "remove and restore": [lambda: build(extra=True), build, lambda: build(extra=True)],
-    "change family and back": [build, _moved, build],
+    "change family and back": [build, build_moved, build],
     "unchanged": [build, build],
 }
 

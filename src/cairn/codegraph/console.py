@@ -108,7 +108,7 @@ def index_and_write(
     """
     console = Console(stderr=as_json)
     with gc_paused():
-        summary, result = index_once(
+        summary = index_once(
             path,
             console=console,
             out=out,
@@ -118,8 +118,7 @@ def index_and_write(
             show_progress=console.is_terminal and not as_json,
             load=load,
             embedder=embedder,
-        )
-        del result
+        )[0]  # the index result is dropped here: only the summary outlives the work
         # Everything allocated while the collector was off sits in its youngest
         # generation: the first collection after it is back on would walk those ~10^6
         # objects (~0.3 s on the Django package) to find no cycles. Moved to the

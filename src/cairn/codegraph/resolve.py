@@ -610,9 +610,7 @@ class PythonResolver(ResolverFrame):
         """What a ``for`` loop over ``iterable`` yields: container items, generator yields,
         or ``__iter__().__next__()`` of an in-repository instance."""
         values: list[Value] = []
-
-        def add(found: Iterable[Value]) -> None:
-            values.extend(v for v in found if v not in values)
+        add = values.extend  # de-duplicated once, at the end
 
         if iterable[0] == "ctor":
             ref = iterable[1]
@@ -635,7 +633,7 @@ class PythonResolver(ResolverFrame):
                         for step in self.getattr(item, "__next__", depth + 1):
                             if isinstance(step, VSymbol) and step.kind == "method":
                                 add(self.returns(step, depth + 1))
-        return tuple(values)
+        return distinct(values)
 
     def _param(self, module: _Module, binding: Binding, depth: int) -> tuple[Value, ...] | None:
         """Values flowing into a parameter from resolved call sites, plus its default."""

@@ -806,10 +806,11 @@ class _Plan:
         names = self._configure(conn, applier, outcomes)
         self.progress("diffing")
         keys = self.keys
-        same = keys.unchanged(position - 1) if keys is not None and not outcomes else None
+        same: tuple[set[str], set[str]] | None = None
         if keys is not None:
             stale = keys.stale(position - 1) or (KEYS_CONFIGURED if outcomes else None)
             self.on_compare(stale or COMPARED_BY_KEYS)
+            same = keys.unchanged() if stale is None else None
         if same is None:
             gone_facts = self._facts_gone(conn)
             gone_documents = self._documents_gone(conn, names)
@@ -1190,13 +1191,11 @@ class _KeyState:
             return KEYS_OTHER_POSITION
         return None
 
-    def unchanged(self, position: int) -> tuple[set[str], set[str]] | None:
-        """The node and fact IDs whose records the kept keys say are stored as wanted, or
-        None when the kept keys do not describe this database at ``position``."""
-        kept = self.kept
-        if kept is None or self.stale(position) is not None:
-            return None
-        held_documents, held_facts = kept.documents, kept.facts
+    def unchanged(self) -> tuple[set[str], set[str]]:
+        """The node and fact IDs whose records the kept keys say are stored as wanted
+        (call only when ``stale`` found the kept keys current)."""
+        assert self.kept is not None
+        held_documents, held_facts = self.kept.documents, self.kept.facts
         documents = {
             node_id
             for node_id, held in self.documents.items()

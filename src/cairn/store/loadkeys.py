@@ -25,6 +25,7 @@ and a full load (``cairn load``, or without this file) rewrites it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import zlib
@@ -85,12 +86,19 @@ def _digest(data: bytes) -> bytes:
 def header_key(parts: Mapping[str, Any]) -> str:
     """The header digest: ``parts`` (versions, graph, space, collections) and the code
     of the store modules that decide what a load writes."""
+    plain = orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)
+    return _digest(plain + _code_digest()).hex()
+
+
+@functools.cache
+def _code_digest() -> bytes:
+    """The digest of the store modules' source (read once per process: it cannot
+    change under a running process)."""
     package = Path(__file__).resolve().parent
     code = hashlib.blake2b(digest_size=KEY_BYTES)
     for name in _MODULES:
         code.update(name.encode() + b"\x00" + (package / f"{name}.py").read_bytes())
-    plain = orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)
-    return _digest(plain + code.digest()).hex()
+    return code.digest()
 
 
 def _identity_parts(identity: EndpointIdentity) -> list[str]:

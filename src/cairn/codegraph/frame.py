@@ -10,6 +10,7 @@ Python), and what ``value.attr`` is (``getattr``).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -72,20 +73,20 @@ def distinct(values: Iterable[_T]) -> tuple[_T, ...]:
     return tuple(dict.fromkeys(values))
 
 
-class ResolverFrame:
+class ResolverFrame(ABC):
     """The resolution frame both resolvers build on (see the module docstring)."""
 
     def __init__(self) -> None:
         self._mro_cache: dict[str, ClassOrder] = {}
 
     # ----------------------------------------------------------------- hooks
+    @abstractmethod
     def bases_of(self, cls: VSymbol) -> list[VSymbol | VExternal]:
         """The resolved direct bases of an in-repository class, in declaration order."""
-        raise NotImplementedError
 
+    @abstractmethod
     def getattr(self, value: Any, attr: str, depth: int) -> tuple[Any, ...]:
         """The values of ``value.attr``; empty when it cannot be resolved exactly."""
-        raise NotImplementedError
 
     def linearise(
         self,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cairn.codegraph.flow import owner_scope, store_item
 from cairn.codegraph.limits import MAX_DOCSTRING_CHARS, MAX_SIGNATURE_CHARS
 from cairn.codegraph.records import (
     RETURN_NAME,
@@ -61,7 +62,7 @@ URLCONF_SETTING = "ROOT_URLCONF"
 TYPE_CHECKING = "TYPE_CHECKING"
 OPAQUE: Binding = ("opaque",)
 CONST: Binding = ("const",)
-TRACKED_ARGS = frozenset({"ref", "ctor"})
+TRACKED_ARGS = frozenset({"ref", "ctor", "partial"})
 """Argument bindings worth recording on a call site (they may carry callables)."""
 CALLBACK_BUILTINS = {
     "map": (None, ()),
@@ -130,9 +131,28 @@ class _ScopeBuilder:
     owner_class: str | None
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
     globals: set[str] = field(default_factory=set)
+    nonlocals: set[str] = field(default_factory=set)
+    reaching: dict[str, list[Binding]] = field(default_factory=dict)
+    """Per name, the bindings that reach the statement being read (``cairn.codegraph.flow``)."""
+    mentions: set[str] = field(default_factory=set)
+    """Names read in this (nested) scope: a free one may be changed from here."""
+    blocks: int = 0
+    """How many branches, loops or ``try`` statements of this scope enclose the statement."""
+    loops: int = 0
+    """How many loops (comprehensions included) of this scope enclose the statement."""
 
     def bind(self, name: str, binding: Binding) -> None:
         found = self.bindings.setdefault(name, [])
+        if binding not in found:
+            found.append(binding)
+
+    def reach(self, name: str, binding: Binding, kill: bool) -> None:
+        """Record a binding in straight-line order: an unconditional one replaces the
+        bindings that reached this point, a conditional one adds to them."""
+        if kill and not self.blocks:
+            self.reaching[name] = [binding]
+            return
+        found = self.reaching.setdefault(name, [])
         if binding not in found:
             found.append(binding)
 
@@ -214,6 +234,12 @@ class _Extractor(ast.NodeVisitor):
         self.patterns: list[PatternSite] = []
         self.constants: list[tuple[str, str]] = []
         self.type_only = 0
+        self.deferred = 0
+        """How many lambdas enclose the expression: their calls run later."""
+        self.stores: list[tuple[str, str, Binding]] = []
+        """``name[k] = v`` on a name the storing scope does not bind: (scope, name, item)."""
+        self.snapshots: list[tuple[list[Any], int, str, str, tuple[Binding, ...]]] = []
+        """Uses that reaching bindings may narrow: (sites, index, scope, name, bindings)."""
 
     # ------------------------------------------------------------- dispatch
     # ``ast.NodeVisitor`` builds each node's method name and looks it up, and walks the
@@ -265,11 +291,35 @@ class _Extractor(ast.NodeVisitor):
         prefix = self.scope.qualname
         return f"{prefix}.{name}" if prefix else name
 
-    def _bind(self, name: str, binding: Binding) -> None:
+    def _bind(self, name: str, binding: Binding, kill: bool = True) -> None:
         scope = self.scope
         if name in scope.globals:
-            scope = self.scopes[""]
+            scope.mentions.add(name)  # rebinds the module's name from here
+            self.scopes[""].bind(name, binding)
+            return
         scope.bind(name, binding)
+        scope.reach(name, binding, kill)
+
+    def _store(self, name: str, item: Binding) -> None:
+        """``name[key] = value``: an item binding of the scope that binds ``name``."""
+        scope = self.scope
+        if name in scope.bindings and name not in scope.globals:
+            scope.bind(name, item)
+            store_item(scope.reaching, name, item, not scope.blocks, ANY_ITEM)
+        else:
+            self.stores.append((scope.qualname, name, item))
+
+    def _site(self, sites: list[Any], site: CallSite | DecoratorSite) -> None:
+        """Append a call or decorator site, noting the bindings of its name that reach it."""
+        sites.append(site)
+        ref = site.ref
+        if ref is None or ref.kind != "name" or self.deferred:
+            return
+        scope = self.scope
+        reaching = scope.reaching.get(ref.head)
+        if reaching is None or scope.loops or ref.head in scope.globals:
+            return
+        self.snapshots.append((sites, len(sites) - 1, scope.qualname, ref.head, tuple(reaching)))
 
     def _symbol(
         self,
@@ -408,9 +458,12 @@ class _Extractor(ast.NodeVisitor):
         for rest in (args.vararg, args.kwarg):
             if rest is not None:
                 scope.bind(rest.arg, OPAQUE)
+        scope.reaching = {name: list(found) for name, found in scope.bindings.items()}
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
+        self.deferred += 1
         self.visit(node.body)
+        self.deferred -= 1
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         qualname = self._qualname(node.name)
@@ -474,7 +527,7 @@ class _Extractor(ast.NodeVisitor):
             ref = self.ref(func)
             rng = self.pos.range_of(deco)
             if ref is not None:
-                self.decorators.append(DecoratorSite(target, ref, ref.dotted(), rng))
+                self._site(self.decorators, DecoratorSite(target, ref, ref.dotted(), rng))
             if call is not None:
                 self.visit(call)
                 if isinstance(func, ast.Attribute) and func.attr in ROUTE_DECORATORS:
@@ -482,7 +535,7 @@ class _Extractor(ast.NodeVisitor):
             applied = self.ref(deco)
             if applied is not None:
                 site = CallSite(self.scope.qualname, applied, rng, implicit=True, site="decorator")
-                self.calls.append(site)
+                self._site(self.calls, site)
 
     def _route_decorator(
         self, target: str, call: ast.Call, func: ast.Attribute, rng: Range
@@ -502,6 +555,7 @@ class _Extractor(ast.NodeVisitor):
 
     def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
         self.scope.globals.difference_update(node.names)
+        self.scope.nonlocals.update(node.names)
 
     def visit_Import(self, node: ast.Import) -> None:
         phase = "type" if self.type_only else "runtime"
@@ -536,6 +590,8 @@ class _Extractor(ast.NodeVisitor):
             isinstance(test, ast.Attribute) and test.attr == TYPE_CHECKING
         )
         self.visit(test)
+        scope = self.scope
+        scope.blocks += 1
         if guarded:
             self.type_only += 1
         for stmt in node.body:
@@ -544,6 +600,39 @@ class _Extractor(ast.NodeVisitor):
             self.type_only -= 1
         for stmt in node.orelse:
             self.visit(stmt)
+        scope.blocks -= 1
+
+    def _block(self, node: ast.AST, loop: bool = False) -> None:
+        """Visit a statement whose parts may run zero or several times."""
+        scope = self.scope
+        scope.blocks += 1
+        scope.loops += loop
+        self.generic_visit(node)
+        scope.blocks -= 1
+        scope.loops -= loop
+
+    def visit_Try(self, node: ast.Try) -> None:
+        self._block(node)
+
+    def visit_TryStar(self, node: ast.TryStar) -> None:
+        self._block(node)
+
+    def visit_Match(self, node: ast.Match) -> None:
+        self._block(node)
+
+    def visit_While(self, node: ast.While) -> None:
+        self._block(node, loop=True)
+
+    def visit_AsyncFor(self, node: ast.AsyncFor) -> None:
+        self._block(node, loop=True)
+
+    def _comprehension(self, node: ast.AST) -> None:
+        self._block(node, loop=True)
+
+    visit_ListComp = _comprehension
+    visit_SetComp = _comprehension
+    visit_DictComp = _comprehension
+    visit_GeneratorExp = _comprehension
 
     def _value(self, value: ast.expr | None) -> Binding:
         """The binding of an expression's value: alias, call result, literal or opaque."""
@@ -551,6 +640,13 @@ class _Extractor(ast.NodeVisitor):
             ref = self.ref(value.func)
             if ref is None:
                 return OPAQUE
+            if (
+                value.args
+                and _call_name(value) == PARTIAL
+                and isinstance(value.args[0], ast.Name | ast.Attribute)
+                and (wrapped := self.ref(value.args[0])) is not None
+            ):
+                return ("partial", ref, wrapped)
             kwargs = tuple(
                 sorted(
                     (kw.arg, text)
@@ -636,11 +732,11 @@ class _Extractor(ast.NodeVisitor):
         if isinstance(target, ast.Subscript):
             item: Binding = self._value(value)
             node: ast.expr = target
-            while isinstance(node, ast.Subscript) and (key := subscript_key(node.slice)):
-                item = ("items", ((key, item),))
+            while isinstance(node, ast.Subscript):
+                item = ("items", ((subscript_key(node.slice) or ANY_ITEM, item),))
                 node = node.value
-            if isinstance(node, ast.Name) and node.id in self.scope.bindings:
-                self.scope.bind(node.id, item)
+            if isinstance(node, ast.Name):
+                self._store(node.id, item)
             return
         if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
             return
@@ -686,8 +782,8 @@ class _Extractor(ast.NodeVisitor):
                 for binding in typed:
                     scope.bind(SELF_PREFIX + target.id, binding)
             if scope.kind != "class" or node.value is not None:
-                for binding in typed:
-                    self._bind(target.id, binding)
+                for binding in typed:  # the same statement: adds to its value's binding
+                    self._bind(target.id, binding, kill=node.value is None)
         elif (
             isinstance(target, ast.Attribute)
             and isinstance(target.value, ast.Name)
@@ -712,7 +808,10 @@ class _Extractor(ast.NodeVisitor):
             self.visit(target)
 
     def visit_Name(self, node: ast.Name) -> None:
-        if isinstance(node.ctx, ast.Store | ast.Del):
+        if isinstance(node.ctx, ast.Load):
+            if self.scope.kind != "module":
+                self.scope.mentions.add(node.id)
+        else:
             self._bind(node.id, ("opaque",))
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
@@ -736,7 +835,7 @@ class _Extractor(ast.NodeVisitor):
         if isinstance(node.exc, ast.Name | ast.Attribute):
             ref = self.ref(node.exc)
             rng = self.pos.range_of(node.exc)
-            self.calls.append(CallSite(self.scope.qualname, ref, rng, implicit=True))
+            self._site(self.calls, CallSite(self.scope.qualname, ref, rng, implicit=True))
         self.generic_visit(node)
 
     def visit_For(self, node: ast.For) -> None:
@@ -746,15 +845,22 @@ class _Extractor(ast.NodeVisitor):
             func = ast.Attribute(base, attr, ast.Load())
             ref = self.ref(func)
             if ref is not None:
-                self.calls.append(CallSite(self.scope.qualname, ref, rng, implicit=True))
+                self._site(self.calls, CallSite(self.scope.qualname, ref, rng, implicit=True))
             base = ast.Call(func, [], [])
         self.visit(node.iter)
+        scope = self.scope
+        scope.blocks += 1  # the target is bound, and the body runs, zero or more times
         if isinstance(node.target, ast.Name):
             self._bind(node.target.id, ("iter", self._value(node.iter)))
         else:
             self.visit(node.target)
-        for stmt in (*node.body, *node.orelse):
+        scope.loops += 1
+        for stmt in node.body:
             self.visit(stmt)
+        scope.loops -= 1
+        for stmt in node.orelse:
+            self.visit(stmt)
+        scope.blocks -= 1
 
     def _visit_with(self, node: ast.With | ast.AsyncWith, protocol: tuple[str, str]) -> None:
         """``with E as x``: implicit calls of ``E``'s enter and exit methods, and ``x``
@@ -766,7 +872,7 @@ class _Extractor(ast.NodeVisitor):
             for attr in protocol:
                 ref = self.ref(ast.Attribute(expr, attr, ast.Load()))
                 if ref is not None:
-                    self.calls.append(CallSite(self.scope.qualname, ref, rng, implicit=True))
+                    self._site(self.calls, CallSite(self.scope.qualname, ref, rng, implicit=True))
             self.visit(expr)
             target = item.optional_vars
             if isinstance(target, ast.Name):
@@ -805,18 +911,37 @@ class _Extractor(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         ref = self.ref(node.func)
         args, keywords = self._call_args(node) if ref is not None else ((), ())
-        self.calls.append(
-            CallSite(
-                self.scope.qualname, ref, self.pos.range_of(node), args=args, keywords=keywords
-            )
+        site = CallSite(
+            self.scope.qualname, ref, self.pos.range_of(node), args=args, keywords=keywords
         )
+        self._site(self.calls, site)
         if isinstance(node.func, ast.Attribute):
             self._special_call(node, node.func)
+            if node.func.attr == UPDATE_METHOD and isinstance(node.func.value, ast.Name):
+                self._update(node.func.value.id, node)
         elif isinstance(node.func, ast.Name) and node.func.id == "__import__":
             self._dynamic_import(node)
         elif isinstance(node.func, ast.Name) and node.func.id in CALLBACK_BUILTINS:
             self._callbacks(node, node.func)
         self.generic_visit(node)
+
+    def _update(self, name: str, node: ast.Call) -> None:
+        """``d.update({"k": v})`` or ``d.update(k=v)``: a store of each item, in order."""
+        pairs: list[tuple[str, ast.expr]] = []
+        if node.args:
+            source = node.args[0]
+            if len(node.args) > 1 or not isinstance(source, ast.Dict):
+                return
+            for key_node, value in zip(source.keys, source.values, strict=True):
+                if key_node is None:
+                    return  # ``**other``: its keys are unknown
+                pairs.append((subscript_key(key_node) or ANY_ITEM, value))
+        for kw in node.keywords:
+            if kw.arg is None:
+                return
+            pairs.append((f"[{kw.arg!r}]", kw.value))
+        for key, item in pairs:
+            self._store(name, ("items", ((key, self._value(item)),)))
 
     def _callbacks(self, node: ast.Call, func: ast.Name) -> None:
         """``map(f, xs)``, ``sorted(xs, key=f)``: the builtin calls ``f`` for the caller
@@ -833,7 +958,7 @@ class _Extractor(ast.NodeVisitor):
             if isinstance(arg, ast.Name | ast.Attribute) and (ref := self.ref(arg)) is not None:
                 rng = self.pos.range_of(arg)
                 site = CallSite(self.scope.qualname, ref, rng, implicit=True, site="callback")
-                self.calls.append(replace(site, via=via))
+                self._site(self.calls, replace(site, via=via))
 
     # -------------------------------------------------------- special calls
     def _special_call(self, node: ast.Call, func: ast.Attribute) -> None:
@@ -913,7 +1038,41 @@ class _Extractor(ast.NodeVisitor):
                 self.patterns.append(PatternSite(func, full, is_regex, view_ref, None, None, rng))
 
     # -------------------------------------------------------------- output
+    def _finish_flow(self) -> None:
+        """Give each item store to the scope that binds its name, then narrow each use
+        its reaching bindings may narrow soundly (``cairn.codegraph.flow``)."""
+        scopes = self.scopes
+        bindings = {q: scope.bindings for q, scope in scopes.items()}
+        kinds = {q: scope.kind for q, scope in scopes.items()}
+        parents = {q: scope.parent for q, scope in scopes.items()}
+        for qualname, name, item in self.stores:
+            owner = owner_scope(name, parents[qualname], bindings, kinds, parents)
+            if owner is not None:
+                scopes[owner].bind(name, item)
+        if not self.snapshots:
+            return
+        changed: dict[str, set[str]] = {}  # per scope, names a nested scope may change
+        for qualname, scope in scopes.items():
+            if scope.kind == "module":
+                continue
+            for name in scope.mentions | scope.nonlocals:
+                local = name in scope.bindings and name not in scope.nonlocals
+                if local and name not in scope.globals:
+                    continue
+                start = "" if name in scope.globals else parents[qualname]
+                owner = owner_scope(name, start, bindings, kinds, parents)
+                if owner is not None:
+                    changed.setdefault(owner, set()).add(name)
+        for sites, index, qualname, name, reaching in self.snapshots:
+            if name in changed.get(qualname, ()):
+                continue
+            if set(reaching) == set(bindings[qualname][name]):
+                continue
+            site = sites[index]
+            sites[index] = replace(site, ref=replace(site.ref, reaching=reaching))
+
     def result(self) -> FileExtract:
+        self._finish_flow()
         symbols = tuple(
             Symbol(
                 s.qualname,
@@ -950,6 +1109,12 @@ def _unsubscripted(node: ast.expr) -> ast.expr:
         node = node.value
     return node
 
+
+PARTIAL = "partial"
+"""``functools.partial(f, ...)``: calling the result calls ``f`` (checked when resolved)."""
+
+UPDATE_METHOD = "update"
+"""``d.update(...)``: a dict's items stored by one call."""
 
 ANY_ITEM = "[*]"
 """The pseudo-attribute of a subscript whose key is not a constant: any value of a dict

@@ -52,6 +52,9 @@ class Ref:
     scope: str
     attrs: tuple[str, ...] = ()
     inner: Ref | None = None
+    reaching: tuple[Binding, ...] | None = None
+    """The bindings of ``head`` that reach this use in straight-line code, when they are
+    fewer than all of its scope's bindings (Python: ``a = f; a = g; a()`` calls ``g``)."""
 
     def dotted(self) -> str:
         """Readable dotted text (``super().m``, ``Foo().bar``, ``a.b``)."""
@@ -67,7 +70,8 @@ class Ref:
 Binding: TypeAlias = tuple[object, ...]
 """A name binding in one scope, tagged by its first element:
 
-``("def", qualname)``, ``("var", qualname)``, ``("ctor", Ref, kwargs)``,
+``("def", qualname)``, ``("var", qualname)``, ``("ctor", Ref, kwargs)``, ``("partial", Ref,
+wrapped)`` (``partial(f, ...)``: ``f`` when ``Ref`` is ``functools.partial``),
 ``("import", module, level, name_or_None)``, ``("self", class)``, ``("cls", class)``,
 ``("ref", Ref)`` (an alias of a name or attribute chain), ``("param", function, index,
 name, default_or_None)`` (a parameter: values flow in from call sites), ``("const",)``

@@ -63,7 +63,8 @@ DEFAULT_METHOD_ATTRS = frozenset({"route", "api_route", "add_url_rule", "add_api
 DJANGO_PATH_FUNCS = frozenset({"path", "re_path", "url"})
 MAX_FLOW_ROUNDS = 2
 """Rounds of argument-to-parameter propagation (each resolves the call sites with arguments)."""
-FLOW_TAGS = frozenset({"ref", "ctor"})
+FUNCTOOLS_PARTIAL = "functools.partial"
+FLOW_TAGS = frozenset({"ref", "ctor", "partial"})
 CONSTRUCTOR = "__init__"
 SELF_NAME = "self"
 """The receiver whose method calls may dispatch to a subclass's override."""
@@ -281,7 +282,7 @@ class PythonResolver(ResolverFrame):
         self.tops = {name.split(".", 1)[0] for name in names.values()}
         self.call_stats: dict[str, Counter[str]] = {p: Counter() for p in self.by_path}
         self._namespace_cache: dict[tuple[str, str], tuple[Value, ...] | _Builtin] = {}
-        self._in_progress: set[tuple[str, str]] = set()
+        self._in_progress: set[tuple[object, ...]] = set()
         self._subclasses: dict[str, list[VSymbol]] | None = None
         self._overrides_cache: dict[tuple[str, str], list[str]] = {}
         self._instance_cache: dict[tuple[str, str], tuple[Value, ...]] = {}
@@ -369,6 +370,18 @@ class PythonResolver(ResolverFrame):
         self._in_progress.add(key)
         try:
             return self._bindings(module, scope, name, bindings, depth + 1)
+        finally:
+            self._in_progress.discard(key)
+
+    def _reaching(self, module: _Module, ref: Ref, depth: int) -> tuple[Value, ...]:
+        """The values of a name from the bindings that reach its use (``ref.reaching``)."""
+        assert ref.reaching is not None
+        key = (f"{module.path}#{ref.scope}", ref.head, ref.reaching)
+        if key in self._in_progress or depth > MAX_RESOLUTION_DEPTH:
+            return ()
+        self._in_progress.add(key)
+        try:
+            return self._bindings(module, ref.scope, ref.head, ref.reaching, depth)
         finally:
             self._in_progress.discard(key)
 
@@ -509,6 +522,8 @@ class PythonResolver(ResolverFrame):
             if made:
                 return made
             return self._module_variable(module, scope, name)
+        if tag == "partial":
+            return self._partial(module, scope, name, binding, depth)
         if tag == "import":
             target, level, imported = str(binding[1]), int(str(binding[2])), binding[3]
             absolute = self._absolute(module, target, level)
@@ -522,6 +537,22 @@ class PythonResolver(ResolverFrame):
                 return None
             return self.getattr(base, str(imported), depth + 1) or None
         return None
+
+    def _partial(
+        self, module: _Module, scope: str, name: str, binding: Binding, depth: int
+    ) -> tuple[Value, ...] | None:
+        """``p = partial(f, ...)``: ``f``'s values when ``partial`` is ``functools.partial``
+        (calling ``p`` calls ``f``); otherwise what the call returns, as for any call."""
+        made, wrapped = binding[1], binding[2]
+        assert isinstance(made, Ref) and isinstance(wrapped, Ref)
+        callee = self.resolve(module, made, depth + 1)
+        if not isinstance(callee, _Builtin) and any(
+            isinstance(v, VExternal) and v.dotted == FUNCTOOLS_PARTIAL for v, _ in callee
+        ):
+            found = self.resolve(module, wrapped, depth + 1)
+            values = () if isinstance(found, _Builtin) else tuple(v for v, _ in found)
+            return values or self._module_variable(module, scope, name)
+        return self._binding(module, scope, name, ("ctor", made, ()), depth)
 
     def _module_variable(self, module: _Module, scope: str, name: str) -> tuple[Value, ...] | None:
         """Fallback for a module-level name whose value is not resolved: its variable node."""
@@ -782,7 +813,7 @@ class PythonResolver(ResolverFrame):
             if sliced is not None:
                 return _sliced(value, sliced)
             module = self.by_path[value.path]
-            items = [binding for key, binding in value.items if key == attr]
+            items = [binding for key, binding in value.items if key in (attr, ANY_ITEM)]
             return self._may_values(module, "", items, depth + 1)
         if isinstance(value, VInstance):
             if value.cls is None:
@@ -927,6 +958,9 @@ class PythonResolver(ResolverFrame):
                     made.extend(self.returns(value, depth + 1))
             current = distinct(made)
             dispatch = "method" if attrs else "direct"
+        elif ref.reaching is not None:
+            current = self._reaching(module, ref, depth + 1)
+            dispatch = "direct"
         else:
             head = self.lookup(module, ref.scope, ref.head, depth + 1)
             if isinstance(head, _Builtin):

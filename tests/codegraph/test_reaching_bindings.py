@@ -1,0 +1,165 @@
+"""Straight-line reaching bindings (``cairn.codegraph.flow``): a use sees the values its
+name holds at that statement, as Python runs it; anything less certain keeps the union."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.codegraph.test_codegraph_calls_accuracy import call_pairs
+
+DEFS = """
+def f(): pass
+def g(): pass
+"""
+F = "function:m.py#f"
+G = "function:m.py#g"
+FILE = "file:m.py"
+
+
+def _targets(tmp_path: Path, body: str, caller: str = FILE) -> set[str]:
+    """The callees of ``caller`` among ``f`` and ``g`` after indexing ``DEFS + body``."""
+    pairs = call_pairs(tmp_path, {"m.py": DEFS + body})
+    return {target for source, target in pairs if source == caller and target in (F, G)}
+
+
+def test_a_later_assignment_replaces_an_earlier_one(tmp_path: Path) -> None:
+    body = """
+a = f
+a()
+a = g
+"""
+    assert _targets(tmp_path, body) == {F}  # the union of a's bindings would add g
+
+
+def test_in_a_function_the_last_assignment_reaches(tmp_path: Path) -> None:
+    body = """
+def run(cb=f):
+    cb = g
+    cb()
+"""
+    assert _targets(tmp_path, body, "function:m.py#run") == {G}
+
+
+def test_a_branch_adds_to_what_reaches(tmp_path: Path) -> None:
+    body = """
+import os
+a = f
+if os.environ:
+    a = g
+a()
+"""
+    assert _targets(tmp_path, body) == {F, G}
+
+
+def test_a_use_inside_a_loop_sees_every_binding(tmp_path: Path) -> None:
+    body = """
+a = f
+for _ in range(2):
+    a()
+    a = g
+"""
+    assert _targets(tmp_path, body) == {F, G}
+
+
+def test_a_name_a_nested_scope_rebinds_keeps_every_binding(tmp_path: Path) -> None:
+    body = """
+a = f
+def swap():
+    global a
+    a = g
+swap()
+a()
+"""
+    assert _targets(tmp_path, body) == {F, G}
+
+
+def test_a_lambda_runs_later_and_sees_every_binding(tmp_path: Path) -> None:
+    body = """
+a = f
+later = lambda: a()
+a = g
+"""
+    assert _targets(tmp_path, body) == {F, G}
+
+
+def test_an_item_store_replaces_the_item_at_its_key(tmp_path: Path) -> None:
+    body = """
+d = {"k": f, "other": {"n": f}}
+d["k"] = g
+d["k"]()
+d["other"]["n"] = g
+d["other"]["n"]()
+"""
+    assert _targets(tmp_path, body) == {G}
+
+
+def test_dict_update_stores_its_items(tmp_path: Path) -> None:
+    body = """
+d = {"k": f, "j": f}
+d.update({"k": g})
+d.update(j=g)
+d["k"]()
+d["j"]()
+"""
+    assert _targets(tmp_path, body) == {G}
+
+
+def test_a_conditional_item_store_adds(tmp_path: Path) -> None:
+    body = """
+import os
+d = {"k": f}
+if os.environ:
+    d["k"] = g
+d["k"]()
+"""
+    assert _targets(tmp_path, body) == {F, G}
+
+
+def test_a_store_at_an_unknown_key_may_be_read_at_any_key(tmp_path: Path) -> None:
+    body = """
+def put(key="k"):
+    d[key] = g
+d = {}
+put()
+d["k"]()
+"""
+    assert _targets(tmp_path, body) == {G}
+
+
+def test_the_decorator_a_name_holds_at_the_definition(tmp_path: Path) -> None:
+    source = """
+def dec1(fn): return fn
+def dec2(fn): return fn
+a = dec1
+a = dec2
+@a
+def h(): pass
+"""
+    pairs = call_pairs(tmp_path, {"m.py": source})
+    assert (FILE, "function:m.py#dec2") in pairs
+    assert (FILE, "function:m.py#dec1") not in pairs
+
+
+def test_functools_partial_calls_the_wrapped_function(tmp_path: Path) -> None:
+    body = """
+from functools import partial
+p = partial(f, 1)
+p()
+g = partial(g, 2)
+g()
+"""
+    assert _targets(tmp_path, body) == {F, G}
+
+
+def test_a_partial_that_is_not_functools_is_an_ordinary_call(tmp_path: Path) -> None:
+    body = """
+class Box:
+    def run(self): pass
+def partial(fn):
+    return Box()
+p = partial(f)
+p.run()
+"""
+    pairs = call_pairs(tmp_path, {"m.py": DEFS + body})
+    assert (FILE, "method:m.py#Box.run") in pairs
+    assert (FILE, F) not in pairs

@@ -1,5 +1,6 @@
-"""Straight-line reaching bindings (``cairn.codegraph.flow``): a use sees the values its
-name holds at that statement, as Python runs it; anything less certain keeps the union."""
+"""Python value-flow rules: straight-line reaching bindings (``cairn.codegraph.flow``), a use
+seeing what its name holds at that statement, and the calls made through bound methods,
+``functools.partial``, ``map`` results and literals run by ``eval``/``exec``."""
 
 from __future__ import annotations
 
@@ -163,3 +164,50 @@ p.run()
     pairs = call_pairs(tmp_path, {"m.py": DEFS + body})
     assert (FILE, "method:m.py#Box.run") in pairs
     assert (FILE, F) not in pairs
+
+
+def test_a_bound_method_passed_on_takes_its_arguments_after_self(tmp_path: Path) -> None:
+    body = """
+class Box:
+    def last(self):
+        pass
+    def middle(self, then):
+        then()
+    def first(self, fn, arg):
+        fn(arg)
+box = Box()
+box.first(box.middle, box.last)
+"""
+    pairs = call_pairs(tmp_path, {"m.py": DEFS + body})
+    assert ("method:m.py#Box.first", "method:m.py#Box.middle") in pairs
+    # ``fn(arg)`` passes ``arg`` to ``then``: ``self`` is the bound box.
+    assert ("method:m.py#Box.middle", "method:m.py#Box.last") in pairs
+
+
+def test_iterating_a_map_gives_what_its_function_returns(tmp_path: Path) -> None:
+    body = """
+def pick(x):
+    return g
+for chosen in map(pick, [1, 2]):
+    chosen()
+"""
+    assert _targets(tmp_path, body) == {G}
+
+
+def test_a_literal_run_by_eval_or_exec_calls_from_here(tmp_path: Path) -> None:
+    body = """
+def run():
+    eval("f()")
+    exec("x = g()")
+    eval("f(")  # not code: nothing is called
+"""
+    assert _targets(tmp_path, body, "function:m.py#run") == {F, G}
+
+
+def test_eval_that_is_not_the_builtin_runs_nothing(tmp_path: Path) -> None:
+    body = """
+def eval(text):
+    return text
+eval("f()")
+"""
+    assert _targets(tmp_path, body) == set()

@@ -45,6 +45,8 @@ class VSymbol:
     path: str
     qualname: str
     canonical: str
+    bound: bool = False
+    """A method read from an instance (``obj.m``): calling it passes ``obj`` first."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ __all__ = [
     "MANIFEST_FILENAME",
     "MANIFEST_SCHEMA",
     "MAX_DOCSTRING_CHARS",
+    "MAX_EVAL_SOURCE_CHARS",
     "MAX_FILE_BYTES",
     "MAX_RESOLUTION_DEPTH",
     "MAX_SIGNATURE_CHARS",
@@ -40,6 +41,9 @@ MAX_DOCSTRING_CHARS = 500
 
 MAX_SIGNATURE_CHARS = 300
 """Signatures stored on nodes are cut to this many characters."""
+
+MAX_EVAL_SOURCE_CHARS = 4096
+"""A literal string passed to ``eval``/``exec`` longer than this is not read for calls."""
 
 MAX_RESOLUTION_DEPTH = 32
 """How many re-export / alias hops name resolution follows before giving up."""

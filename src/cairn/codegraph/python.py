@@ -15,7 +15,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cairn.codegraph.flow import owner_scope, store_item
-from cairn.codegraph.limits import MAX_DOCSTRING_CHARS, MAX_SIGNATURE_CHARS
+from cairn.codegraph.limits import (
+    MAX_DOCSTRING_CHARS,
+    MAX_EVAL_SOURCE_CHARS,
+    MAX_SIGNATURE_CHARS,
+)
 from cairn.codegraph.records import (
     RETURN_NAME,
     SELF_PREFIX,
@@ -73,6 +77,8 @@ CALLBACK_BUILTINS = {
 }
 """Builtins that call a function argument: which positional argument (``None``: every
 one, ``-1``: none) and which keywords hold it."""
+EVAL_BUILTINS = {"eval": "eval", "exec": "exec"}
+"""Builtins that run a string as code, with the ``ast.parse`` mode of that code."""
 ITER_PROTOCOL = ("__iter__", "__next__")
 UNION_TYPES = frozenset({"Optional", "Union"})
 """Annotation forms whose arguments are each a possible type of the value."""
@@ -647,6 +653,14 @@ class _Extractor(ast.NodeVisitor):
                 and (wrapped := self.ref(value.args[0])) is not None
             ):
                 return ("partial", ref, wrapped)
+            if isinstance(value.func, ast.Name) and value.func.id == MAP:
+                functions = tuple(
+                    fn
+                    for arg in value.args
+                    if isinstance(arg, ast.Name | ast.Attribute) and (fn := self.ref(arg))
+                )
+                if functions:
+                    return ("map", ref, functions)
             kwargs = tuple(
                 sorted(
                     (kw.arg, text)
@@ -923,6 +937,8 @@ class _Extractor(ast.NodeVisitor):
             self._dynamic_import(node)
         elif isinstance(node.func, ast.Name) and node.func.id in CALLBACK_BUILTINS:
             self._callbacks(node, node.func)
+        elif isinstance(node.func, ast.Name) and node.func.id in EVAL_BUILTINS:
+            self._evaluated(node, node.func)
         self.generic_visit(node)
 
     def _update(self, name: str, node: ast.Call) -> None:
@@ -942,6 +958,23 @@ class _Extractor(ast.NodeVisitor):
             pairs.append((f"[{kw.arg!r}]", kw.value))
         for key, item in pairs:
             self._store(name, ("items", ((key, self._value(item)),)))
+
+    def _evaluated(self, node: ast.Call, func: ast.Name) -> None:
+        """``eval("f()")`` / ``exec("f()")`` with a literal: the calls in the text, made
+        from here (emitted only if ``func`` does resolve to that builtin)."""
+        source = node.args[0] if node.args else None
+        text = _const_str(source)
+        if source is None or text is None or len(text) > MAX_EVAL_SOURCE_CHARS:
+            return
+        try:
+            tree = ast.parse(text, mode=EVAL_BUILTINS[func.id])
+        except (SyntaxError, ValueError):
+            return  # not code Python would run: nothing is called
+        rng = self.pos.range_of(source)
+        via = self.ref(func)
+        for inner in ast.walk(tree):
+            if isinstance(inner, ast.Call) and (ref := self.ref(inner.func)) is not None:
+                self._site(self.calls, CallSite(self.scope.qualname, ref, rng, via=via))
 
     def _callbacks(self, node: ast.Call, func: ast.Name) -> None:
         """``map(f, xs)``, ``sorted(xs, key=f)``: the builtin calls ``f`` for the caller
@@ -1112,6 +1145,9 @@ def _unsubscripted(node: ast.expr) -> ast.expr:
 
 PARTIAL = "partial"
 """``functools.partial(f, ...)``: calling the result calls ``f`` (checked when resolved)."""
+
+MAP = "map"
+"""``map(f, xs)``: iterating the result gives what ``f`` returns (when ``map`` is the builtin)."""
 
 UPDATE_METHOD = "update"
 """``d.update(...)``: a dict's items stored by one call."""

@@ -71,7 +71,8 @@ Binding: TypeAlias = tuple[object, ...]
 """A name binding in one scope, tagged by its first element:
 
 ``("def", qualname)``, ``("var", qualname)``, ``("ctor", Ref, kwargs)``, ``("partial", Ref,
-wrapped)`` (``partial(f, ...)``: ``f`` when ``Ref`` is ``functools.partial``),
+wrapped)`` (``partial(f, ...)``: ``f`` when ``Ref`` is ``functools.partial``), ``("map", Ref,
+functions)`` (``map(f, xs)``: what ``f`` returns, when ``Ref`` is the builtin),
 ``("import", module, level, name_or_None)``, ``("self", class)``, ``("cls", class)``,
 ``("ref", Ref)`` (an alias of a name or attribute chain), ``("param", function, index,
 name, default_or_None)`` (a parameter: values flow in from call sites), ``("const",)``
@@ -156,7 +157,8 @@ class CallSite:
     site: str = "call"
     via: Ref | None = None
     """For a ``callback`` site: the function it was passed to, which must resolve to one
-    of the builtins that call their function arguments (``map``, ``sorted``'s ``key``)."""
+    of the builtins that call their function arguments (``map``, ``sorted``'s ``key``);
+    for a call written in a literal run by ``eval``/``exec``, that builtin."""
 
 
 @dataclass(frozen=True, slots=True)

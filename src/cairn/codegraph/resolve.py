@@ -16,7 +16,7 @@ import builtins
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from cairn.codegraph.emit import GraphEmitter, file_id, partial_marks, symbol_id
@@ -108,6 +108,13 @@ def _sliced(container: VContainer, bounds: re.Match[str]) -> tuple[Value, ...]:
     lower, upper = (int(text) if text else None for text in bounds.groups())
     kept = [binding for _, binding in ordered][lower:upper]
     return (VContainer(container.path, tuple((f"[{i}]", b) for i, b in enumerate(kept))),)
+
+
+def _bound(value: Value) -> Value:
+    """``value`` read from an instance: a method becomes a bound method."""
+    if isinstance(value, VSymbol) and value.kind == "method" and not value.bound:
+        return replace(value, bound=True)
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -524,6 +531,8 @@ class PythonResolver(ResolverFrame):
             return self._module_variable(module, scope, name)
         if tag == "partial":
             return self._partial(module, scope, name, binding, depth)
+        if tag == "map":
+            return self._mapped(module, scope, name, binding, depth)
         if tag == "import":
             target, level, imported = str(binding[1]), int(str(binding[2])), binding[3]
             absolute = self._absolute(module, target, level)
@@ -553,6 +562,18 @@ class PythonResolver(ResolverFrame):
             values = () if isinstance(found, _Builtin) else tuple(v for v, _ in found)
             return values or self._module_variable(module, scope, name)
         return self._binding(module, scope, name, ("ctor", made, ()), depth)
+
+    def _mapped(
+        self, module: _Module, scope: str, name: str, binding: Binding, depth: int
+    ) -> tuple[Value, ...] | None:
+        """``m = map(f, xs)``: when ``map`` is the builtin, a sequence of what the functions
+        passed to it return (any item: its positions are unknown)."""
+        made, functions = binding[1], binding[2]
+        assert isinstance(made, Ref) and isinstance(functions, tuple)
+        if not self._calls_back(module, made):
+            return self._binding(module, scope, name, ("ctor", made, ()), depth)
+        items = tuple((ANY_ITEM, ("ctor", fn, ())) for fn in functions)
+        return (VContainer(module.path, items),)
 
     def _module_variable(self, module: _Module, scope: str, name: str) -> tuple[Value, ...] | None:
         """Fallback for a module-level name whose value is not resolved: its variable node."""
@@ -714,7 +735,7 @@ class PythonResolver(ResolverFrame):
             return fid, 0
         module = self.by_path[value.path]
         tags = {b[0] for bs in module.scopes.get(value.qualname, {}).values() for b in bs}
-        if "cls" in tags or ("self" in tags and dispatch == "method"):
+        if "cls" in tags or ("self" in tags and (dispatch == "method" or value.bound)):
             return fid, 1
         return fid, 0
 
@@ -818,7 +839,7 @@ class PythonResolver(ResolverFrame):
         if isinstance(value, VInstance):
             if value.cls is None:
                 return (VExternal(f"{value.external}.{attr}"),) if value.external else ()
-            return self._member(value.cls, attr, skip_self=False)
+            return tuple(map(_bound, self._member(value.cls, attr, skip_self=False)))
         if value.kind == "class":
             return self._member(value, attr, skip_self=False)
         return ()

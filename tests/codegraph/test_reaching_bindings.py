@@ -211,3 +211,40 @@ def eval(text):
 eval("f()")
 """
     assert _targets(tmp_path, body) == set()
+
+
+def test_a_subscript_by_a_constant_name_reads_that_key(tmp_path: Path) -> None:
+    files = {
+        "keys.py": "SECOND = 1\nNAME = 'g'\n",
+        "m.py": DEFS
+        + """
+from keys import SECOND, NAME
+FIRST = 0
+ls = [f, g]
+table = {"f": f, "g": g}
+def run():
+    ls[FIRST]()
+def run_imported():
+    ls[SECOND]()
+    table[NAME]()
+""",
+    }
+    pairs = call_pairs(tmp_path, files)
+    assert {t for s, t in pairs if s == "function:m.py#run"} == {F}
+    assert {t for s, t in pairs if s == "function:m.py#run_imported"} == {G}
+
+
+def test_a_subscript_by_a_name_that_is_no_one_constant_reads_any_key(tmp_path: Path) -> None:
+    body = """
+import os
+table = {"f": f, "g": g}
+ls = [f, g]
+KEY = "f"
+if os.environ:
+    KEY = "g"
+def run(key):
+    table[KEY]()
+    ls[key]()
+"""
+    # ``KEY`` may hold two keys: any value of the dict; a list by an unknown index: none.
+    assert _targets(tmp_path, body, "function:m.py#run") == {F, G}

@@ -355,7 +355,7 @@ class _Extractor(ast.NodeVisitor):
                 attrs.append(node.attr)
                 node = node.value
             elif isinstance(node, ast.Subscript):
-                attrs.append(subscript_key(node.slice) or ANY_ITEM)
+                attrs.append(subscript_key(node.slice) or _named_key(node.slice))
                 node = node.value
             else:
                 break
@@ -673,7 +673,7 @@ class _Extractor(ast.NodeVisitor):
             ref = self.ref(value)
             # An item by a constant key or slice is an alias; by an unknown key it would
             # make every later call through the name look direct: left opaque.
-            if ref is None or ANY_ITEM in ref.attrs:
+            if ref is None or any(attr.startswith(KEY_PREFIXES) for attr in ref.attrs):
                 return OPAQUE
             return ("ref", ref)
         if isinstance(value, ast.Constant | ast.JoinedStr | ast.Lambda):
@@ -766,10 +766,14 @@ class _Extractor(ast.NodeVisitor):
     def _bind_assigned(self, target: ast.Name, value: ast.expr | None, module: bool) -> None:
         name = target.id
         binding = self._value(value)
+        if isinstance(value, ast.Constant) and type(value.value) in (int, str):
+            binding = ("literal", subscript_key(value))  # the key it names as a subscript
         if module and not (name.startswith("__") and name.endswith("__")):
             self._symbol(name, "variable", name, target)
             if binding in (OPAQUE, CONST):
                 binding = ("var", name)
+            elif binding[0] == "literal":  # its node, and the key it names
+                binding = ("var", name, binding[1])
             if name == URLCONF_SETTING and (text := _const_str(value)) is not None:
                 self.constants.append((name, text))
         self._bind(name, binding)
@@ -1155,6 +1159,21 @@ UPDATE_METHOD = "update"
 ANY_ITEM = "[*]"
 """The pseudo-attribute of a subscript whose key is not a constant: any value of a dict
 (a ``dispatch: dynamic`` call), or an in-repository class itself (``Box[int]()``)."""
+
+
+NAMED_KEY = "[="
+"""Prefix of the pseudo-attribute of a subscript by a name (``[=KEY]`` for ``d[KEY]``):
+the resolver reads the constant the name holds, else it is ``ANY_ITEM``."""
+
+KEY_PREFIXES = (ANY_ITEM, NAMED_KEY)
+"""Pseudo-attributes whose key is not known where they are written."""
+
+
+def _named_key(node: ast.expr) -> str:
+    """The pseudo-attribute of a subscript by a key that is not a literal."""
+    if isinstance(node, ast.Name):
+        return f"{NAMED_KEY}{node.id}]"
+    return ANY_ITEM
 
 
 def subscript_key(node: ast.expr) -> str | None:

@@ -30,7 +30,7 @@ from cairn.codegraph.frame import (
     distinct,
 )
 from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
-from cairn.codegraph.python import ADAPTER_ID, ANY_ITEM, STRATEGY
+from cairn.codegraph.python import ADAPTER_ID, ANY_ITEM, NAMED_KEY, STRATEGY
 from cairn.codegraph.records import (
     RETURN_NAME,
     SELF_PREFIX,
@@ -477,7 +477,7 @@ class PythonResolver(ResolverFrame):
         if tag == "var":
             symbols = module.symbols.get(str(binding[1]), ())
             return tuple(self._vsymbol(module, s) for s in symbols if s.kind == "variable")
-        if tag == "const":
+        if tag in ("const", "literal"):
             return ()
         if tag == "items":
             items = binding[1]
@@ -959,6 +959,8 @@ class PythonResolver(ResolverFrame):
         if depth > MAX_RESOLUTION_DEPTH:
             return ()
         attrs = ref.attrs
+        if any(attr.startswith(NAMED_KEY) for attr in attrs):
+            attrs = tuple(self._named_key(module, ref.scope, attr, depth) for attr in attrs)
         if ref.kind == "super":
             owner = self._owner_class(module, ref.scope)
             if owner is None or not attrs:
@@ -989,6 +991,62 @@ class PythonResolver(ResolverFrame):
             current = head
             dispatch = "direct"
         return self.walk_attributes(current, attrs, dispatch, depth)
+
+    def _named_key(self, module: _Module, scope: str, attr: str, depth: int) -> str:
+        """``[=KEY]`` as the constant key ``KEY`` holds (``[1]``, ``['a']``), else any item."""
+        if not attr.startswith(NAMED_KEY):
+            return attr
+        keys = self._literal_keys(module, scope, attr[len(NAMED_KEY) : -1], depth + 1)
+        return keys[0] if keys is not None and len(keys) == 1 else ANY_ITEM
+
+    def _literal_keys(
+        self, module: _Module, scope: str, name: str, depth: int
+    ) -> tuple[str, ...] | None:
+        """The int or str literals a name may hold, as subscript keys, when every binding
+        it has is one (through imports and aliases); None when any is something else."""
+        if depth > MAX_RESOLUTION_DEPTH:
+            return None
+        bindings = self._visible(module, scope, name)
+        if not bindings:
+            return None
+        keys: list[str] = []
+        for binding in bindings:
+            tag = binding[0]
+            if tag == "literal" or (tag == "var" and len(binding) == 3):
+                keys.append(str(binding[-1]))
+                continue
+            found: tuple[str, ...] | None = None
+            if tag == "import" and binding[3] is not None:
+                absolute = self._absolute(module, str(binding[1]), int(str(binding[2])))
+                source = self.by_name.get(absolute) if absolute is not None else None
+                if source is not None:
+                    found = self._literal_keys(source, "", str(binding[3]), depth + 1)
+            elif tag == "ref":
+                alias = binding[1]
+                assert isinstance(alias, Ref)
+                if alias.kind == "name" and not alias.attrs:
+                    found = self._literal_keys(module, alias.scope, alias.head, depth + 1)
+            if found is None:
+                return None
+            keys.extend(found)
+        return distinct(keys)
+
+    @staticmethod
+    def _visible(module: _Module, scope: str, name: str) -> tuple[Binding, ...]:
+        """The bindings of ``name`` where ``scope`` reads it (the rules of ``lookup``)."""
+        current: str | None = scope
+        first = True
+        while current is not None:
+            kind = module.scope_kind.get(current)
+            if kind is None:
+                break
+            if kind == "module" or kind != "class" or first:
+                found = module.scopes[current].get(name)
+                if found is not None or kind == "module":
+                    return found or ()
+            first = False
+            current = module.scope_parent.get(current)
+        return module.scopes.get("", {}).get(name, ())
 
     def _owner_class(self, module: _Module, scope: str) -> VSymbol | None:
         current: str | None = scope

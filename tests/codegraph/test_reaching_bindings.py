@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.codegraph.test_codegraph_calls_accuracy import call_pairs
+from test_codegraph_calls_accuracy import call_pairs
 
 DEFS = """
 def f(): pass

@@ -248,3 +248,32 @@ def run(key):
 """
     # ``KEY`` may hold two keys: any value of the dict; a list by an unknown index: none.
     assert _targets(tmp_path, body, "function:m.py#run") == {F, G}
+
+
+def test_a_decorator_that_hands_back_what_it_got_leaves_each_function_itself(
+    tmp_path: Path,
+) -> None:
+    source = """
+handlers = []
+def register(fn):
+    handlers.append(fn)
+    return fn
+def wrap(fn):
+    def inner():
+        return fn()
+    return inner
+@register
+def a(): pass
+@register
+def b(): pass
+@wrap
+def c(): pass
+def run():
+    a()
+    c()
+"""
+    pairs = call_pairs(tmp_path, {"m.py": source})
+    called = {t for s, t in pairs if s == "function:m.py#run"}
+    # ``register``'s parameter holds both ``a`` and ``b``: the union would make ``a()``
+    # call both; ``wrap`` returns a wrapper defined inside it, which ``c()`` calls.
+    assert called == {"function:m.py#a", "function:m.py#wrap.inner"}

@@ -45,8 +45,9 @@ MAX_SIGNATURE_CHARS = 300
 MAX_EVAL_SOURCE_CHARS = 4096
 """A literal string passed to ``eval``/``exec`` longer than this is not read for calls."""
 
-MAX_RESOLUTION_DEPTH = 32
-"""How many re-export / alias hops name resolution follows before giving up."""
+MAX_RESOLUTION_DEPTH = 64
+"""How deep name resolution follows re-exports, aliases, returns and parameters before
+giving up (what was cut there stays cut: at 32, Django's ``@keep_lazy`` functions were)."""
 
 DEFAULT_OUT_DIRNAME = ".cairn"
 GITIGNORE_FILENAME = ".gitignore"

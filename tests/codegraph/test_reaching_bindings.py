@@ -8,6 +8,8 @@ from pathlib import Path
 
 from test_codegraph_calls_accuracy import call_pairs
 
+from cairn.codegraph import index_repository
+
 DEFS = """
 def f(): pass
 def g(): pass
@@ -15,6 +17,17 @@ def g(): pass
 F = "function:m.py#f"
 G = "function:m.py#g"
 FILE = "file:m.py"
+
+
+def _calls_of(tmp_path: Path, source: str, caller: str) -> dict[str, list[int]]:
+    """Per callee of ``caller`` in ``m.py``, the lines of its call sites."""
+    (tmp_path / "m.py").write_text(source, "utf-8")
+    graph = index_repository(tmp_path).graph
+    return {
+        fact.target: sorted(o.source_range.start_line for o in graph.occurrences_of(fact.id))
+        for fact in graph.facts()
+        if fact.relation == "calls" and fact.source == caller
+    }
 
 
 def _targets(tmp_path: Path, body: str, caller: str = FILE) -> set[str]:
@@ -277,3 +290,37 @@ def run():
     # ``register``'s parameter holds both ``a`` and ``b``: the union would make ``a()``
     # call both; ``wrap`` returns a wrapper defined inside it, which ``c()`` calls.
     assert called == {"function:m.py#a", "function:m.py#wrap.inner"}
+
+
+def test_a_collection_annotation_types_its_items(tmp_path: Path) -> None:
+    source = """
+from typing import Iterable, List, Optional
+class User:
+    def save(self): pass
+    def append(self): pass
+def run(users: list[User], more: Iterable["User"], maybe: Optional[List[User]]) -> None:
+    for u in users:
+        u.save()
+    for v in more:
+        v.save()
+    for w in maybe:
+        w.save()
+    users[0].save()
+    users.append(1)
+"""
+    facts = _calls_of(tmp_path, source, "function:m.py#run")
+    # Lines 8, 10, 12 and 13 call User.save; ``users.append`` is the list's, not an item's.
+    assert facts == {"method:m.py#User.save": [8, 10, 12, 13]}
+
+
+def test_a_name_rebound_through_nonlocal_keeps_every_binding(tmp_path: Path) -> None:
+    body = """
+def outer():
+    a = f
+    def swap():
+        nonlocal a
+        a = g
+    swap()
+    a()
+"""
+    assert _targets(tmp_path, body, "function:m.py#outer") == {F, G}

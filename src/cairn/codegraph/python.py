@@ -81,6 +81,14 @@ EVAL_BUILTINS = {"eval": "eval", "exec": "exec"}
 """Builtins that run a string as code, with the ``ast.parse`` mode of that code."""
 ITER_PROTOCOL = ("__iter__", "__next__")
 UNION_TYPES = frozenset({"Optional", "Union"})
+COLLECTION_TYPES = frozenset(
+    {
+        *("list", "set", "frozenset", "tuple", "deque", "List", "Set", "FrozenSet", "Tuple"),
+        *("Deque", "Sequence", "MutableSequence", "AbstractSet", "MutableSet", "Collection"),
+        *("Iterable", "Iterator", "Reversible", "Generator", "AsyncIterable", "AsyncIterator"),
+    }
+)
+"""Generic collections whose first type argument is their items' type."""
 """Annotation forms whose arguments are each a possible type of the value."""
 CONTEXT_PROTOCOL = ("__enter__", "__exit__")
 ASYNC_CONTEXT_PROTOCOL = ("__aenter__", "__aexit__")
@@ -303,6 +311,19 @@ class _Extractor(ast.NodeVisitor):
             scope.mentions.add(name)  # rebinds the module's name from here
             self.scopes[""].bind(name, binding)
             return
+        if name in scope.nonlocals:
+            owner = next(
+                (
+                    outer
+                    for outer in reversed(self.stack[:-1])
+                    if outer.kind == "function" and name in outer.bindings
+                ),
+                None,
+            )
+            if owner is not None:  # rebinds the enclosing function's name from here
+                scope.mentions.add(name)
+                owner.bind(name, binding)
+                return
         scope.bind(name, binding)
         scope.reach(name, binding, kill)
 
@@ -374,7 +395,9 @@ class _Extractor(ast.NodeVisitor):
     def typed(self, annotation: ast.expr | None) -> list[Binding]:
         """``("typed", ref)`` bindings for the classes an annotation names: ``User``,
         ``m.User``, ``"User"``, ``Optional[User]``, ``User | None``, ``Union[A, B]``
-        (the resolver keeps only in-repository classes; containers are left out)."""
+        (the resolver keeps only in-repository classes); ``("typed_items", ref)`` for a
+        collection of them (``list[User]``, ``Iterable["User"]``, ``tuple[User, ...]``),
+        whose items are such instances. Mappings are left out."""
         if annotation is None:
             return []
         if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
@@ -388,10 +411,16 @@ class _Extractor(ast.NodeVisitor):
         if isinstance(annotation, ast.Subscript):
             head = annotation.value
             name = head.attr if isinstance(head, ast.Attribute) else getattr(head, "id", None)
-            if name not in UNION_TYPES:
-                return []
             inner = annotation.slice
             parts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+            if name in COLLECTION_TYPES:  # the first argument: the items' type
+                return [
+                    ("typed_items", binding[1])
+                    for binding in self.typed(parts[0])
+                    if binding[0] == "typed"
+                ]
+            if name not in UNION_TYPES:
+                return []
             return [binding for part in parts for binding in self.typed(part)]
         if isinstance(annotation, ast.Name | ast.Attribute):
             ref = self.ref(annotation)

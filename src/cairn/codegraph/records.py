@@ -78,7 +78,9 @@ functions)`` (``map(f, xs)``: what ``f`` returns, when ``Ref`` is the builtin),
 name, default_or_None)`` (a parameter: values flow in from call sites), ``("const",)``
 (a literal: known, never callable), ``("items", ((key, Binding), ...))`` (a list, tuple or
 constant-key dict literal, or one item stored by ``name[key] = v``), ``("iter", Binding)``
-(a ``for`` target: what iterating the value yields), ``("decorated", function, refs)`` (a
+(a ``for`` target: what iterating the value yields), ``("typed", Ref)`` /
+``("typed_items", Ref)`` (an annotation: an instance of the class, or a collection of
+them), ``("decorated", function, refs)`` (a
 function after its decorators, outermost first) and ``("opaque",)``. A function scope's pseudo-name
 ``RETURN_NAME`` holds the bindings of its ``return`` values; a class scope's names
 ``self.<attr>`` hold values assigned to ``self.<attr>`` in its methods.

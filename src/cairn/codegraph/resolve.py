@@ -64,6 +64,8 @@ DJANGO_PATH_FUNCS = frozenset({"path", "re_path", "url"})
 MAX_FLOW_ROUNDS = 2
 """Rounds of argument-to-parameter propagation (each resolves the call sites with arguments)."""
 FUNCTOOLS_PARTIAL = "functools.partial"
+TYPED_TAGS = frozenset({"typed", "typed_items"})
+"""Bindings an annotation declares: they stand when a flow into the name is unknown."""
 FLOW_TAGS = frozenset({"ref", "ctor", "partial"})
 CONSTRUCTOR = "__init__"
 SELF_NAME = "self"
@@ -470,7 +472,7 @@ class PythonResolver(ResolverFrame):
                 unknown = True
                 continue
             values.extend(found)
-        if unknown and not any(binding[0] == "typed" for binding in bindings):
+        if unknown and not any(binding[0] in TYPED_TAGS for binding in bindings):
             return ()
         return distinct(values)
 
@@ -510,6 +512,8 @@ class PythonResolver(ResolverFrame):
             inner = binding[1]
             assert isinstance(inner, tuple)
             return self._iterated(module, inner, depth) or None
+        if tag == "typed_items":  # a collection of instances: any item is one
+            return (VContainer(module.path, ((ANY_ITEM, ("typed", binding[1])),)),)
         if tag == "typed":  # an annotation: an instance of the in-repository class it names
             ref = binding[1]
             assert isinstance(ref, Ref)
@@ -857,7 +861,11 @@ class PythonResolver(ResolverFrame):
             if sliced is not None:
                 return _sliced(value, sliced)
             module = self.by_path[value.path]
-            items = [binding for key, binding in value.items if key in (attr, ANY_ITEM)]
+            items = [
+                binding
+                for key, binding in value.items
+                if key == attr or (key == ANY_ITEM and attr.startswith("["))
+            ]
             return self._may_values(module, "", items, depth + 1)
         if isinstance(value, VInstance):
             if value.cls is None:

@@ -123,11 +123,6 @@ def _defined_in(value: Value, path: str, prefix: str) -> bool:
     )
 
 
-def _bound(value: Value) -> Value:
-    """``value`` read from an instance: a method becomes a bound method."""
-    if isinstance(value, VSymbol) and value.kind == "method" and not value.bound:
-        return replace(value, bound=True)
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +306,7 @@ class PythonResolver(ResolverFrame):
         self.flows: dict[tuple[str, str], tuple[tuple[str, Binding], ...]] = {}
         self._returns_cache: dict[str, tuple[Value, ...]] = {}
         self._param_cache: dict[tuple[str, str], tuple[Value, ...] | None] = {}
+        self._bound_methods: dict[VSymbol, VSymbol] = {}
 
     @staticmethod
     def _module(name: str, extract: FileExtract) -> _Module:
@@ -870,10 +866,19 @@ class PythonResolver(ResolverFrame):
         if isinstance(value, VInstance):
             if value.cls is None:
                 return (VExternal(f"{value.external}.{attr}"),) if value.external else ()
-            return tuple(map(_bound, self._member(value.cls, attr, skip_self=False)))
+            return tuple(map(self._bound, self._member(value.cls, attr, skip_self=False)))
         if value.kind == "class":
             return self._member(value, attr, skip_self=False)
         return ()
+
+    def _bound(self, value: Value) -> Value:
+        """``value`` read from an instance: a method becomes a bound method (made once)."""
+        if isinstance(value, VSymbol) and value.kind == "method" and not value.bound:
+            made = self._bound_methods.get(value)
+            if made is None:
+                made = self._bound_methods[value] = replace(value, bound=True)
+            return made
+        return value
 
     def _any_item(self, value: Value, depth: int) -> tuple[Value, ...]:
         """A dict read by a key that is not a constant may give any of its values (a
@@ -990,7 +995,7 @@ class PythonResolver(ResolverFrame):
         if depth > MAX_RESOLUTION_DEPTH:
             return ()
         attrs = ref.attrs
-        if any(attr.startswith(NAMED_KEY) for attr in attrs):
+        if attrs and any(attr.startswith(NAMED_KEY) for attr in attrs):
             attrs = tuple(self._named_key(module, ref.scope, attr, depth) for attr in attrs)
         if ref.kind == "super":
             owner = self._owner_class(module, ref.scope)

@@ -81,6 +81,7 @@ EVAL_BUILTINS = {"eval": "eval", "exec": "exec"}
 """Builtins that run a string as code, with the ``ast.parse`` mode of that code."""
 ITER_PROTOCOL = ("__iter__", "__next__")
 UNION_TYPES = frozenset({"Optional", "Union"})
+"""Annotation forms whose arguments are each a possible type of the value."""
 COLLECTION_TYPES = frozenset(
     {
         *("list", "set", "frozenset", "tuple", "deque", "List", "Set", "FrozenSet", "Tuple"),
@@ -89,7 +90,6 @@ COLLECTION_TYPES = frozenset(
     }
 )
 """Generic collections whose first type argument is their items' type."""
-"""Annotation forms whose arguments are each a possible type of the value."""
 CONTEXT_PROTOCOL = ("__enter__", "__exit__")
 ASYNC_CONTEXT_PROTOCOL = ("__aenter__", "__aexit__")
 

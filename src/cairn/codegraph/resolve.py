@@ -123,8 +123,6 @@ def _defined_in(value: Value, path: str, prefix: str) -> bool:
     )
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class _Builtin:
     name: str

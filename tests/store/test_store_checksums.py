@@ -27,6 +27,10 @@ from cairn.search.contracts import SearchRequest
 from cairn.store import Database, DeleteDocument, DocumentAccess, PutDocument
 from cairn.store.load import load_semantic_graph, repair_collector
 
+RECEIPT_ID = uuid.UUID(int=(1 << 100) + 7)
+"""The command whose stored receipt a test damages: far above the IDs ``new_id`` hands out,
+so the test does not depend on how many commands ran before it."""
+
 
 def _flip(path: Path, collection: str, doc_id: str, old: bytes, new: bytes) -> None:
     """Change stored body bytes behind the store's back (what a bad disk does)."""
@@ -516,7 +520,7 @@ def _asks(db: Any, token: str, kind: str) -> Any:
 
         with db.read_cut() as cut:
             return read_shapes(cut.conn, "fact_shapes")
-    return db.stored_outcome(uuid.UUID(int=7))
+    return db.stored_outcome(RECEIPT_ID)
 
 
 @pytest.mark.parametrize(
@@ -540,8 +544,7 @@ def _asks(db: Any, token: str, kind: str) -> Any:
         ),
         (
             "commands",
-            "UPDATE commands SET position = position + 1 WHERE command_id = "
-            "'00000000-0000-0000-0000-000000000007'",
+            f"UPDATE commands SET position = position + 1 WHERE command_id = '{RECEIPT_ID}'",
             "stored outcome of command .* is damaged",
         ),
     ],
@@ -565,7 +568,7 @@ def test_damaged_configuration_keys_and_receipts_are_named(
         issued = issue_api_key()
         grant = Grant("main", "docs", frozenset({Capability.QUERY}))
         db.command(cmd(ConfigurePrincipal("reader", (grant,), api_keys=(issued.verifier,))))
-        db.command(cmd(put("docs", "a", "alpha"), command_id=uuid.UUID(int=7)))
+        db.command(cmd(put("docs", "a", "alpha"), command_id=RECEIPT_ID))
         db.command(cmd(ConfigureGraph("code")))
         db.command(cmd(PutFact("code", EntityRef("docs", "a"), EntityRef("docs", "a"), "calls")))
         _asks(db, issued.token, kind)  # intact: answers

@@ -324,3 +324,21 @@ def outer():
     a()
 """
     assert _targets(tmp_path, body, "function:m.py#outer") == {F, G}
+
+
+def test_positional_arguments_past_the_named_ones_flow_into_star_args(tmp_path: Path) -> None:
+    body = """
+def pipe(*steps):
+    def run():
+        for step in steps:
+            step()
+    return run
+def first(label, *handlers):
+    handlers[0]()
+pipe(f)()
+first("x", g)
+"""
+    pairs = call_pairs(tmp_path, {"m.py": DEFS + body})
+    assert {t for s, t in pairs if s == "function:m.py#pipe.run"} == {F}
+    # ``label`` takes the first argument; ``handlers`` only what comes after it.
+    assert {t for s, t in pairs if s == "function:m.py#first"} == {G}

@@ -490,9 +490,10 @@ class _Extractor(ast.NodeVisitor):
             scope.bind(name, ("param", scope.qualname, position, name, default_value))
             for binding in self.typed(param.annotation):
                 scope.bind(name, binding)
-        for rest in (args.vararg, args.kwarg):
-            if rest is not None:
-                scope.bind(rest.arg, OPAQUE)
+        if args.vararg is not None:  # ``*rest``: the positional arguments past the named ones
+            scope.bind(args.vararg.arg, ("varargs", scope.qualname, len(positional)))
+        if args.kwarg is not None:
+            scope.bind(args.kwarg.arg, OPAQUE)
         scope.reaching = {name: list(found) for name, found in scope.bindings.items()}
 
     def visit_Lambda(self, node: ast.Lambda) -> None:

@@ -75,7 +75,8 @@ wrapped)`` (``partial(f, ...)``: ``f`` when ``Ref`` is ``functools.partial``), `
 functions)`` (``map(f, xs)``: what ``f`` returns, when ``Ref`` is the builtin),
 ``("import", module, level, name_or_None)``, ``("self", class)``, ``("cls", class)``,
 ``("ref", Ref)`` (an alias of a name or attribute chain), ``("param", function, index,
-name, default_or_None)`` (a parameter: values flow in from call sites), ``("const",)``
+name, default_or_None)`` (a parameter: values flow in from call sites), ``("varargs",
+function, first)`` (``*rest``: a tuple of the arguments from position ``first`` on), ``("const",)``
 (a literal: known, never callable), ``("items", ((key, Binding), ...))`` (a list, tuple or
 constant-key dict literal, or one item stored by ``name[key] = v``), ``("iter", Binding)``
 (a ``for`` target: what iterating the value yields), ``("typed", Ref)`` /

@@ -65,6 +65,8 @@ MAX_FLOW_ROUNDS = 2
 """Rounds of argument-to-parameter propagation (each resolves the call sites with arguments)."""
 FUNCTOOLS_PARTIAL = "functools.partial"
 TYPED_TAGS = frozenset({"typed", "typed_items"})
+MAX_VARARGS = 32
+"""How many positions past the named parameters a ``*rest`` parameter reads flows from."""
 """Bindings an annotation declares: they stand when a flow into the name is unknown."""
 FLOW_TAGS = frozenset({"ref", "ctor", "partial"})
 CONSTRUCTOR = "__init__"
@@ -500,6 +502,8 @@ class PythonResolver(ResolverFrame):
             return self._module_variable(module, scope, name)
         if tag == "param":
             return self._param(module, binding, depth)
+        if tag == "varargs":
+            return self._varargs(module, binding)
         if tag == "decorated":
             return self._decorated(module, binding, depth)
         if tag == "iter":
@@ -741,6 +745,22 @@ class PythonResolver(ResolverFrame):
         for path, source in sources:
             values.extend(self._may_values(self.by_path[path], "", (source,), depth + 1))
         return distinct(values)
+
+    def _varargs(self, module: _Module, binding: Binding) -> tuple[Value, ...] | None:
+        """``*rest``: a tuple holding every argument that flows in at position ``first`` or
+        later (any item: which position each took is not kept), one per calling module."""
+        function, first = str(binding[1]), int(str(binding[2]))
+        fid = f"{module.path}#{function}"
+        by_path: dict[str, list[tuple[str, Binding]]] = {}
+        for position in range(first, first + MAX_VARARGS):
+            sources = self.flows.get((fid, str(position)))
+            if sources is None:
+                break
+            for path, source in sources:
+                by_path.setdefault(path, []).append((ANY_ITEM, source))
+        if not by_path:
+            return None
+        return tuple(VContainer(path, tuple(items)) for path, items in sorted(by_path.items()))
 
     def _callee(self, value: Value, dispatch: str) -> tuple[str, int] | None:
         """``(path#qualname, first argument's parameter index)`` of a call target, or None."""

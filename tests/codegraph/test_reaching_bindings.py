@@ -342,3 +342,32 @@ first("x", g)
     assert {t for s, t in pairs if s == "function:m.py#pipe.run"} == {F}
     # ``label`` takes the first argument; ``handlers`` only what comes after it.
     assert {t for s, t in pairs if s == "function:m.py#first"} == {G}
+
+
+def test_a_mapping_annotation_types_its_values_not_its_keys(tmp_path: Path) -> None:
+    source = """
+class User:
+    def save(self): pass
+def run(users: dict[str, User]) -> None:
+    for key, user in users.items():
+        user.save()
+    for other in users.values():
+        other.save()
+    users["a"].save()
+    users.get("a").save()
+    for name in users:
+        name.save()
+"""
+    # Lines 6, 8, 9 and 10; iterating the dict itself gives its keys (line 12: nothing).
+    assert _calls_of(tmp_path, source, "function:m.py#run") == {
+        "method:m.py#User.save": [6, 8, 9, 10]
+    }
+
+
+def test_a_tuple_loop_target_takes_each_element(tmp_path: Path) -> None:
+    body = """
+def run():
+    for first, second in [(f, g)]:
+        second()
+"""
+    assert _targets(tmp_path, body, "function:m.py#run") == {G}

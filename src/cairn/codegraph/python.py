@@ -90,6 +90,10 @@ COLLECTION_TYPES = frozenset(
     }
 )
 """Generic collections whose first type argument is their items' type."""
+MAPPING_TYPES = frozenset(
+    {"dict", "Dict", "Mapping", "MutableMapping", "defaultdict", "DefaultDict", "OrderedDict"}
+)
+"""Generic mappings whose second type argument is their values' type."""
 CONTEXT_PROTOCOL = ("__enter__", "__exit__")
 ASYNC_CONTEXT_PROTOCOL = ("__aenter__", "__aexit__")
 
@@ -397,7 +401,8 @@ class _Extractor(ast.NodeVisitor):
         ``m.User``, ``"User"``, ``Optional[User]``, ``User | None``, ``Union[A, B]``
         (the resolver keeps only in-repository classes); ``("typed_items", ref)`` for a
         collection of them (``list[User]``, ``Iterable["User"]``, ``tuple[User, ...]``),
-        whose items are such instances. Mappings are left out."""
+        whose items are such instances; ``("typed_values", ref)`` for a mapping to them
+        (``dict[str, User]``)."""
         if annotation is None:
             return []
         if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
@@ -417,6 +422,12 @@ class _Extractor(ast.NodeVisitor):
                 return [
                     ("typed_items", binding[1])
                     for binding in self.typed(parts[0])
+                    if binding[0] == "typed"
+                ]
+            if name in MAPPING_TYPES and len(parts) == 2:  # the second: the values' type
+                return [
+                    ("typed_values", binding[1])
+                    for binding in self.typed(parts[1])
                     if binding[0] == "typed"
                 ]
             if name not in UNION_TYPES:
@@ -898,8 +909,15 @@ class _Extractor(ast.NodeVisitor):
         self.visit(node.iter)
         scope = self.scope
         scope.blocks += 1  # the target is bound, and the body runs, zero or more times
+        iterated = self._value(node.iter)
         if isinstance(node.target, ast.Name):
-            self._bind(node.target.id, ("iter", self._value(node.iter)))
+            self._bind(node.target.id, ("iter", iterated))
+        elif isinstance(node.target, ast.Tuple) and all(
+            isinstance(element, ast.Name) for element in node.target.elts
+        ):  # ``for k, v in pairs``: each name one element of what each step yields
+            for index, element in enumerate(node.target.elts):
+                assert isinstance(element, ast.Name)
+                self._bind(element.id, ("iter", iterated, f"[{index}]"))
         else:
             self.visit(node.target)
         scope.loops += 1

@@ -64,7 +64,9 @@ DJANGO_PATH_FUNCS = frozenset({"path", "re_path", "url"})
 MAX_FLOW_ROUNDS = 2
 """Rounds of argument-to-parameter propagation (each resolves the call sites with arguments)."""
 FUNCTOOLS_PARTIAL = "functools.partial"
-TYPED_TAGS = frozenset({"typed", "typed_items"})
+TYPED_TAGS = frozenset({"typed", "typed_items", "typed_values"})
+MAPPING_METHODS = frozenset({"values", "items", "get", "pop", "setdefault"})
+"""Methods of a typed mapping whose results hold its values."""
 MAX_VARARGS = 32
 """How many positions past the named parameters a ``*rest`` parameter reads flows from."""
 """Bindings an annotation declares: they stand when a flow into the name is unknown."""
@@ -92,10 +94,16 @@ _REGEX_GROUP = re.compile(r"\(\?P<([A-Za-z_][A-Za-z0-9_]*)>")
 # ------------------------------------------------------------------ values
 @dataclass(frozen=True, slots=True)
 class VContainer:
-    """A list, tuple or dict literal with constant keys: its items' bindings by key."""
+    """A list, tuple or dict literal with constant keys: its items' bindings by key.
+
+    ``mapping``: a dict whose items are its values (iterating it gives its keys, which
+    are not known); ``method``: that dict's ``values``, ``items``, ``get``... read but not
+    yet called (``MAPPING_METHODS``)."""
 
     path: str
     items: tuple[tuple[str, Binding], ...]
+    mapping: bool = False
+    method: str | None = None
 
 
 Value = VModule | VSymbol | VInstance | VExternal | VContainer
@@ -509,7 +517,19 @@ class PythonResolver(ResolverFrame):
         if tag == "iter":
             inner = binding[1]
             assert isinstance(inner, tuple)
-            return self._iterated(module, inner, depth) or None
+            found = self._iterated(module, inner, depth)
+            if len(binding) == 3:  # ``for k, v in ...``: one element of what each step yields
+                key = str(binding[2])
+                found = distinct(
+                    item
+                    for value in found
+                    if isinstance(value, VContainer)
+                    for item in self.getattr(value, key, depth + 1)
+                )
+            return found or None
+        if tag == "typed_values":  # a mapping of instances: any value is one
+            items = ((ANY_ITEM, ("typed", binding[1])),)
+            return (VContainer(module.path, items, mapping=True),)
         if tag == "typed_items":  # a collection of instances: any item is one
             return (VContainer(module.path, ((ANY_ITEM, ("typed", binding[1])),)),)
         if tag == "typed":  # an annotation: an instance of the in-repository class it names
@@ -607,6 +627,8 @@ class PythonResolver(ResolverFrame):
                 found = (VInstance(value, None, origin),)
             elif isinstance(value, VSymbol) and value.kind in CALLABLE_KINDS:
                 found = self.returns(value, depth + 1)
+            elif isinstance(value, VContainer) and value.method is not None:
+                found = self._mapping_call(value, depth)
             elif isinstance(value, VExternal) and value.dotted in FRAMEWORK_CLASSES:
                 found = (VInstance(None, value.dotted, origin),)
             made.extend(found)
@@ -699,7 +721,7 @@ class PythonResolver(ResolverFrame):
                     yields = owner.scopes.get(value.qualname, {}).get(YIELD_NAME, ())
                     add(self._may_values(owner, value.qualname, yields, depth + 1))
         for value in self._may_values(module, "", (iterable,), depth + 1):
-            if isinstance(value, VContainer):
+            if isinstance(value, VContainer) and not value.mapping:  # a dict gives its keys
                 owner = self.by_path[value.path]
                 add(self._may_values(owner, "", [b for _, b in value.items], depth + 1))
             elif isinstance(value, VInstance) and value.cls is not None:
@@ -871,6 +893,8 @@ class PythonResolver(ResolverFrame):
         if isinstance(value, VExternal):
             return (VExternal(f"{value.dotted}.{attr}"),)
         if isinstance(value, VContainer):
+            if value.mapping and value.method is None and attr in MAPPING_METHODS:
+                return (replace(value, method=attr),)
             sliced = _SLICE_KEY.match(attr)
             if sliced is not None:
                 return _sliced(value, sliced)
@@ -897,6 +921,17 @@ class PythonResolver(ResolverFrame):
                 made = self._bound_methods[value] = replace(value, bound=True)
             return made
         return value
+
+    def _mapping_call(self, method: VContainer, depth: int) -> tuple[Value, ...]:
+        """What calling a typed mapping's method gives: ``get``/``pop``/``setdefault`` a
+        value; ``values()`` a sequence of them; ``items()`` a sequence of (key, value)."""
+        if method.method == "values":
+            return (VContainer(method.path, method.items),)
+        if method.method == "items":
+            pairs = tuple((ANY_ITEM, ("items", (("[1]", b),))) for _, b in method.items)
+            return (VContainer(method.path, pairs),)
+        owner = self.by_path[method.path]
+        return self._may_values(owner, "", [b for _, b in method.items], depth + 1)
 
     def _any_item(self, value: Value, depth: int) -> tuple[Value, ...]:
         """A dict read by a key that is not a constant may give any of its values (a
@@ -1033,6 +1068,8 @@ class PythonResolver(ResolverFrame):
                     made.append(VInstance(value, None, None))
                 elif isinstance(value, VSymbol) and value.kind in CALLABLE_KINDS:
                     made.extend(self.returns(value, depth + 1))
+                elif isinstance(value, VContainer) and value.method is not None:
+                    made.extend(self._mapping_call(value, depth))
             current = distinct(made)
             dispatch = "method" if attrs else "direct"
         elif ref.reaching is not None:

@@ -371,3 +371,42 @@ def run():
         second()
 """
     assert _targets(tmp_path, body, "function:m.py#run") == {G}
+
+
+def test_enumerate_zip_and_copies_keep_the_items(tmp_path: Path) -> None:
+    source = """
+class User:
+    def save(self): pass
+class Team:
+    def play(self): pass
+def run(users: list[User], teams: list[Team]) -> None:
+    for i, u in enumerate(users):
+        u.save()
+    for u2, t in zip(users, teams):
+        t.play()
+    for u3 in sorted(users):
+        u3.save()
+    copied = list(users)
+    copied[0].save()
+    for j, k in enumerate(range(3)):
+        k.save()
+"""
+    # ``enumerate`` pairs an index with each item, ``zip`` the items side by side;
+    # ``range`` yields ints: nothing (line 16).
+    assert _calls_of(tmp_path, source, "function:m.py#run") == {
+        "method:m.py#User.save": [8, 12, 14],
+        "method:m.py#Team.play": [10],
+    }
+
+
+def test_a_rebound_builtin_is_not_taken_for_enumerate(tmp_path: Path) -> None:
+    source = """
+class User:
+    def save(self): pass
+def enumerate(xs):
+    return []
+def run(users: list[User]) -> None:
+    for i, u in enumerate(users):
+        u.save()
+"""
+    assert _calls_of(tmp_path, source, "function:m.py#run") == {"function:m.py#enumerate": [7]}

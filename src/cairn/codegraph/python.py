@@ -694,6 +694,14 @@ class _Extractor(ast.NodeVisitor):
                 and (wrapped := self.ref(value.args[0])) is not None
             ):
                 return ("partial", ref, wrapped)
+            if (
+                isinstance(value.func, ast.Name)
+                and value.func.id in ITEM_BUILTINS
+                and value.args
+                and not value.keywords
+                and not any(isinstance(arg, ast.Starred) for arg in value.args)
+            ):
+                return ("items_of", ref, tuple(self._value(arg) for arg in value.args))
             if isinstance(value.func, ast.Name) and value.func.id == MAP:
                 functions = tuple(
                     fn
@@ -1197,6 +1205,13 @@ def _unsubscripted(node: ast.expr) -> ast.expr:
 
 PARTIAL = "partial"
 """``functools.partial(f, ...)``: calling the result calls ``f`` (checked when resolved)."""
+
+ITEM_BUILTINS = frozenset(
+    {"enumerate", "zip", "list", "tuple", "set", "frozenset", "sorted", "reversed", "iter"}
+)
+"""Builtins whose result's items are made of their arguments' items (when they resolve to
+the builtin): ``enumerate(xs)`` gives ``(i, x)``, ``zip(a, b)`` ``(a_i, b_i)``, the
+others the items themselves."""
 
 MAP = "map"
 """``map(f, xs)``: iterating the result gives what ``f`` returns (when ``map`` is the builtin)."""

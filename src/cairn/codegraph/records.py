@@ -73,6 +73,8 @@ Binding: TypeAlias = tuple[object, ...]
 ``("def", qualname)``, ``("var", qualname)``, ``("ctor", Ref, kwargs)``, ``("partial", Ref,
 wrapped)`` (``partial(f, ...)``: ``f`` when ``Ref`` is ``functools.partial``), ``("map", Ref,
 functions)`` (``map(f, xs)``: what ``f`` returns, when ``Ref`` is the builtin),
+``("items_of", Ref, arguments)`` (``enumerate(xs)``, ``zip(a, b)``, ``list(xs)``...: their
+items, when ``Ref`` is the builtin),
 ``("import", module, level, name_or_None)``, ``("self", class)``, ``("cls", class)``,
 ``("ref", Ref)`` (an alias of a name or attribute chain), ``("param", function, index,
 name, default_or_None)`` (a parameter: values flow in from call sites), ``("varargs",

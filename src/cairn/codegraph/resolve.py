@@ -566,6 +566,8 @@ class PythonResolver(ResolverFrame):
             return self._partial(module, scope, name, binding, depth)
         if tag == "map":
             return self._mapped(module, scope, name, binding, depth)
+        if tag == "items_of":
+            return self._items_of(module, scope, name, binding, depth)
         if tag == "import":
             target, level, imported = str(binding[1]), int(str(binding[2])), binding[3]
             absolute = self._absolute(module, target, level)
@@ -607,6 +609,25 @@ class PythonResolver(ResolverFrame):
             return self._binding(module, scope, name, ("ctor", made, ()), depth)
         items = tuple((ANY_ITEM, ("ctor", fn, ())) for fn in functions)
         return (VContainer(module.path, items),)
+
+    def _items_of(
+        self, module: _Module, scope: str, name: str, binding: Binding, depth: int
+    ) -> tuple[Value, ...] | None:
+        """``enumerate(xs)``, ``zip(a, b)``, ``list(xs)``, ``sorted(xs)``...: when the name is
+        the builtin, a sequence whose items are (index, item), (a_i, b_i) or the items."""
+        made, arguments = binding[1], binding[2]
+        assert isinstance(made, Ref) and isinstance(arguments, tuple)
+        if not self._calls_back(module, made):
+            return self._binding(module, scope, name, ("ctor", made, ()), depth)
+        each = [("iter", argument) for argument in arguments]
+        item: Binding
+        if made.head == "enumerate":
+            item = ("items", (("[1]", each[0]),))
+        elif made.head == "zip":
+            item = ("items", tuple((f"[{i}]", element) for i, element in enumerate(each)))
+        else:
+            item = each[0]
+        return (VContainer(module.path, ((ANY_ITEM, item),)),)
 
     def _module_variable(self, module: _Module, scope: str, name: str) -> tuple[Value, ...] | None:
         """Fallback for a module-level name whose value is not resolved: its variable node."""

@@ -63,6 +63,8 @@ MAX_EXTRACT_BYTES = 64 * 1024 * 1024
 _EXTRACTOR_MODULES = (
     "records",
     "terms",
+    "flow",
+    "emit",
     "python",
     "recover",
     "treesitter",

@@ -410,3 +410,28 @@ def run(users: list[User]) -> None:
         u.save()
 """
     assert _calls_of(tmp_path, source, "function:m.py#run") == {"function:m.py#enumerate": [7]}
+
+
+def test_annotations_without_type_arguments_are_read(tmp_path: Path) -> None:
+    source = """
+class User:
+    def save(self): pass
+def run(a: tuple[()], b: "list[]", c: dict[()], d: "dict[str]", users: list[User]) -> tuple[()]:
+    for u in users:
+        u.save()
+"""
+    # The odd annotations type nothing, and the file is still read whole.
+    assert _calls_of(tmp_path, source, "function:m.py#run") == {"method:m.py#User.save": [6]}
+
+
+def test_reading_a_literal_or_an_annotation_warns_nothing() -> None:
+    import warnings
+
+    from cairn.codegraph.python import extract_python
+
+    source = b'eval("0x1for x in y")\ndef f(a: "1if b else c"): pass\n'
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        extract_python("m.py", source)
+    # The compiler would warn "invalid hexadecimal literal": it is not the user's code.
+    assert [str(w.message) for w in caught] == []

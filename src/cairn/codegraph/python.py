@@ -10,6 +10,7 @@ file: resolving a name to its definition is the global phase in ``resolve.py``.
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -406,11 +407,8 @@ class _Extractor(ast.NodeVisitor):
         if annotation is None:
             return []
         if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-            try:
-                parsed = ast.parse(annotation.value, mode="eval").body
-            except SyntaxError:
-                return []
-            return self.typed(parsed)
+            parsed = _parse_quietly(annotation.value, "eval")
+            return self.typed(parsed.body) if isinstance(parsed, ast.Expression) else []
         if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
             return [*self.typed(annotation.left), *self.typed(annotation.right)]
         if isinstance(annotation, ast.Subscript):
@@ -418,6 +416,8 @@ class _Extractor(ast.NodeVisitor):
             name = head.attr if isinstance(head, ast.Attribute) else getattr(head, "id", None)
             inner = annotation.slice
             parts = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+            if not parts:  # ``tuple[()]``: no type argument names a class
+                return []
             if name in COLLECTION_TYPES:  # the first argument: the items' type
                 return [
                     ("typed_items", binding[1])
@@ -1026,9 +1026,8 @@ class _Extractor(ast.NodeVisitor):
         text = _const_str(source)
         if source is None or text is None or len(text) > MAX_EVAL_SOURCE_CHARS:
             return
-        try:
-            tree = ast.parse(text, mode=EVAL_BUILTINS[func.id])
-        except (SyntaxError, ValueError):
+        tree = _parse_quietly(text, EVAL_BUILTINS[func.id])
+        if tree is None:
             return  # not code Python would run: nothing is called
         rng = self.pos.range_of(source)
         via = self.ref(func)
@@ -1194,6 +1193,17 @@ class _Extractor(ast.NodeVisitor):
             patterns=tuple(self.patterns),
             constants=tuple(sorted(set(self.constants))),
         )
+
+
+def _parse_quietly(text: str, mode: str) -> ast.AST | None:
+    """``text`` parsed as code (a string annotation, a literal run by ``eval``), or None
+    when it is none; the compiler's warnings about it (``1if x``) are not the user's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.parse(text, mode=mode)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
 
 
 def _unsubscripted(node: ast.expr) -> ast.expr:

@@ -435,3 +435,14 @@ def test_reading_a_literal_or_an_annotation_warns_nothing() -> None:
         extract_python("m.py", source)
     # The compiler would warn "invalid hexadecimal literal": it is not the user's code.
     assert [str(w.message) for w in caught] == []
+
+
+def test_storing_a_dict_at_a_key_replaces_the_whole_item(tmp_path: Path) -> None:
+    body = """
+d = {"a": {"b": f, "c": f}}
+d["a"] = {"b": g}
+d["a"]["c"]()
+d["a"]["b"]()
+"""
+    # ``d["a"]`` is the new dict: its ``c`` is gone, its ``b`` is ``g``.
+    assert _targets(tmp_path, body) == {G}

@@ -6,7 +6,8 @@ Python runs a scope's statements in order, so after ``a = f`` then ``a = g`` a c
 is ``g``. The extractor keeps, per scope, the bindings that reach the current statement
 (an unconditional binding replaces them, one inside a branch, loop or ``try`` adds to
 them) and records them with each call whose name they may narrow. The narrowing is kept
-only where it is sound (``finish``): never for a name that a nested scope mentions (it
+only where it is sound (``_Extractor._finish_flow`` in ``python.py``): never for a name
+that a nested scope mentions (it
 could rebind it with ``global``/``nonlocal`` or change its items before the use), never
 inside a loop or a lambda (the use may run after later statements), and only when it
 differs from the scope's full set of bindings.
@@ -24,19 +25,16 @@ ITEMS = "items"
 """The tag of a container binding: ``("items", ((key, binding), ...))``."""
 
 
-def _key_path(item: Binding) -> tuple[list[str], Binding]:
-    """The keys of a one-item store (``d["a"]["b"] = v`` -> ``['a']``, ``['b']``) and
-    the value stored."""
+def _key_path(item: Binding, levels: int) -> list[str]:
+    """The keys of a store ``levels`` subscripts deep (``d["a"]["b"] = v`` ->
+    ``['a']``, ``['b']``): the value stored may itself be a container, not a key."""
     path: list[str] = []
-    while item[0] == ITEMS:
+    for _ in range(levels):
         pairs = item[1]
-        assert isinstance(pairs, tuple)
-        if len(pairs) != 1:
-            break
-        key, inner = pairs[0]
+        assert item[0] == ITEMS and isinstance(pairs, tuple) and len(pairs) == 1
+        key, item = pairs[0]
         path.append(str(key))
-        item = inner
-    return path, item
+    return path
 
 
 def _without(binding: Binding, path: Sequence[str], any_key: str) -> Binding:
@@ -57,10 +55,13 @@ def _without(binding: Binding, path: Sequence[str], any_key: str) -> Binding:
     return (ITEMS, tuple(kept))
 
 
-def strong_update(reaching: Sequence[Binding], item: Binding, any_key: str) -> list[Binding]:
+def strong_update(
+    reaching: Sequence[Binding], item: Binding, levels: int, any_key: str
+) -> list[Binding]:
     """The bindings after an unconditional store of ``item`` (a one-item container
-    binding): the item at the same constant key path is replaced, others stay."""
-    path, _ = _key_path(item)
+    binding ``levels`` deep): the item at the same constant key path is replaced, others
+    stay."""
+    path = _key_path(item, levels)
     if any_key in path:
         updated = list(reaching)  # a store at an unknown key may land anywhere: adds only
     else:
@@ -71,14 +72,20 @@ def strong_update(reaching: Sequence[Binding], item: Binding, any_key: str) -> l
 
 
 def store_item(
-    reaching: dict[str, list[Binding]], name: str, item: Binding, strong: bool, any_key: str
+    reaching: dict[str, list[Binding]],
+    name: str,
+    item: Binding,
+    levels: int,
+    strong: bool,
+    any_key: str,
 ) -> None:
-    """Record ``name[...] = v`` in a scope's reaching bindings (when the name has any)."""
+    """Record ``name[...] = v`` (``levels`` subscripts) in a scope's reaching bindings
+    (when the name has any)."""
     found = reaching.get(name)
     if found is None:
         return
     if strong:
-        reaching[name] = strong_update(found, item, any_key)
+        reaching[name] = strong_update(found, item, levels, any_key)
     elif item not in found:
         found.append(item)
 

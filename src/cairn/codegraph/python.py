@@ -332,12 +332,13 @@ class _Extractor(ast.NodeVisitor):
         scope.bind(name, binding)
         scope.reach(name, binding, kill)
 
-    def _store(self, name: str, item: Binding) -> None:
-        """``name[key] = value``: an item binding of the scope that binds ``name``."""
+    def _store(self, name: str, item: Binding, levels: int = 1) -> None:
+        """``name[key] = value`` (``levels`` subscripts deep): an item binding of the scope
+        that binds ``name``."""
         scope = self.scope
         if name in scope.bindings and name not in scope.globals:
             scope.bind(name, item)
-            store_item(scope.reaching, name, item, not scope.blocks, ANY_ITEM)
+            store_item(scope.reaching, name, item, levels, not scope.blocks, ANY_ITEM)
         else:
             self.stores.append((scope.qualname, name, item))
 
@@ -795,11 +796,13 @@ class _Extractor(ast.NodeVisitor):
         if isinstance(target, ast.Subscript):
             item: Binding = self._value(value)
             node: ast.expr = target
+            levels = 0
             while isinstance(node, ast.Subscript):
                 item = ("items", ((subscript_key(node.slice) or ANY_ITEM, item),))
                 node = node.value
+                levels += 1
             if isinstance(node, ast.Name):
-                self._store(node.id, item)
+                self._store(node.id, item, levels)
             return
         if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
             return

@@ -446,3 +446,15 @@ d["a"]["b"]()
 """
     # ``d["a"]`` is the new dict: its ``c`` is gone, its ``b`` is ``g``.
     assert _targets(tmp_path, body) == {G}
+
+
+def test_a_very_deep_expression_is_read_whole(tmp_path: Path) -> None:
+    # 1,500 chained additions: a tree deeper than the default recursion limit allows the
+    # visitor (generated code looks like this), read on a thread with a larger stack.
+    terms = " + ".join(["f()"] * 1500)
+    source = f"def f(): pass\ndef g(): pass\ndef run():\n    x = {terms}\n    g()\n"
+    calls = _calls_of(tmp_path, source, "function:m.py#run")
+    assert calls == {F: [4] * 1500, G: [5]}
+    import sys
+
+    assert sys.getrecursionlimit() < 20_000  # the raised limit was put back

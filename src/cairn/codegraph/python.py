@@ -422,17 +422,9 @@ class _Extractor(ast.NodeVisitor):
             if not parts:  # ``tuple[()]``: no type argument names a class
                 return []
             if name in COLLECTION_TYPES:  # the first argument: the items' type
-                return [
-                    ("typed_items", binding[1])
-                    for binding in self.typed(parts[0])
-                    if binding[0] == "typed"
-                ]
+                return self._typed_as("typed_items", parts[0])
             if name in MAPPING_TYPES and len(parts) == 2:  # the second: the values' type
-                return [
-                    ("typed_values", binding[1])
-                    for binding in self.typed(parts[1])
-                    if binding[0] == "typed"
-                ]
+                return self._typed_as("typed_values", parts[1])
             if name not in UNION_TYPES:
                 return []
             return [binding for part in parts for binding in self.typed(part)]
@@ -440,6 +432,10 @@ class _Extractor(ast.NodeVisitor):
             ref = self.ref(annotation)
             return [("typed", ref)] if ref is not None else []
         return []
+
+    def _typed_as(self, tag: str, argument: ast.expr) -> list[Binding]:
+        """``(tag, ref)`` for each class the type argument ``argument`` names."""
+        return [(tag, binding[1]) for binding in self.typed(argument) if binding[0] == "typed"]
 
     # ---------------------------------------------------------- statements
     def visit_Module(self, node: ast.Module) -> None:
@@ -697,22 +693,10 @@ class _Extractor(ast.NodeVisitor):
                 and (wrapped := self.ref(value.args[0])) is not None
             ):
                 return ("partial", ref, wrapped)
-            if (
-                isinstance(value.func, ast.Name)
-                and value.func.id in ITEM_BUILTINS
-                and value.args
-                and not value.keywords
-                and not any(isinstance(arg, ast.Starred) for arg in value.args)
-            ):
-                return ("items_of", ref, tuple(self._value(arg) for arg in value.args))
-            if isinstance(value.func, ast.Name) and value.func.id == MAP:
-                functions = tuple(
-                    fn
-                    for arg in value.args
-                    if isinstance(arg, ast.Name | ast.Attribute) and (fn := self.ref(arg))
-                )
-                if functions:
-                    return ("map", ref, functions)
+            if isinstance(value.func, ast.Name) and value.func.id in ITEM_BUILTINS:
+                items_of = self._items_of(value, value.func.id, ref)
+                if items_of is not None:
+                    return items_of
             kwargs = tuple(
                 sorted(
                     (kw.arg, text)
@@ -744,6 +728,17 @@ class _Extractor(ast.NodeVisitor):
                     ),
                 )
         return OPAQUE
+
+    def _items_of(self, call: ast.Call, builtin: str, ref: Ref) -> Binding | None:
+        """``("items_of", ref, arguments)`` for a call of an ``ITEM_BUILTINS`` name, when
+        its items can be told from its arguments: ``map`` needs a function among them,
+        the others no keywords and no ``*spread``."""
+        arguments = tuple(self._value(arg) for arg in call.args if not isinstance(arg, ast.Starred))
+        if builtin == MAP:
+            known = any(argument[0] == "ref" for argument in arguments)
+        else:
+            known = bool(arguments) and not call.keywords and len(arguments) == len(call.args)
+        return ("items_of", ref, arguments) if known else None
 
     def _assign_value(self, targets: Sequence[ast.expr], value: ast.expr | None) -> None:
         if value is not None:
@@ -1138,6 +1133,8 @@ class _Extractor(ast.NodeVisitor):
     def _finish_flow(self) -> None:
         """Give each item store to the scope that binds its name, then narrow each use
         its reaching bindings may narrow soundly (``cairn.codegraph.flow``)."""
+        if not self.stores and not self.snapshots:
+            return
         scopes = self.scopes
         bindings = {q: scope.bindings for q, scope in scopes.items()}
         kinds = {q: scope.kind for q, scope in scopes.items()}
@@ -1221,15 +1218,15 @@ def _unsubscripted(node: ast.expr) -> ast.expr:
 PARTIAL = "partial"
 """``functools.partial(f, ...)``: calling the result calls ``f`` (checked when resolved)."""
 
-ITEM_BUILTINS = frozenset(
-    {"enumerate", "zip", "list", "tuple", "set", "frozenset", "sorted", "reversed", "iter"}
-)
-"""Builtins whose result's items are made of their arguments' items (when they resolve to
-the builtin): ``enumerate(xs)`` gives ``(i, x)``, ``zip(a, b)`` ``(a_i, b_i)``, the
-others the items themselves."""
-
 MAP = "map"
 """``map(f, xs)``: iterating the result gives what ``f`` returns (when ``map`` is the builtin)."""
+
+ITEM_BUILTINS = frozenset(
+    {MAP, "enumerate", "zip", "list", "tuple", "set", "frozenset", "sorted", "reversed", "iter"}
+)
+"""Builtins whose result's items are made of their arguments (when they resolve to the
+builtin): ``map(f, xs)`` gives what ``f`` returns, ``enumerate(xs)`` ``(i, x)``,
+``zip(a, b)`` ``(a_i, b_i)``, the others the items themselves."""
 
 UPDATE_METHOD = "update"
 """``d.update(...)``: a dict's items stored by one call."""

@@ -71,10 +71,9 @@ Binding: TypeAlias = tuple[object, ...]
 """A name binding in one scope, tagged by its first element:
 
 ``("def", qualname)``, ``("var", qualname)``, ``("ctor", Ref, kwargs)``, ``("partial", Ref,
-wrapped)`` (``partial(f, ...)``: ``f`` when ``Ref`` is ``functools.partial``), ``("map", Ref,
-functions)`` (``map(f, xs)``: what ``f`` returns, when ``Ref`` is the builtin),
-``("items_of", Ref, arguments)`` (``enumerate(xs)``, ``zip(a, b)``, ``list(xs)``...: their
-items, when ``Ref`` is the builtin),
+wrapped)`` (``partial(f, ...)``: ``f`` when ``Ref`` is ``functools.partial``),
+``("items_of", Ref, arguments)`` (``map(f, xs)``, ``enumerate(xs)``, ``zip(a, b)``,
+``list(xs)``...: what they yield, when ``Ref`` is the builtin),
 ``("import", module, level, name_or_None)``, ``("self", class)``, ``("cls", class)``,
 ``("ref", Ref)`` (an alias of a name or attribute chain), ``("param", function, index,
 name, default_or_None)`` (a parameter: values flow in from call sites), ``("varargs",

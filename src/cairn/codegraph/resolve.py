@@ -30,7 +30,7 @@ from cairn.codegraph.frame import (
     distinct,
 )
 from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
-from cairn.codegraph.python import ADAPTER_ID, ANY_ITEM, NAMED_KEY, STRATEGY
+from cairn.codegraph.python import ADAPTER_ID, ANY_ITEM, MAP, NAMED_KEY, STRATEGY
 from cairn.codegraph.records import (
     RETURN_NAME,
     SELF_PREFIX,
@@ -120,6 +120,23 @@ def _sliced(container: VContainer, bounds: re.Match[str]) -> tuple[Value, ...]:
     lower, upper = (int(text) if text else None for text in bounds.groups())
     kept = [binding for _, binding in ordered][lower:upper]
     return (VContainer(container.path, tuple((f"[{i}]", b) for i, b in enumerate(kept))),)
+
+
+def _binding_scope(module: _Module, scope: str, name: str) -> str | None:
+    """The function (or the using class) scope whose bindings give ``name`` where
+    ``scope`` reads it, by Python's lexical rules (enclosing class bodies are skipped);
+    None when the module's global namespace does."""
+    current: str | None = scope
+    first = True
+    while current is not None:
+        kind = module.scope_kind.get(current)
+        if kind is None or kind == "module":
+            return None
+        if (kind != "class" or first) and name in module.scopes[current]:
+            return current
+        first = False
+        current = module.scope_parent.get(current)
+    return None
 
 
 def _defined_in(value: Value, path: str, prefix: str) -> bool:
@@ -369,21 +386,10 @@ class PythonResolver(ResolverFrame):
         """Resolve a bare name used in ``scope`` of ``module`` (lexical rules)."""
         if depth > MAX_RESOLUTION_DEPTH:
             return ()
-        current: str | None = scope
-        first = True
-        while current is not None:
-            kind = module.scope_kind.get(current)
-            if kind is None:
-                break
-            if kind == "module":
-                return self.namespace(module, name, depth)
-            if kind != "class" or first:
-                bindings = module.scopes[current].get(name)
-                if bindings is not None:
-                    return self._local(module, current, name, bindings, depth)
-            first = False
-            current = module.scope_parent.get(current)
-        return self.namespace(module, name, depth)
+        owner = _binding_scope(module, scope, name)
+        if owner is None:
+            return self.namespace(module, name, depth)
+        return self._local(module, owner, name, module.scopes[owner][name], depth)
 
     def _local(
         self, module: _Module, scope: str, name: str, bindings: Sequence[Binding], depth: int
@@ -564,8 +570,6 @@ class PythonResolver(ResolverFrame):
             return self._module_variable(module, scope, name)
         if tag == "partial":
             return self._partial(module, scope, name, binding, depth)
-        if tag == "map":
-            return self._mapped(module, scope, name, binding, depth)
         if tag == "items_of":
             return self._items_of(module, scope, name, binding, depth)
         if tag == "import":
@@ -598,27 +602,19 @@ class PythonResolver(ResolverFrame):
             return values or self._module_variable(module, scope, name)
         return self._binding(module, scope, name, ("ctor", made, ()), depth)
 
-    def _mapped(
-        self, module: _Module, scope: str, name: str, binding: Binding, depth: int
-    ) -> tuple[Value, ...] | None:
-        """``m = map(f, xs)``: when ``map`` is the builtin, a sequence of what the functions
-        passed to it return (any item: its positions are unknown)."""
-        made, functions = binding[1], binding[2]
-        assert isinstance(made, Ref) and isinstance(functions, tuple)
-        if not self._calls_back(module, made):
-            return self._binding(module, scope, name, ("ctor", made, ()), depth)
-        items = tuple((ANY_ITEM, ("ctor", fn, ())) for fn in functions)
-        return (VContainer(module.path, items),)
-
     def _items_of(
         self, module: _Module, scope: str, name: str, binding: Binding, depth: int
     ) -> tuple[Value, ...] | None:
-        """``enumerate(xs)``, ``zip(a, b)``, ``list(xs)``, ``sorted(xs)``...: when the name is
-        the builtin, a sequence whose items are (index, item), (a_i, b_i) or the items."""
+        """``map(f, xs)``, ``enumerate(xs)``, ``zip(a, b)``, ``list(xs)``...: when the name
+        is the builtin, a sequence whose items are what ``f`` returns, (index, item),
+        (a_i, b_i) or the items (any item: positions are not known)."""
         made, arguments = binding[1], binding[2]
         assert isinstance(made, Ref) and isinstance(arguments, tuple)
         if not self._calls_back(module, made):
             return self._binding(module, scope, name, ("ctor", made, ()), depth)
+        if made.head == MAP:  # the functions passed to it (the iterables are refs too)
+            returned = (("ctor", arg[1], ()) for arg in arguments if arg[0] == "ref")
+            return (VContainer(module.path, tuple((ANY_ITEM, item) for item in returned)),)
         each = [("iter", argument) for argument in arguments]
         item: Binding
         if made.head == "enumerate":
@@ -1118,7 +1114,8 @@ class PythonResolver(ResolverFrame):
         it has is one (through imports and aliases); None when any is something else."""
         if depth > MAX_RESOLUTION_DEPTH:
             return None
-        bindings = self._visible(module, scope, name)
+        owner = _binding_scope(module, scope, name)
+        bindings = module.scopes.get("" if owner is None else owner, {}).get(name, ())
         if not bindings:
             return None
         keys: list[str] = []
@@ -1142,23 +1139,6 @@ class PythonResolver(ResolverFrame):
                 return None
             keys.extend(found)
         return distinct(keys)
-
-    @staticmethod
-    def _visible(module: _Module, scope: str, name: str) -> tuple[Binding, ...]:
-        """The bindings of ``name`` where ``scope`` reads it (the rules of ``lookup``)."""
-        current: str | None = scope
-        first = True
-        while current is not None:
-            kind = module.scope_kind.get(current)
-            if kind is None:
-                break
-            if kind == "module" or kind != "class" or first:
-                found = module.scopes[current].get(name)
-                if found is not None or kind == "module":
-                    return found or ()
-            first = False
-            current = module.scope_parent.get(current)
-        return module.scopes.get("", {}).get(name, ())
 
     def _owner_class(self, module: _Module, scope: str) -> VSymbol | None:
         current: str | None = scope

@@ -19,7 +19,13 @@ import cairn.store
 from cairn.canonical import canonical_bytes
 from cairn.codegraph import index_repository
 from cairn.embed import HashingEmbedder
-from cairn.store.load import PreparedDocuments, load_semantic_graph, node_body
+from cairn.store.load import (
+    PreparedDocuments,
+    load_semantic_graph,
+    merge_prepared,
+    node_body,
+    prepare_documents,
+)
 
 REPOS = ("flask_app", "django_site")
 PER_FILE = ("commands", "meta")
@@ -99,3 +105,49 @@ def test_prepared_vectors_of_another_space_are_not_used(tmp_path: Path) -> None:
 def test_without_workers_nothing_is_prepared() -> None:
     result = index_repository(FIXTURES / "flask_app", workers=1, embedder=HashingEmbedder())
     assert result.prepared is None
+
+
+def test_a_load_with_some_documents_prepared_is_the_same(tmp_path: Path) -> None:
+    """A batch mixing prepared and unprepared documents takes the prepared vectors and
+    embeds the rest: the stored rows equal a load that prepared nothing."""
+    result = index_repository(FIXTURES / "django_site", workers=2, embedder=HashingEmbedder())
+    assert result.prepared is not None
+    kept = sorted(result.prepared.documents)[::2]
+    assert 0 < len(kept) < len(result.prepared.documents)
+    half = dataclasses.replace(
+        result.prepared,
+        documents={node_id: result.prepared.documents[node_id] for node_id in kept},
+    )
+    with_half = _loaded(tmp_path / "a.db", result, half)
+    without = _loaded(tmp_path / "b.db", result, None)
+    assert with_half.mutations == without.mutations  # type: ignore[attr-defined]
+    assert _rows(tmp_path / "a.db") == _rows(tmp_path / "b.db")
+
+
+def test_prepared_parts_merge_to_one_preparation() -> None:
+    """Nodes prepared in parts (one per worker) and merged in order equal the same nodes
+    prepared at once: documents, and the vector of every node."""
+    result = index_repository(FIXTURES / "django_site", workers=1)
+    nodes = sorted(result.graph.nodes(), key=lambda node: node.id)
+    embedder = HashingEmbedder()
+    whole = prepare_documents(nodes, embedder)
+    cut = len(nodes) // 3
+    parts = [nodes[:cut], nodes[cut : 2 * cut], nodes[2 * cut :]]
+    merged = merge_prepared([prepare_documents(part, embedder) for part in parts])
+    assert merged.documents == whole.documents
+    assert merged.space == whole.space
+    space = embedder.space
+    for node in nodes:
+        assert (merged.vector(node.id, space) == whole.vector(node.id, space)).all()
+
+
+def test_merging_keeps_the_first_document_of_an_id() -> None:
+    result = index_repository(FIXTURES / "flask_app", workers=1)
+    node = sorted(result.graph.nodes(), key=lambda node: node.id)[0]
+    other = dataclasses.replace(node, attributes={**node.attributes, "name": "second"})
+    embedder = HashingEmbedder()
+    first, second = prepare_documents([node], embedder), prepare_documents([other], embedder)
+    merged = merge_prepared([first, second])
+    assert merged.documents[node.id] == first.documents[node.id]
+    assert (merged.vector(node.id, embedder.space) == first.vector(node.id, embedder.space)).all()
+    assert merge_prepared([second, first]).documents[node.id] == second.documents[node.id]

@@ -62,6 +62,7 @@ __all__ = [
     "MAX_WORKERS",
     "IndexResult",
     "PhaseCallback",
+    "Preparing",
     "ProgressCallback",
     "WrittenIndex",
     "default_workers",
@@ -117,9 +118,15 @@ class IndexResult:
     manifest: Manifest
     seconds: float
     cache: CacheStats | None = None
-    prepared: PreparedDocuments | None = None
-    """Documents of the Python nodes made by a worker while the graph was resolved
-    (``index_repository(embedder=...)`` with workers), for the load to take."""
+    preparing: Preparing | None = None
+    """The workers' jobs making the Python nodes' documents (see ``prepared``)."""
+
+    @property
+    def prepared(self) -> PreparedDocuments | None:
+        """Documents of the Python nodes made by the workers while the graph was resolved
+        (``index_repository(embedder=...)`` with workers), for the load to take; waits
+        for the workers' jobs the first time it is read."""
+        return None if self.preparing is None else self.preparing.result()
 
 
 def extract_file(path: str, language: str, data: bytes) -> FileExtract:
@@ -192,32 +199,44 @@ def _prepare_in_worker(job: PrepareJob) -> PreparedDocuments:
     return prepare_documents(list(nodes.values()), embedder)
 
 
-class _Preparing:
+class Preparing:
     """What the parent asks the pool to make ahead: the embedder, the module names, and
-    the job once it is sent."""
+    the jobs once they are sent (one per worker, so every worker helps)."""
 
-    def __init__(self, embedder: Embedder | None, names: dict[str, str]) -> None:
+    def __init__(self, embedder: Embedder | None, names: dict[str, str], parts: int) -> None:
         self.embedder = embedder
         self.names = names
-        self.future: Future[PreparedDocuments] | None = None
+        self.parts = max(1, parts)
+        self.futures: list[Future[PreparedDocuments]] = []
+        self._merged: PreparedDocuments | None = None
 
     def send(self, pool: ProcessPoolExecutor, parsed: list[tuple[str, bytes]]) -> None:
         """Queue the documents of the freshly parsed Python files (cached ones have no
-        bytes here; their documents are made by the load as before)."""
+        bytes here; their documents are made by the load as before), in path order cut
+        into contiguous parts, so merging them in order keeps the first node of an ID."""
         if self.embedder is None:
             return
-        files = [(path, self.names[path], blob) for path, blob in parsed if path in self.names]
-        if files:
-            self.future = pool.submit(_prepare_in_worker, (files, self.embedder))
+        files = sorted(
+            (path, self.names[path], blob) for path, blob in parsed if path in self.names
+        )
+        size = -(-len(files) // self.parts)
+        for start in range(0, len(files), size or 1):
+            job = (files[start : start + size], self.embedder)
+            self.futures.append(pool.submit(_prepare_in_worker, job))
 
     def result(self) -> PreparedDocuments | None:
-        """The prepared documents (the pool has finished by now), or None."""
-        if self.future is None:
+        """The prepared documents (waiting for the jobs), or None."""
+        if not self.futures:
             return None
-        try:
-            return self.future.result()
-        except BrokenProcessPool:  # a killed worker costs time only: the load makes them
-            return None
+        if self._merged is None:
+            from cairn.store.load import merge_prepared
+
+            try:
+                self._merged = merge_prepared([future.result() for future in self.futures])
+            except BrokenProcessPool:  # a killed worker costs time only: the load makes them
+                self.futures = []
+                return None
+        return self._merged
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:
@@ -256,7 +275,7 @@ def _extract_phases(
     workers: int,
     progress: ProgressCallback | None,
     fresh: _Fresh,
-    preparing: _Preparing | None = None,
+    preparing: Preparing | None = None,
 ) -> Generator[list[Extracted], None, None]:
     """Parse each phase's jobs, yielding one phase's results at a time (any order).
 
@@ -290,9 +309,11 @@ def _extract_phases(
         for phase in phases:
             yield in_process(phase)
         return
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=_pool_context(), initializer=worker_initializer
-    ) as pool:
+    )
+    delivered = False
+    try:
         streams = []
         for phase in phases:
             ordered = sorted(phase.jobs, key=lambda job: (-len(job[1]), job[0].path))
@@ -307,8 +328,14 @@ def _extract_phases(
                 parsed.append((outcome.path, blob))
                 tick(results, (outcome, load_extract(blob)))
             if number == 0 and preparing is not None:
-                preparing.send(pool, parsed)  # a worker makes them while we resolve
+                preparing.send(pool, parsed)  # the workers make them while we resolve
+            delivered = number == len(phases) - 1
             yield results
+    finally:
+        # Once every file is delivered the pool only finishes the documents' jobs, which
+        # the load waits for; the caller need not wait for the workers to exit. On an
+        # error the queued work is cancelled and the workers are waited for.
+        pool.shutdown(wait=not delivered, cancel_futures=not delivered)
 
 
 def _plan(scan: ScanResult, cache: ExtractCache | None) -> tuple[_Phase, _Phase]:
@@ -370,12 +397,12 @@ def index_repository(
         opened, stats = _open_cache(cache)
         try:
             tell("extracting")
-            manifest, graph, prepared = _index(scan, workers, progress, tell, opened, embedder)
+            manifest, graph, preparing = _index(scan, workers, progress, tell, opened, embedder)
         finally:
             if opened is not None:
                 opened.close()
     seconds = time.perf_counter() - started
-    return IndexResult(scan.root, graph, manifest, seconds, stats, prepared)
+    return IndexResult(scan.root, graph, manifest, seconds, stats, preparing)
 
 
 def _root_package(root: Path) -> str | None:
@@ -408,7 +435,7 @@ def _index(
     phase: PhaseCallback = _quiet,
     cache: ExtractCache | None = None,
     embedder: Embedder | None = None,
-) -> tuple[Manifest, SemanticGraph, PreparedDocuments | None]:
+) -> tuple[Manifest, SemanticGraph, Preparing | None]:
     """Extract, resolve and admit: the body of ``index_repository`` (collector paused)."""
     manifest = Manifest()
     for skipped in scan.skipped:
@@ -417,7 +444,7 @@ def _index(
     fresh = _Fresh(cache is not None)
     root_package = _root_package(scan.root)
     names = module_names((f.path for f in scan.files if f.language == PYTHON), root_package)
-    preparing = _Preparing(embedder, names)
+    preparing = Preparing(embedder, names, workers)
     planned = _plan(scan, cache)
     with closing(_extract_phases(planned, workers, progress, fresh, preparing)) as phases:
         pairs = next(phases)
@@ -459,7 +486,7 @@ def _index(
             outcome = replace(outcome, counts=tuple(sorted(stats.items())))
             manifest.calls.update(stats)
         manifest.add(outcome)
-    return manifest, emitter.graph, preparing.result()
+    return manifest, emitter.graph, preparing if preparing.futures else None
 
 
 def index_summary(result: IndexResult) -> dict[str, Any]:

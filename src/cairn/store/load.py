@@ -146,6 +146,7 @@ __all__ = [
     "load_semantic_graph",
     "load_summary",
     "loaded_space",
+    "merge_prepared",
     "node_body",
     "node_text",
     "prepare_documents",
@@ -301,6 +302,30 @@ class PreparedDocuments:
         ):
             return None
         return held
+
+
+def merge_prepared(parts: Sequence[PreparedDocuments]) -> PreparedDocuments:
+    """One ``PreparedDocuments`` of ``parts`` made apart (in order: the first document of
+    an ID is kept, as ``prepare_documents`` keeps the first node of an ID)."""
+    if len(parts) == 1:
+        return parts[0]
+    documents: dict[str, PreparedDocument] = {}
+    order: dict[str, int] = {}
+    vectors: list[bytes] = []
+    spaces = {None if part.space is None else canonical_bytes(part.space) for part in parts}
+    with_vectors = len(spaces) == 1 and parts[0].space is not None
+    rows = 0
+    for part in parts:
+        for node_id, document in part.documents.items():
+            documents.setdefault(node_id, document)
+        if with_vectors:
+            for node_id, row in part.order.items():
+                order.setdefault(node_id, rows + row)
+            vectors.append(part.vectors)
+            rows += len(part.order)
+    if not with_vectors:
+        return PreparedDocuments(documents)
+    return PreparedDocuments(documents, parts[0].space, b"".join(vectors), order)
 
 
 def prepare_documents(nodes: Sequence[Node], embedder: Embedder) -> PreparedDocuments:
@@ -1095,17 +1120,30 @@ class _Plan:
         }
 
     def _embed(self, batch: Sequence[_Document]) -> npt.NDArray[np.float32]:
-        """The vectors of ``batch``'s texts: prepared ones when every document of the batch
-        has one in the load's space, else the embedder's. (The postings' terms are not the
-        embedder's: a code collection's analyzer drops stop words; the embedder's does not.)
+        """The vectors of ``batch``'s texts: the prepared one of each document that has
+        one in the load's space, the embedder's for the rest (prepared vectors exist only
+        for a row-independent embedder, so the mix equals embedding the whole batch).
+        (The postings' terms are not the embedder's: a code collection's analyzer drops
+        stop words; the embedder's does not.)
         """
         prepared = self.prepared
-        if prepared is not None and all(doc.prepared is not None for doc in batch):
-            space = self.wanted.space
-            rows = [prepared.vector(doc.ref.id, space) for doc in batch]
-            if all(row is not None for row in rows):
-                return np.stack(rows)  # type: ignore[arg-type]
-        return self.embedder.embed([doc.body["text"] for doc in batch])
+        if prepared is None:
+            return self.embedder.embed([doc.body["text"] for doc in batch])
+        space = self.wanted.space
+        rows = [
+            prepared.vector(doc.ref.id, space) if doc.prepared is not None else None
+            for doc in batch
+        ]
+        missing = [index for index, row in enumerate(rows) if row is None]
+        if len(missing) == len(batch):
+            return self.embedder.embed([doc.body["text"] for doc in batch])
+        if missing:
+            made = self.embedder.embed([batch[index].body["text"] for index in missing])
+            if made.shape != (len(missing), space.dimension):
+                return made  # the caller names the wrong shape
+            for index, row in zip(missing, made, strict=True):
+                rows[index] = row
+        return np.stack(rows)  # type: ignore[arg-type]
 
     def _vectors(self, applier: BulkApplier, needed: Sequence[_Document]) -> list[MutationOutcome]:
         """Embed and put the vectors of ``needed`` (a batch's rewritten documents and any

@@ -182,3 +182,36 @@ def test_a_cache_that_cannot_be_opened_is_done_without(tmp_path: Path) -> None:
     assert (written.graph_path.read_bytes(), written.manifest_path.read_bytes()) == _bytes(
         repo, tmp_path / "clean", cache=None
     )
+
+
+def test_only_a_remembering_index_keeps_its_extracts_in_the_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cairn watch`` keeps the extracts between rounds (an unchanged file is not even
+    unpickled again); a one-shot index frees them with its result."""
+    from cairn.codegraph import cache as cache_module
+
+    memo: dict[object, object] = {}
+    monkeypatch.setattr(cache_module, "_MEMO", memo)
+    unpickled: list[str] = []
+
+    def counting(blob: bytes) -> object:
+        extract = load_extract(blob)
+        unpickled.append(extract.path)
+        return extract
+
+    monkeypatch.setattr(cache_module, "load_extract", counting)
+    repo = _copy(tmp_path)
+    cache = tmp_path / CACHE_FILENAME
+    first = index_repository(repo, cache=cache)
+    assert first.cache is not None and first.cache.misses > 20 and not memo
+    again = index_repository(repo, cache=cache)
+    assert again.cache is not None and again.cache.hits == first.cache.misses
+    assert len(unpickled) == first.cache.misses and not memo  # every row unpickled
+    index_repository(repo, cache=cache, remember=True)
+    assert len(memo) == first.cache.misses
+    unpickled.clear()
+    last = index_repository(repo, cache=cache, remember=True)
+    assert last.cache is not None and last.cache.hits == first.cache.misses
+    assert unpickled == []  # answered from memory
+    assert last.graph.fact_count == first.graph.fact_count

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INDEX_PHASES",
     "MAX_WORKERS",
+    "PREPARE_CHUNK_FILES",
     "IndexResult",
     "PhaseCallback",
     "Preparing",
@@ -89,6 +90,10 @@ PARTIAL = "partial:"
 
 MAX_ERROR_CHARS = 300
 """A manifest row's error text is cut to this many characters."""
+
+PREPARE_CHUNK_FILES = 64
+"""Python files one documents job covers: the jobs spread over every worker, and a
+worker's heap holds one job's extracts and documents at a time, not its whole share."""
 
 PYTHON = "python"
 """The language resolved first (while the workers extract every other file)."""
@@ -201,27 +206,25 @@ def _prepare_in_worker(job: PrepareJob) -> PreparedDocuments:
 
 class Preparing:
     """What the parent asks the pool to make ahead: the embedder, the module names, and
-    the jobs once they are sent (one per worker, so every worker helps)."""
+    the jobs once they are sent (``PREPARE_CHUNK_FILES`` files each)."""
 
-    def __init__(self, embedder: Embedder | None, names: dict[str, str], parts: int) -> None:
+    def __init__(self, embedder: Embedder | None, names: dict[str, str]) -> None:
         self.embedder = embedder
         self.names = names
-        self.parts = max(1, parts)
         self.futures: list[Future[PreparedDocuments]] = []
         self._merged: PreparedDocuments | None = None
 
     def send(self, pool: ProcessPoolExecutor, parsed: list[tuple[str, bytes]]) -> None:
         """Queue the documents of the freshly parsed Python files (cached ones have no
         bytes here; their documents are made by the load as before), in path order cut
-        into contiguous parts, so merging them in order keeps the first node of an ID."""
+        into contiguous jobs, so merging them in order keeps the first node of an ID."""
         if self.embedder is None:
             return
         files = sorted(
             (path, self.names[path], blob) for path, blob in parsed if path in self.names
         )
-        size = -(-len(files) // self.parts)
-        for start in range(0, len(files), size or 1):
-            job = (files[start : start + size], self.embedder)
+        for start in range(0, len(files), PREPARE_CHUNK_FILES):
+            job = (files[start : start + PREPARE_CHUNK_FILES], self.embedder)
             self.futures.append(pool.submit(_prepare_in_worker, job))
 
     def result(self) -> PreparedDocuments | None:
@@ -376,13 +379,17 @@ def index_repository(
     phase: PhaseCallback | None = None,
     cache: Path | str | None = None,
     embedder: Embedder | None = None,
+    remember: bool = False,
 ) -> IndexResult:
     """Index the repository at ``root`` into a semantic graph plus manifest.
 
     ``progress`` follows the files extracted; ``phase`` is told each phase as it starts.
     With ``cache`` (an extraction cache file, see ``cairn.codegraph.cache``), a file
     whose bytes, path and language match a cached row is not parsed again, and the
-    cache is brought up to date; the graph is the same either way. With ``embedder``
+    cache is brought up to date; the graph is the same either way. With ``remember``
+    as well, the extracts stay in this process for its next index (``cairn watch``:
+    an unchanged file is then not even unpickled); without it they are freed with the
+    result. With ``embedder``
     and workers, a worker makes the documents of the freshly parsed Python files' nodes
     while this process resolves (``IndexResult.prepared``, for
     ``load_semantic_graph(prepared=...)`` with the same embedder).
@@ -394,7 +401,7 @@ def index_repository(
     with gc_paused():  # ~10^5 acyclic records: the collector would only rescan them
         tell("scanning")
         scan = scan_repository(root, excludes=excludes)
-        opened, stats = _open_cache(cache)
+        opened, stats = _open_cache(cache, remember)
         try:
             tell("extracting")
             manifest, graph, preparing = _index(scan, workers, progress, tell, opened, embedder)
@@ -412,13 +419,15 @@ def _root_package(root: Path) -> str | None:
     return name if (root / "__init__.py").is_file() and name.isidentifier() else None
 
 
-def _open_cache(path: Path | str | None) -> tuple[ExtractCache | None, CacheStats | None]:
+def _open_cache(
+    path: Path | str | None, remember: bool = False
+) -> tuple[ExtractCache | None, CacheStats | None]:
     """The cache at ``path`` and its stats; a cache that cannot be opened (a read-only
     folder, a full disk) is done without, and says why: it only saves time."""
     if path is None:
         return None, None
     try:
-        opened = ExtractCache.open(path)
+        opened = ExtractCache.open(path, remember=remember)
     except (sqlite3.Error, OSError, CairnError) as exc:
         return None, CacheStats(reset=f"cache unavailable ({exc}); every file parsed")
     return opened, opened.stats
@@ -444,7 +453,7 @@ def _index(
     fresh = _Fresh(cache is not None)
     root_package = _root_package(scan.root)
     names = module_names((f.path for f in scan.files if f.language == PYTHON), root_package)
-    preparing = Preparing(embedder, names, workers)
+    preparing = Preparing(embedder, names)
     planned = _plan(scan, cache)
     with closing(_extract_phases(planned, workers, progress, fresh, preparing)) as phases:
         pairs = next(phases)
@@ -452,6 +461,8 @@ def _index(
             _by_language([e for _, e in pairs], PYTHON), emitter, root_package, names
         )
         python.run()
+        call_stats: dict[str, Counter[str]] = dict(python.call_stats)
+        del python  # its lookup memos are not needed past here: freed before the graph grows
         emitter.flush()  # admit the Python facts while the workers finish the other files
         pairs.extend(next(phases))
     if cache is not None:
@@ -466,7 +477,6 @@ def _index(
     phase("resolving")
     pairs.sort(key=lambda pair: pair[0].path)
     extracts = [extract for _, extract in pairs]
-    call_stats: dict[str, Counter[str]] = dict(python.call_stats)
     code = _by_language(extracts, "javascript", "typescript", "go", "gomod")
     if code:
         from cairn.codegraph.tsresolve import CodeResolver

@@ -199,12 +199,17 @@ class ExtractCache:
     conn: sqlite3.Connection
     fingerprint: str
     stats: CacheStats = field(default_factory=CacheStats)
+    remember: bool = False
+    """Keep the extracts read or written in this process for its next index (``cairn
+    watch``); a one-shot index leaves them to be freed with its graph."""
     _written: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def open(cls, path: Path | str) -> ExtractCache:
+    def open(cls, path: Path | str, *, remember: bool = False) -> ExtractCache:
         """Open (or create) the cache at ``path``; a foreign or damaged file, or one of
-        another extractor, is emptied and the reason kept in ``stats.reset``."""
+        another extractor, is emptied and the reason kept in ``stats.reset``. With
+        ``remember``, the extracts this index reads or writes are kept in the process
+        for the next one (see ``remember``)."""
         target = Path(path)
         fingerprint = extractor_fingerprint()
         stats = CacheStats()
@@ -230,7 +235,7 @@ class ExtractCache:
                 )
             if stored:
                 conn.execute("VACUUM")  # hand the old rows' pages back to the disk
-        return cls(target, conn, fingerprint, stats)
+        return cls(target, conn, fingerprint, stats, remember)
 
     def rows(self) -> dict[str, Row]:
         """Every stored row by path: ``(language, sha256, outcome, error, data, checksum)``."""
@@ -287,6 +292,8 @@ class ExtractCache:
         watch`` re-indexes many times: an unchanged file is then neither parsed nor
         unpickled). Only a byte-identical row (same checksum) is answered from it; at most
         ``MAX_MEMO_FILES`` are kept, the oldest dropped first."""
+        if not self.remember:
+            return
         key = (self.fingerprint, path, extract.language, sha256)
         _MEMO.pop(key, None)
         _MEMO[key] = (checksum, extract)

@@ -145,9 +145,11 @@ def index_once(
     show_progress: bool = False,
     load: bool = True,
     embedder: str | None = None,
+    remember: bool = False,
 ) -> tuple[dict[str, Any], IndexResult]:
     """One index, write and load (with the extraction cache), without printing the
-    summary: the summary and the index result (``cairn index`` and ``cairn watch``)."""
+    summary: the summary and the index result (``cairn index`` and ``cairn watch``;
+    ``remember`` keeps the extracts in this process for the next round)."""
     count = workers if workers is not None else default_workers()
     folder = index_folder(path, out)
     chosen = choose_embedder(embedder, folder / DATABASE_FILE) if load else None
@@ -163,6 +165,7 @@ def index_once(
             phase=steps.phase,
             cache=folder / CACHE_FILENAME,
             embedder=chosen,
+            remember=remember,
         )
         steps.phase("writing graph.cairn")
         written = write_index(result, out, generated_at=generated_at)

@@ -137,6 +137,7 @@ def watch_repository(
             excludes=excludes,
             load=load,
             embedder=embedder,
+            remember=True,
         )
 
     ignored = watchfiles.DefaultFilter(

@@ -193,8 +193,15 @@ class _Watcher:
         except queue.Empty:
             raise RuntimeError(f"cairn watch printed no round for {timeout:.0f} s") from None
 
-    def drain(self) -> None:
-        """Wait until no round record has come for ``WATCH_QUIET_S`` seconds."""
+    def settle(self, paths: set[str]) -> None:
+        """Wait for the rounds that saw ``paths`` change (the tree put back), then until
+        no round record has come for ``WATCH_QUIET_S`` seconds."""
+        waiting = set(paths)
+        while waiting:
+            files = self.next()["files"]
+            assert isinstance(files, dict)
+            for names in files.values():
+                waiting.difference_update(names)
         while True:
             try:
                 self.records.get(timeout=WATCH_QUIET_S)
@@ -234,8 +241,7 @@ def _watch_rounds(exe: Path, tree: Path, pristine: Path, workers: int, timings: 
             wall = time.perf_counter() - started
             # The "cpu" slot of a watch step holds the rounds' own seconds, not CPU.
             timings.add("watch", edit.name, ib.Run(wall, own, 0.0, 0, "", ""))
-            _restore(pristine, tree)
-            watcher.drain()
+            watcher.settle(_restore(pristine, tree))
     finally:
         watcher.stop()
 
@@ -247,14 +253,17 @@ def _codegraph(exe: Path, tree: Path, command: str) -> ib.Run:
     return ib.measure(argv, {**os.environ, "CODEGRAPH_TELEMETRY": "0"})
 
 
-def _restore(pristine: Path, tree: Path) -> None:
-    """Put the tree back as it was (keeping every tool's output folder)."""
+def _restore(pristine: Path, tree: Path) -> set[str]:
+    """Put the tree back as it was (keeping every tool's output folder); the paths it
+    removed or rewrote."""
+    touched: set[str] = set()
     for path in sorted(tree.rglob("*"), reverse=True):
         relative = path.relative_to(tree)
         if relative.parts[0] in ib.TOOL_OUTPUTS:
             continue
         if path.is_file() and not (pristine / relative).exists():
             path.unlink()
+            touched.add(relative.as_posix())
     for source in pristine.rglob("*"):
         if source.relative_to(pristine).parts[0] in ib.TOOL_OUTPUTS:
             continue
@@ -263,6 +272,8 @@ def _restore(pristine: Path, tree: Path) -> None:
             if not target.exists() or target.read_bytes() != source.read_bytes():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)
+                touched.add(source.relative_to(pristine).as_posix())
+    return touched
 
 
 def bench_corpus(

@@ -126,6 +126,7 @@ def test_a_foreign_graph_json_stops_the_write_before_anything_is_written(
 def test_indexing_reports_its_phases_and_every_file(tmp_path: Path) -> None:
     from cairn.codegraph.build import INDEX_PHASES
 
+    assert INDEX_PHASES == ("scanning", "extracting", "resolving python", "resolving")
     root = repository(tmp_path)
     (root / "more.py").write_text("from app import helper\n")
     phases: list[str] = []
@@ -135,3 +136,36 @@ def test_indexing_reports_its_phases_and_every_file(tmp_path: Path) -> None:
     )
     assert phases == list(INDEX_PHASES)
     assert files == [(1, 2), (2, 2)]
+
+
+def test_the_json_summary_times_every_phase_in_order(tmp_path: Path) -> None:
+    """``phase_seconds``: each phase of the whole run (index, artifact, summary, each
+    load step), in the order they ran, none negative, together within the run's wall."""
+    import time
+
+    from typer.testing import CliRunner
+
+    from cairn.cli import app
+
+    root = repository(tmp_path)
+    started = time.perf_counter()
+    done = CliRunner().invoke(app, ["index", str(root), "--workers", "1", "--json"])
+    wall = time.perf_counter() - started
+    assert done.exit_code == 0, done.output
+    spent = json.loads(done.stdout)["phase_seconds"]
+    assert list(spent) == [
+        "scanning",
+        "extracting",
+        "resolving python",
+        "resolving",
+        "writing graph.cairn",
+        "summarising",
+        "loading: opening",
+        "loading: encoding",
+        "loading: diffing",
+        "loading: documents",
+        "loading: facts",
+        "loading: committing",
+    ]
+    assert all(value >= 0 for value in spent.values())
+    assert sum(spent.values()) <= wall

@@ -110,7 +110,9 @@ ProgressCallback = Callable[[int, int], None]
 """Told ``(files done, files in all)`` as extraction goes."""
 PhaseCallback = Callable[[str], None]
 """Told the name of each indexing phase as it starts (one of ``INDEX_PHASES``)."""
-INDEX_PHASES = ("scanning", "extracting", "resolving")
+INDEX_PHASES = ("scanning", "extracting", "resolving python", "resolving")
+"""In order: scanning the tree; extracting (until every Python file is parsed); resolving
+Python (while the workers parse the other languages); resolving the rest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,6 +459,7 @@ def _index(
     planned = _plan(scan, cache)
     with closing(_extract_phases(planned, workers, progress, fresh, preparing)) as phases:
         pairs = next(phases)
+        phase("resolving python")
         python = PythonResolver(
             _by_language([e for _, e in pairs], PYTHON), emitter, root_package, names
         )

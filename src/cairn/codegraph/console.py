@@ -8,6 +8,7 @@ readable tables unless JSON was asked for.
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,15 +52,26 @@ __all__ = [
 
 
 class _Steps:
-    """What ``cairn index`` is doing, as one line: the phase, and the files while extracting."""
+    """What ``cairn index`` is doing, as one line: the phase, and the files while
+    extracting; and when each phase began, for the summary's ``phase_seconds``."""
 
     def __init__(self, bar: Progress | None) -> None:
         self.bar = bar
         self.task = bar.add_task("starting", total=None) if bar is not None else None
+        self.marks: list[tuple[str, float]] = []
 
     def phase(self, name: str) -> None:
+        self.marks.append((name, time.perf_counter()))
         if self.bar is not None and self.task is not None:
             self.bar.update(self.task, description=name, completed=0, total=None)
+
+    def seconds(self) -> dict[str, float]:
+        """Wall seconds of each phase so far, in the order they ran (to now)."""
+        ends = [at for _, at in self.marks[1:]] + [time.perf_counter()]
+        spent: dict[str, float] = {}
+        for (name, began), ended in zip(self.marks, ends, strict=True):
+            spent[name] = round(spent.get(name, 0.0) + ended - began, 3)
+        return spent
 
     def files(self, done: int, total: int) -> None:
         if self.bar is not None and self.task is not None:
@@ -169,6 +181,7 @@ def index_once(
         )
         steps.phase("writing graph.cairn")
         written = write_index(result, out, generated_at=generated_at)
+        steps.phase("summarising")
         summary = index_summary(result)
         summary["workers"] = count
         summary["graph_path"] = str(written.graph_path)
@@ -178,6 +191,7 @@ def index_once(
             database = written.graph_path.parent / DATABASE_FILE
             summary["embedder"] = chosen.space.to_json()
             summary["load"] = _load(database, result, chosen, steps.loading)
+        summary["phase_seconds"] = steps.seconds()
     return summary, result
 
 
@@ -287,6 +301,10 @@ def print_summary(console: Console, summary: dict[str, Any]) -> None:
             f"{damaged}{note}"
         )
     console.print(f"wrote {summary['graph_path']} and {summary['manifest_path']}")
+    spent = summary.get("phase_seconds")
+    if spent:
+        parts = (f"{name} {value:.2f} s" for name, value in spent.items())
+        console.print("time: " + ", ".join(parts))
     if "load" in summary:
         load = summary["load"]
         state = f"{load['changes']} changes" if load["changes"] else "already up to date"

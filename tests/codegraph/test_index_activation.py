@@ -168,4 +168,4 @@ def test_the_json_summary_times_every_phase_in_order(tmp_path: Path) -> None:
         "loading: committing",
     ]
     assert all(value >= 0 for value in spent.values())
-    assert sum(spent.values()) <= wall
+    assert sum(spent.values()) <= wall + 0.001 * len(spent)  # each rounded to the ms

@@ -78,6 +78,11 @@ def test_an_edit_is_reindexed_and_an_open_handle_sees_it(watcher: Watcher) -> No
         assert second["round"] == 1
         assert second["files"] == {"added": [], "removed": [], "changed": ["app/views.py"]}
         assert second["load"]["position"] == 2 and second["load"]["changes"] > 0
+        spent = second["phase_seconds"]
+        assert list(spent)[:2] == ["scanning", "extracting"]
+        # Each phase is rounded to the millisecond: allow that much per phase.
+        assert "loading: committing" in spent
+        assert sum(spent.values()) <= second["seconds"] + 0.001 * len(spent)
         hits = db.search(request)
         assert [hit.document.ref.id for hit in hits][:1] == [f"function:app/views.py#{NEW_NAME}"]
     # The round's own writes (.cairn/) woke nothing: no further round comes.

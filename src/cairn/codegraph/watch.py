@@ -7,8 +7,8 @@ changed, so a running ``cairn serve`` or ``cairn mcp`` on the same database sees
 position at its next read. Events inside the index folder itself and in the directories
 indexing never descends into are ignored, so the watcher's own writes never wake it.
 Each round is reported as a plain record: the files added, removed and changed (by
-content hash against the previous round), the load's changes and position, and the
-files not fully indexed.
+content hash against the previous round), the load's changes and position, the files
+not fully indexed, and the round's time by phase.
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ def _record(
         "load": summary.get("load"),
         "problems": summary.get("problems", []),
         "counts": summary.get("counts"),
+        "phase_seconds": summary.get("phase_seconds"),
         "seconds": round(seconds, 3),
     }
 

@@ -125,10 +125,20 @@ class Timings:
 
     wall: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     cpu: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    rounds: dict[str, list[float]] = field(default_factory=dict)
+    """Per edit, the ``cairn watch`` rounds' own seconds (beside the watch wall time)."""
 
     def add(self, tool: str, step: str, run: ib.Run) -> None:
         self.wall.setdefault((tool, step), []).append(run.wall)
         self.cpu.setdefault((tool, step), []).append(run.cpu)
+
+    def add_watch(self, step: str, wall: float, rounds: float) -> None:
+        self.wall.setdefault(("watch", step), []).append(wall)
+        self.rounds.setdefault(step, []).append(rounds)
+
+    def rounds_median(self, step: str) -> float | None:
+        values = self.rounds.get(step)
+        return statistics.median(values) if values else None
 
     def median(self, tool: str, step: str) -> float | None:
         values = self.wall.get((tool, step))
@@ -239,8 +249,7 @@ def _watch_rounds(exe: Path, tree: Path, pristine: Path, workers: int, timings: 
                     continue  # the edit's files came in more than one batch
                 break
             wall = time.perf_counter() - started
-            # The "cpu" slot of a watch step holds the rounds' own seconds, not CPU.
-            timings.add("watch", edit.name, ib.Run(wall, own, 0.0, 0, "", ""))
+            timings.add_watch(edit.name, wall, own)
             watcher.settle(_restore(pristine, tree))
     finally:
         watcher.stop()
@@ -337,7 +346,7 @@ def report(name: str, timings: Timings, peers: bool) -> dict[str, object]:
             line += f" {ib._fmt(ib._ratio(mine, theirs), '.2f'):>9}"
         watched = timings.median("watch", step) if watching else None
         if watching:
-            own = ib._fmt(timings.cpu_median("watch", step), ".2f")
+            own = ib._fmt(timings.rounds_median(step), ".2f")
             line += f" {ib._fmt(watched, '.2f'):>8} ({own})" if step != "clean" else ""
         print(line)
         rows[step] = {"cairn": mine, "codegraph": theirs, "watch": watched}

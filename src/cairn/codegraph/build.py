@@ -392,7 +392,7 @@ def index_repository(
     as well, the extracts stay in this process for its next index (``cairn watch``:
     an unchanged file is then not even unpickled); without it they are freed with the
     result. With ``embedder``
-    and workers, a worker makes the documents of the freshly parsed Python files' nodes
+    and workers, the workers make the documents of the freshly parsed Python files' nodes
     while this process resolves (``IndexResult.prepared``, for
     ``load_semantic_graph(prepared=...)`` with the same embedder).
     """

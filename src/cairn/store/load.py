@@ -316,8 +316,7 @@ def merge_prepared(parts: Sequence[PreparedDocuments]) -> PreparedDocuments:
     documents: dict[str, PreparedDocument] = {}
     order: dict[str, int] = {}
     vectors: list[bytes] = []
-    spaces = {None if part.space is None else canonical_bytes(part.space) for part in parts}
-    with_vectors = len(spaces) == 1 and parts[0].space is not None
+    with_vectors = all(part.space is not None and part.space == parts[0].space for part in parts)
     rows = 0
     for part in parts:
         for node_id, document in part.documents.items():

@@ -30,6 +30,7 @@ from cairn.codegraph.cache import (
     dump_extract,
     load_extract,
 )
+from cairn.codegraph.deep import run_deep
 from cairn.codegraph.emit import GraphEmitter, node_of
 from cairn.codegraph.limits import (
     ADAPTER_VERSION,
@@ -38,6 +39,8 @@ from cairn.codegraph.limits import (
     GITIGNORE_FILENAME,
     GRAPH_FILENAME,
     MANIFEST_FILENAME,
+    PYTHON_RESOLUTION_RECURSION_LIMIT,
+    PYTHON_RESOLUTION_STACK_BYTES,
 )
 from cairn.codegraph.records import FileExtract
 from cairn.codegraph.resolve import PythonResolver, module_names, python_node_specs
@@ -463,7 +466,12 @@ def _index(
         python = PythonResolver(
             _by_language([e for _, e in pairs], PYTHON), emitter, root_package, names
         )
-        python.run()
+        run_deep(
+            python.run,
+            stack_bytes=PYTHON_RESOLUTION_STACK_BYTES,
+            recursion_limit=PYTHON_RESOLUTION_RECURSION_LIMIT,
+            name="cairn-resolve-python",
+        )
         call_stats: dict[str, Counter[str]] = dict(python.call_stats)
         del python  # its lookup memos are not needed past here: freed before the graph grows
         emitter.flush()  # admit the Python facts while the workers finish the other files

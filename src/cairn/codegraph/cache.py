@@ -64,6 +64,7 @@ _EXTRACTOR_MODULES = (
     "records",
     "terms",
     "flow",
+    "deep",
     "emit",
     "python",
     "recover",

@@ -1,7 +1,8 @@
 """What the Python and the JS/TS/Go resolvers share: the values a reference resolves
 to, class orders cached per class with a cycle guard, and the walk of a reference's
-attributes that decides its dispatch kind. (Both compare the shared depth guard,
-``MAX_RESOLUTION_DEPTH``, inline: the check runs ~300k times a build.)
+attributes that decides its dispatch kind. (Each compares its own depth guard,
+``MAX_PYTHON_RESOLUTION_DEPTH`` or ``MAX_RESOLUTION_DEPTH``, inline: the check runs
+~300k times a build.)
 
 Each language keeps its own rules as hooks: how a class's bases resolve
 (``bases_of``), how bases are linearised (``linearise``: depth-first here, C3 for

@@ -21,8 +21,11 @@ __all__ = [
     "MAX_DOCSTRING_CHARS",
     "MAX_EVAL_SOURCE_CHARS",
     "MAX_FILE_BYTES",
+    "MAX_PYTHON_RESOLUTION_DEPTH",
     "MAX_RESOLUTION_DEPTH",
     "MAX_SIGNATURE_CHARS",
+    "PYTHON_RESOLUTION_RECURSION_LIMIT",
+    "PYTHON_RESOLUTION_STACK_BYTES",
     "SECRET_FILENAMES",
     "SECRET_SUFFIXES",
 ]
@@ -46,8 +49,24 @@ MAX_EVAL_SOURCE_CHARS = 4096
 """A literal string passed to ``eval``/``exec`` longer than this is not read for calls."""
 
 MAX_RESOLUTION_DEPTH = 64
-"""How deep name resolution follows re-exports, aliases, returns and parameters before
-giving up (what was cut there stays cut: at 32, Django's ``@keep_lazy`` functions were)."""
+"""How deep JS/TS/Go name resolution follows re-exports, aliases and returns before
+giving up (what was cut there stays cut)."""
+
+MAX_PYTHON_RESOLUTION_DEPTH = 100_000
+"""How deep Python name resolution follows re-exports, aliases, returns and parameters
+before giving up. A bound this low only to stop a runaway: a chain cut by a lower bound
+(64 until 2026-12-05) gave answers that depended on the module a chain entered from, so
+on the order modules were resolved in. Every recursive path of the resolver passes a
+guarded key, so real chains end long before it (the whole Django sdist's deepest is
+reported in docs/benchmarks.md)."""
+
+PYTHON_RESOLUTION_RECURSION_LIMIT = 1_000_000
+"""The interpreter's recursion limit while Python resolution runs: room for
+``MAX_PYTHON_RESOLUTION_DEPTH`` levels of several frames each."""
+
+PYTHON_RESOLUTION_STACK_BYTES = 1 << 30
+"""The stack of the thread Python resolution runs on (address space: only the pages a
+deep chain touches are ever in memory)."""
 
 DEFAULT_OUT_DIRNAME = ".cairn"
 GITIGNORE_FILENAME = ".gitignore"

@@ -10,13 +10,12 @@ file: resolving a name to its definition is the global phase in ``resolve.py``.
 from __future__ import annotations
 
 import ast
-import sys
-import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cairn.codegraph.deep import run_deep
 from cairn.codegraph.flow import owner_scope, store_item
 from cairn.codegraph.limits import (
     MAX_DOCSTRING_CHARS,
@@ -704,7 +703,8 @@ class _Extractor(ast.NodeVisitor):
                     if kw.arg in CTOR_KWARGS and (text := _const_str(kw.value)) is not None
                 )
             )
-            return ("ctor", ref, kwargs)
+            positional = self._call_args(value)[0]
+            return ("ctor", ref, kwargs, positional) if positional else ("ctor", ref, kwargs)
         if isinstance(value, ast.Name | ast.Attribute | ast.Subscript):
             ref = self.ref(value)
             # An item by a constant key or slice is an alias; by an unknown key it would
@@ -1322,31 +1322,15 @@ def extract_python(path: str, data: bytes) -> FileExtract:
 def _extract_deep(path: str, data: bytes) -> FileExtract:
     """``_extract`` on a thread whose stack holds ``DEEP_RECURSION_LIMIT`` frames: the
     limit is raised only while it runs, and only a stack that large makes that safe."""
-    done: list[FileExtract] = []
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            done.append(_extract(path, data))
-        except BaseException as exc:  # handed to the caller's thread below
-            failed.append(exc)
-
-    previous_stack = threading.stack_size(DEEP_STACK_BYTES)
-    previous_limit = sys.getrecursionlimit()
     try:
-        sys.setrecursionlimit(DEEP_RECURSION_LIMIT)
-        worker = threading.Thread(target=run, name="cairn-deep-extract")
-        try:
-            worker.start()
-        except (RuntimeError, MemoryError) as exc:  # no room for such a stack here
-            raise RecursionError(f"the tree is too deep to read here ({exc})") from exc
-        worker.join()
-    finally:
-        sys.setrecursionlimit(previous_limit)
-        threading.stack_size(previous_stack)
-    if failed:
-        raise failed[0]
-    return done[0]
+        return run_deep(
+            lambda: _extract(path, data),
+            stack_bytes=DEEP_STACK_BYTES,
+            recursion_limit=DEEP_RECURSION_LIMIT,
+            name="cairn-deep-extract",
+        )
+    except RecursionError as exc:
+        raise RecursionError(f"the tree is too deep to read here ({exc})") from exc
 
 
 def _extract(path: str, data: bytes) -> FileExtract:

@@ -70,7 +70,9 @@ class Ref:
 Binding: TypeAlias = tuple[object, ...]
 """A name binding in one scope, tagged by its first element:
 
-``("def", qualname)``, ``("var", qualname)``, ``("ctor", Ref, kwargs)``, ``("partial", Ref,
+``("def", qualname)``, ``("var", qualname)``, ``("ctor", Ref, kwargs[, args])`` (a call's
+result; ``args``, when any is tracked, are its positional arguments' bindings as a call
+site records them), ``("partial", Ref,
 wrapped)`` (``partial(f, ...)``: ``f`` when ``Ref`` is ``functools.partial``),
 ``("items_of", Ref, arguments)`` (``map(f, xs)``, ``enumerate(xs)``, ``zip(a, b)``,
 ``list(xs)``...: what they yield, when ``Ref`` is the builtin),

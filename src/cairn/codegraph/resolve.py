@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import builtins
 import re
+import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -29,7 +30,7 @@ from cairn.codegraph.frame import (
     VSymbol,
     distinct,
 )
-from cairn.codegraph.limits import MAX_RESOLUTION_DEPTH
+from cairn.codegraph.limits import MAX_PYTHON_RESOLUTION_DEPTH
 from cairn.codegraph.python import ADAPTER_ID, ANY_ITEM, MAP, NAMED_KEY, STRATEGY
 from cairn.codegraph.records import (
     RETURN_NAME,
@@ -207,16 +208,58 @@ _K = TypeVar("_K")
 _V = TypeVar("_V")
 
 
-def _memoised(cache: dict[_K, _V], key: _K, compute: Callable[[], _V]) -> _V:
-    """``cache[key]``, computed on the first ask."""
-    if key not in cache:
-        cache[key] = compute()
-    return cache[key]
+_UNSET = object()
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return set(a) == set(b)
+    return a == b
+
+
+_NO_CUT = sys.maxsize
+"""``PythonResolver._low`` when no cut happened in the computation under way."""
+_DEPTH_CUT = -1
+"""The level of a cut by ``MAX_PYTHON_RESOLUTION_DEPTH``: below every key, since what was cut
+depends on how deep the whole chain entered."""
 
 
 def _node_ids(resolved: tuple[tuple[Value, str], ...]) -> set[str]:
     """The distinct symbols a resolution names (implicit targets are symbols)."""
     return {value.node_id for value, _ in resolved if isinstance(value, VSymbol)}
+
+
+_Arguments = tuple[Binding, ...]
+"""A call's positional arguments' bindings (``("ctor", ref, kwargs, args)``)."""
+
+OWN_RETURN = "<own-return>"
+"""Guard key suffix of ``_own_returns`` (never an identifier)."""
+
+
+def _arguments(binding: Binding) -> _Arguments | None:
+    """The positional arguments a ``ctor`` binding recorded; None when it recorded none."""
+    if len(binding) < 4:
+        return None
+    args = binding[3]
+    assert isinstance(args, tuple)
+    return args
+
+
+def _returned_param(binding: Binding, names: dict[str, tuple[Binding, ...]]) -> int | None:
+    """The index of the parameter a ``return`` binding returns as it is, or None."""
+    if binding[0] != "ref":
+        return None
+    ref = binding[1]
+    assert isinstance(ref, Ref)
+    if ref.kind != "name" or ref.attrs or ref.inner is not None:
+        return None
+    bound = names.get(ref.head, ())
+    params = [b for b in bound if b[0] == "param"]
+    # An annotation (``cls: type``) does not rebind the parameter; anything else does.
+    if len(params) != 1 or any(b[0] != "param" and b[0] not in TYPED_TAGS for b in bound):
+        return None
+    index = params[0][2]
+    return index if isinstance(index, int) else None
 
 
 def _is_base(value: Value) -> bool:
@@ -322,7 +365,18 @@ class PythonResolver(ResolverFrame):
         self.tops = {name.split(".", 1)[0] for name in names.values()}
         self.call_stats: dict[str, Counter[str]] = {p: Counter() for p in self.by_path}
         self._namespace_cache: dict[tuple[str, str], tuple[Value, ...] | _Builtin] = {}
-        self._in_progress: set[tuple[object, ...]] = set()
+        # Keys being computed, each with its nesting level; ``_low`` is the lowest level
+        # a cut (a key met again, or the depth bound) reached inside the computation
+        # under way. A result that cut an enclosing key's computation short depends on
+        # where resolution entered, so it is never memoised: every memo holds what its
+        # key resolves to from anywhere, and the graph does not depend on module order.
+        self._in_progress: dict[tuple[object, ...], int] = {}
+        self._low = _NO_CUT
+        self._provisional: dict[tuple[int, object], tuple[object, int, Any]] = {}
+        self._assumed: dict[tuple[object, ...], object] = {}
+        self._members: dict[int, list[tuple[object, ...]]] = {}
+        self._changed: set[int] = set()
+        self._tagged: dict[int, list[tuple[int, object]]] = {}
         self._subclasses: dict[str, list[VSymbol]] | None = None
         self._overrides_cache: dict[tuple[str, str], list[str]] = {}
         self._instance_cache: dict[tuple[str, str], tuple[Value, ...]] = {}
@@ -330,8 +384,135 @@ class PythonResolver(ResolverFrame):
         self.own_kwargs: dict[str, dict[str, str]] = {}
         self.flows: dict[tuple[str, str], tuple[tuple[str, Binding], ...]] = {}
         self._returns_cache: dict[str, tuple[Value, ...]] = {}
+        self._own_returns_cache: dict[str, tuple[Value, ...]] = {}
+        self._pass_through_cache: dict[str, tuple[int, ...]] = {}
+        self._calls_back_cache: dict[tuple[str, Ref], bool] = {}
+        self._iterated_cache: dict[tuple[str, Binding], tuple[Value, ...]] = {}
         self._param_cache: dict[tuple[str, str], tuple[Value, ...] | None] = {}
         self._bound_methods: dict[VSymbol, VSymbol] = {}
+
+    def mro(self, cls: VSymbol) -> ClassOrder:
+        cached = self._mro_cache.get(cls.node_id)
+        if cached is not None:
+            return cached
+        level = len(self._in_progress)
+        outer, self._low = self._low, _NO_CUT
+        try:
+            result = super().mro(cls)
+        finally:
+            low = self._low
+            self._low = min(outer, low)
+        if low < level:
+            self._mro_cache.pop(cls.node_id, None)
+        return result
+
+    # --------------------------------------------------------- memo purity
+    def _cut_at(self, level: int) -> tuple[()]:
+        """Note a cut at ``level`` (an in-progress key's, or ``_DEPTH_CUT``): nothing."""
+        if level < self._low:
+            self._low = level
+        return ()
+
+    def _hit(self, key: tuple[object, ...]) -> object:
+        """A key met again while it is computed: note the cut; its assumed value."""
+        self._cut_at(self._in_progress[key])
+        return self._assumed.get(key, ())
+
+    def _guarded(self, key: tuple[object, ...], compute: Callable[[], _V]) -> tuple[_V, int]:
+        level = len(self._in_progress)
+        for _round in range(32):
+            self._in_progress[key] = level
+            self._changed.discard(level)
+            outer, self._low = self._low, _NO_CUT
+            try:
+                value = compute()
+            finally:
+                del self._in_progress[key]
+                low = self._low
+                self._low = min(outer, low)
+            if low != level:
+                break
+            # The root of a cycle: every member answered a hit with its last value.
+            before = self._assumed.get(key, ())
+            same = _same(before, value) or (value is None and before == ())
+            if same and level not in self._changed:
+                for held in self._tagged.pop(level, ()):
+                    found = self._provisional.pop(held, None)
+                    if found is not None:
+                        found[2][held[1]] = found[0]
+                low = _NO_CUT
+                break
+            self._assumed[key] = value
+            for held in self._tagged.pop(level, ()):
+                self._provisional.pop(held, None)
+        members = self._members.pop(level, [])
+        if low < level:
+            # A member of a cycle rooted below: its value is an assumption there until
+            # that root's rounds stop changing anything.
+            previous = self._assumed.get(key, _UNSET)
+            if previous is _UNSET or not (
+                _same(previous, value) or (value is None and previous == ())
+            ):
+                self._changed.add(low)
+            self._assumed[key] = value
+            self._members.setdefault(low, []).extend((*members, key))
+            if level in self._changed:
+                self._changed.add(low)
+            moved = self._tagged.pop(level, [])
+            for held in moved:
+                found = self._provisional.get(held)
+                if found is not None:
+                    self._provisional[held] = (found[0], low, found[2])
+            self._tagged.setdefault(low, []).extend(moved)
+        else:
+            for member in members:
+                self._assumed.pop(member, None)
+            self._assumed.pop(key, None)
+        self._changed.discard(level)
+        self._settle(level)
+        return value, (_NO_CUT if low >= level else low)
+
+    def _settle(self, level: int) -> None:
+        """The computation at ``level`` ended: forget what was cut short by it (and, at
+        the outermost level, what the depth bound cut)."""
+        for held in self._tagged.pop(level, ()):
+            self._provisional.pop(held, None)
+        if level == 0:
+            for held in self._tagged.pop(_DEPTH_CUT, ()):
+                self._provisional.pop(held, None)
+
+    def _recall(self, cache: Mapping[_K, _V], key: _K) -> tuple[bool, _V | None]:
+        """``(True, value)`` when ``key`` is memoised for good or, while what it depends
+        on is under way, provisionally (then its cut is noted again); else ``(False,
+        None)``."""
+        if key in cache:
+            return True, cache[key]
+        held = self._provisional.get((id(cache), key))
+        if held is None:
+            return False, None
+        self._cut_at(held[1])
+        return True, held[0]  # type: ignore[return-value]
+
+    def _keep(self, cache: dict[_K, _V], key: _K, value: _V, low: int) -> None:
+        """Memoise ``value`` for good when whole (``low`` is ``_NO_CUT``), else until the
+        computation at level ``low`` ends (a cycle through it is then re-entered alike)."""
+        if low == _NO_CUT:
+            cache[key] = value
+            return
+        held = (id(cache), key)
+        self._provisional[held] = (value, low, cache)
+        self._tagged.setdefault(low, []).append(held)
+
+    def _memoised(self, cache: dict[_K, _V], key: _K, compute: Callable[[], _V]) -> _V:
+        found, value = self._recall(cache, key)
+        if found:
+            return value  # type: ignore[return-value]
+        guard = ("<memo>", id(cache), key)
+        if guard in self._in_progress:
+            return self._hit(guard)  # type: ignore[return-value]
+        made, low = self._guarded(guard, compute)
+        self._keep(cache, key, made, low)
+        return made
 
     @staticmethod
     def _module(name: str, extract: FileExtract) -> _Module:
@@ -384,8 +565,8 @@ class PythonResolver(ResolverFrame):
         self, module: _Module, scope: str, name: str, depth: int = 0
     ) -> tuple[Value, ...] | _Builtin:
         """Resolve a bare name used in ``scope`` of ``module`` (lexical rules)."""
-        if depth > MAX_RESOLUTION_DEPTH:
-            return ()
+        if depth > MAX_PYTHON_RESOLUTION_DEPTH:
+            return self._cut_at(_DEPTH_CUT)
         owner = _binding_scope(module, scope, name)
         if owner is None:
             return self.namespace(module, name, depth)
@@ -396,49 +577,48 @@ class PythonResolver(ResolverFrame):
     ) -> tuple[Value, ...]:
         key = (f"{module.path}#{scope}", name)
         if key in self._in_progress:
-            return ()
-        self._in_progress.add(key)
-        try:
-            return self._bindings(module, scope, name, bindings, depth + 1)
-        finally:
-            self._in_progress.discard(key)
+            return self._hit(key)  # type: ignore[return-value]
+        found, _ = self._guarded(
+            key, lambda: self._bindings(module, scope, name, bindings, depth + 1)
+        )
+        return found
 
     def _reaching(self, module: _Module, ref: Ref, depth: int) -> tuple[Value, ...]:
         """The values of a name from the bindings that reach its use (``ref.reaching``)."""
         assert ref.reaching is not None
         key = (f"{module.path}#{ref.scope}", ref.head, ref.reaching)
-        if key in self._in_progress or depth > MAX_RESOLUTION_DEPTH:
-            return ()
-        self._in_progress.add(key)
-        try:
-            return self._bindings(module, ref.scope, ref.head, ref.reaching, depth)
-        finally:
-            self._in_progress.discard(key)
+        if depth > MAX_PYTHON_RESOLUTION_DEPTH:
+            return self._cut_at(_DEPTH_CUT)
+        if key in self._in_progress:
+            return self._hit(key)  # type: ignore[return-value]
+        reaching = ref.reaching
+        return self._guarded(
+            key, lambda: self._bindings(module, ref.scope, ref.head, reaching, depth)
+        )[0]
 
     def namespace(self, module: _Module, name: str, depth: int = 0) -> tuple[Value, ...] | _Builtin:
         """Resolve ``name`` in a module's global namespace (memoised, cycle-safe)."""
         key = (module.name, name)
-        cached = self._namespace_cache.get(key)
-        if cached is not None:
+        known, cached = self._recall(self._namespace_cache, key)
+        if known:
+            assert cached is not None
             return cached
-        if key in self._in_progress or depth > MAX_RESOLUTION_DEPTH:
-            return ()
-        self._in_progress.add(key)
-        try:
+        if depth > MAX_PYTHON_RESOLUTION_DEPTH:
+            return self._cut_at(_DEPTH_CUT)
+        if key in self._in_progress:
+            return self._hit(key)  # type: ignore[return-value]
+
+        def compute() -> tuple[Value, ...] | _Builtin:
             bindings = module.scopes.get("", {}).get(name)
-            result: tuple[Value, ...] | _Builtin
             starred = self._wildcard(module, name, depth) if bindings is None else ()
             if bindings is not None:
-                result = self._bindings(module, "", name, bindings, depth)
-            elif starred:
-                result = starred
-            elif name in BUILTIN_NAMES:
-                result = _Builtin(name)
-            else:
-                result = ()
-        finally:
-            self._in_progress.discard(key)
-        self._namespace_cache[key] = result
+                return self._bindings(module, "", name, bindings, depth)
+            if starred:
+                return starred
+            return _Builtin(name) if name in BUILTIN_NAMES else ()
+
+        result, low = self._guarded(key, compute)
+        self._keep(self._namespace_cache, key, result, low)
         return result
 
     def _wildcard(self, module: _Module, name: str, depth: int) -> tuple[Value, ...]:
@@ -564,7 +744,7 @@ class PythonResolver(ResolverFrame):
                 else f"local:{module.path}#{scope}.{name}"
             )
             self.own_kwargs[origin] = dict(kwargs)
-            made = self._call_result(module, ref, origin, depth)
+            made = self._call_result(module, ref, origin, depth, _arguments(binding))
             if made:
                 return made
             return self._module_variable(module, scope, name)
@@ -633,17 +813,23 @@ class PythonResolver(ResolverFrame):
         return tuple(self._vsymbol(module, s) for s in symbols if s.kind == "variable")
 
     def _call_result(
-        self, module: _Module, ref: Ref, origin: str | None, depth: int
+        self,
+        module: _Module,
+        ref: Ref,
+        origin: str | None,
+        depth: int,
+        arguments: _Arguments | None = None,
     ) -> tuple[Value, ...]:
-        """Values of ``ref(...)``: instances of classes, return values of functions."""
+        """Values of ``ref(...)``: instances of classes, return values of functions
+        (``arguments``: the call's own positional arguments, see ``_returned``)."""
         resolved = self.resolve(module, ref, depth + 1)
         made: list[Value] = []
-        for value, _ in () if isinstance(resolved, _Builtin) else resolved:
+        for value, dispatch in () if isinstance(resolved, _Builtin) else resolved:
             found: tuple[Value, ...] = ()
             if isinstance(value, VSymbol) and value.kind == "class":
                 found = (VInstance(value, None, origin),)
             elif isinstance(value, VSymbol) and value.kind in CALLABLE_KINDS:
-                found = self.returns(value, depth + 1)
+                found = self._returned(module, value, dispatch, arguments, depth)
             elif isinstance(value, VContainer) and value.method is not None:
                 found = self._mapping_call(value, depth)
             elif isinstance(value, VExternal) and value.dotted in FRAMEWORK_CLASSES:
@@ -651,22 +837,110 @@ class PythonResolver(ResolverFrame):
             made.extend(found)
         return distinct(made)
 
+    def _returned(
+        self,
+        module: _Module,
+        function: VSymbol,
+        dispatch: str,
+        arguments: _Arguments | None,
+        depth: int,
+    ) -> tuple[Value, ...]:
+        """What this call of ``function`` returns. A parameter returned as it is
+        (``def register(cls): ...; return cls``) gives this call's own argument, not the
+        values every call site passes it; a call that does not pass it positionally
+        takes ``returns`` whole, as before."""
+        passed = self._passes_through(function)
+        if not passed or arguments is None:
+            return self.returns(function, depth + 1)
+        args = arguments
+        callee = self._callee(function, dispatch)
+        shift = 0 if callee is None else callee[1]
+        values: list[Value] = []
+        for index in passed:
+            position = index - shift
+            if not 0 <= position < len(args) or args[position][0] not in FLOW_TAGS:
+                return self.returns(function, depth + 1)
+            # Read as a call site's argument is when it flows into the parameter.
+            values.extend(self._may_values(module, "", (args[position],), depth + 1))
+        values.extend(self._annotated(function, passed, depth + 1))
+        values.extend(self._own_returns(function, depth + 1))
+        return distinct(values)
+
+    def _passes_through(self, function: VSymbol) -> tuple[int, ...]:
+        """The parameters ``function`` returns as they are (by index): a ``return`` of a
+        parameter's name that nothing else in the function binds."""
+        found = self._pass_through_cache.get(function.node_id)
+        if found is None:
+            names = self.by_path[function.path].scopes.get(function.qualname, {})
+            indices: list[int] = []
+            for binding in names.get(RETURN_NAME, ()):
+                index = _returned_param(binding, names)
+                if index is not None and index not in indices:
+                    indices.append(index)
+            found = self._pass_through_cache[function.node_id] = tuple(indices)
+        return found
+
+    def _annotated(
+        self, function: VSymbol, passed: tuple[int, ...], depth: int
+    ) -> tuple[Value, ...]:
+        """What the annotations of the parameters ``function`` returns as they are say
+        they hold (``def f(x: A) -> ...: return x`` also returns an ``A``)."""
+        module = self.by_path[function.path]
+        names = module.scopes.get(function.qualname, {})
+        typed = [
+            binding
+            for bound in names.values()
+            if any(b[0] == "param" and b[2] in passed for b in bound)
+            for binding in bound
+            if binding[0] in TYPED_TAGS
+        ]
+        return self._may_values(module, function.qualname, typed, depth) if typed else ()
+
+    def _own_returns(self, function: VSymbol, depth: int) -> tuple[Value, ...]:
+        """``returns`` without the parameters returned as they are."""
+        known, cached = self._recall(self._own_returns_cache, function.node_id)
+        if known:
+            assert cached is not None
+            return cached
+        module = self.by_path[function.path]
+        names = module.scopes.get(function.qualname, {})
+        bindings = [
+            binding
+            for binding in names.get(RETURN_NAME, ())
+            if _returned_param(binding, names) is None
+        ]
+        key = (function.node_id, OWN_RETURN)
+        if not bindings:
+            return ()
+        if depth > MAX_PYTHON_RESOLUTION_DEPTH:
+            return self._cut_at(_DEPTH_CUT)
+        if key in self._in_progress:
+            return self._hit(key)  # type: ignore[return-value]
+        values, low = self._guarded(
+            key, lambda: self._may_values(module, function.qualname, bindings, depth)
+        )
+        self._keep(self._own_returns_cache, function.node_id, values, low)
+        return values
+
     def returns(self, function: VSymbol, depth: int = 0) -> tuple[Value, ...]:
         """The values a function or method may return (its ``return`` expressions)."""
-        cached = self._returns_cache.get(function.node_id)
-        if cached is not None:
+        known, cached = self._recall(self._returns_cache, function.node_id)
+        if known:
+            assert cached is not None
             return cached
         module = self.by_path[function.path]
         bindings = module.scopes.get(function.qualname, {}).get(RETURN_NAME, ())
         key = (function.node_id, RETURN_NAME)
-        if not bindings or key in self._in_progress or depth > MAX_RESOLUTION_DEPTH:
+        if not bindings:
             return ()
-        self._in_progress.add(key)
-        try:
-            values = self._may_values(module, function.qualname, bindings, depth)
-        finally:
-            self._in_progress.discard(key)
-        self._returns_cache[function.node_id] = values
+        if depth > MAX_PYTHON_RESOLUTION_DEPTH:
+            return self._cut_at(_DEPTH_CUT)
+        if key in self._in_progress:
+            return self._hit(key)  # type: ignore[return-value]
+        values, low = self._guarded(
+            key, lambda: self._may_values(module, function.qualname, bindings, depth)
+        )
+        self._keep(self._returns_cache, function.node_id, values, low)
         return values
 
     def _may_values(
@@ -678,7 +952,9 @@ class PythonResolver(ResolverFrame):
             if binding[0] == "ctor":
                 ref = binding[1]
                 assert isinstance(ref, Ref)
-                found: tuple[Value, ...] | None = self._call_result(module, ref, None, depth)
+                found: tuple[Value, ...] | None = self._call_result(
+                    module, ref, None, depth, _arguments(binding)
+                )
             else:
                 found = self._binding(module, scope, RETURN_NAME, binding, depth + 1)
             values.extend(found or ())
@@ -723,6 +999,18 @@ class PythonResolver(ResolverFrame):
         return values
 
     def _iterated(self, module: _Module, iterable: Binding, depth: int) -> tuple[Value, ...]:
+        key = ("<iter>", module.path, iterable)
+        known, cached = self._recall(self._iterated_cache, (module.path, iterable))
+        if known:
+            assert cached is not None
+            return cached
+        if key in self._in_progress:
+            return self._hit(key)  # type: ignore[return-value]
+        values, low = self._guarded(key, lambda: self._iterated_now(module, iterable, depth))
+        self._keep(self._iterated_cache, (module.path, iterable), values, low)
+        return values
+
+    def _iterated_now(self, module: _Module, iterable: Binding, depth: int) -> tuple[Value, ...]:
         """What a ``for`` loop over ``iterable`` yields: container items, generator yields,
         or ``__iter__().__next__()`` of an in-repository instance."""
         values: list[Value] = []
@@ -756,16 +1044,15 @@ class PythonResolver(ResolverFrame):
         function, index, name, default = binding[1], binding[2], binding[3], binding[4]
         fid = f"{module.path}#{function}"
         cache_key = (fid, f"param:{index}:{name}")
-        if cache_key in self._param_cache:
-            return self._param_cache[cache_key]
+        known, cached = self._recall(self._param_cache, cache_key)
+        if known:
+            return cached
         if cache_key in self._in_progress:
-            return ()
-        self._in_progress.add(cache_key)
-        try:
-            result = self._param_values(module, fid, index, name, default, depth)
-        finally:
-            self._in_progress.discard(cache_key)
-        self._param_cache[cache_key] = result
+            return self._hit(cache_key)  # type: ignore[return-value]
+        result, low = self._guarded(
+            cache_key, lambda: self._param_values(module, fid, index, name, default, depth)
+        )
+        self._keep(self._param_cache, cache_key, result, low)
         return result
 
     def _param_values(
@@ -856,7 +1143,14 @@ class PythonResolver(ResolverFrame):
             self._namespace_cache.clear()
             self._instance_cache.clear()
             self._returns_cache.clear()
+            self._own_returns_cache.clear()
+            self._iterated_cache.clear()
             self._param_cache.clear()
+            self._provisional.clear()
+            self._tagged.clear()
+            self._assumed.clear()
+            self._members.clear()
+            self._changed.clear()
 
     def _decorator_flows(self, flows: dict[tuple[str, str], list[tuple[str, Binding]]]) -> None:
         """``@d1 @d2 def f``: ``f`` flows into ``d2``'s first parameter, ``d2(f)`` into ``d1``'s."""
@@ -892,8 +1186,8 @@ class PythonResolver(ResolverFrame):
         ``ANY_ITEM`` (a subscript by a key that is not a constant) is any value of a
         dict, and an in-repository class itself (``Box[int]``).
         """
-        if depth > MAX_RESOLUTION_DEPTH:
-            return ()
+        if depth > MAX_PYTHON_RESOLUTION_DEPTH:
+            return self._cut_at(_DEPTH_CUT)
         if attr == ANY_ITEM:
             return self._any_item(value, depth)
         if attr.startswith("[") and not isinstance(value, VContainer):
@@ -997,7 +1291,9 @@ class PythonResolver(ResolverFrame):
         if not isinstance(head, VSymbol):
             return self._assigned_on_instance(mro, attr)
         key = (head.node_id, attr)
-        return _memoised(self._instance_cache, key, lambda: self._assigned_on_instance(mro, attr))
+        return self._memoised(
+            self._instance_cache, key, lambda: self._assigned_on_instance(mro, attr)
+        )
 
     def _assigned_on_instance(
         self, mro: Sequence[VSymbol | VExternal], attr: str
@@ -1062,8 +1358,8 @@ class PythonResolver(ResolverFrame):
         self, module: _Module, ref: Ref, depth: int = 0
     ) -> tuple[tuple[Value, str], ...] | _Builtin:
         """Resolve a reference to ``(value, dispatch)`` pairs, or a builtin marker."""
-        if depth > MAX_RESOLUTION_DEPTH:
-            return ()
+        if depth > MAX_PYTHON_RESOLUTION_DEPTH:
+            return self._cut_at(_DEPTH_CUT)
         attrs = ref.attrs
         if attrs and any(attr.startswith(NAMED_KEY) for attr in attrs):
             attrs = tuple(self._named_key(module, ref.scope, attr, depth) for attr in attrs)
@@ -1112,7 +1408,8 @@ class PythonResolver(ResolverFrame):
     ) -> tuple[str, ...] | None:
         """The int or str literals a name may hold, as subscript keys, when every binding
         it has is one (through imports and aliases); None when any is something else."""
-        if depth > MAX_RESOLUTION_DEPTH:
+        if depth > MAX_PYTHON_RESOLUTION_DEPTH:
+            self._cut_at(_DEPTH_CUT)
             return None
         owner = _binding_scope(module, scope, name)
         bindings = module.scopes.get("" if owner is None else owner, {}).get(name, ())
@@ -1150,12 +1447,18 @@ class PythonResolver(ResolverFrame):
         return None
 
     # ------------------------------------------------------------ emitting
-    def run(self) -> None:
-        """Emit every node and fact of every Python module, in path order."""
-        for path in sorted(self.by_path):
+    def run(self, order: Sequence[str] | None = None) -> None:
+        """Emit every node and fact of every Python module, visiting them in ``order``
+        (path order when None). The facts do not depend on the order: a per-module or
+        parallel resolution may visit them in any."""
+        paths = sorted(self.by_path) if order is None else list(order)
+        if sorted(paths) != sorted(self.by_path):
+            raise ValueError("order must name every module of the resolver exactly once")
+        for path in paths:
             self._emit_structure(self.by_path[path])
+        self._subclass_table()
         self._collect_flows()
-        for path in sorted(self.by_path):
+        for path in paths:
             module = self.by_path[path]
             self._emit_imports(module)
             self._emit_calls(module)
@@ -1325,7 +1628,7 @@ class PythonResolver(ResolverFrame):
         method ``attr``, or else the callables its methods assign to ``self.attr``
         (memoised: the call sites of one method name in one class share it)."""
         key = (owner.node_id, attr)
-        return _memoised(self._overrides_cache, key, lambda: self._find_overrides(owner, attr))
+        return self._memoised(self._overrides_cache, key, lambda: self._find_overrides(owner, attr))
 
     def _find_overrides(self, owner: VSymbol, attr: str) -> list[str]:
         found: list[str] = []
@@ -1349,9 +1652,11 @@ class PythonResolver(ResolverFrame):
 
     def _descendants(self, cls: VSymbol) -> list[VSymbol]:
         """Every in-repository subclass of ``cls``, transitively, in node-ID order."""
-        return _memoised(self._descendants_cache, cls.node_id, lambda: self._find_descendants(cls))
+        return self._memoised(
+            self._descendants_cache, cls.node_id, lambda: self._find_descendants(cls)
+        )
 
-    def _find_descendants(self, cls: VSymbol) -> list[VSymbol]:
+    def _subclass_table(self) -> None:
         if self._subclasses is None:
             children: dict[str, list[VSymbol]] = {}
             for path in sorted(self.by_path):
@@ -1365,6 +1670,10 @@ class PythonResolver(ResolverFrame):
                             if isinstance(base, VSymbol):
                                 children.setdefault(base.node_id, []).append(child)
             self._subclasses = children
+
+    def _find_descendants(self, cls: VSymbol) -> list[VSymbol]:
+        self._subclass_table()
+        assert self._subclasses is not None
         found: dict[str, VSymbol] = {}
         queue = list(self._subclasses.get(cls.node_id, ()))
         while queue:
@@ -1377,8 +1686,12 @@ class PythonResolver(ResolverFrame):
 
     def _calls_back(self, module: _Module, via: Ref) -> bool:
         """Whether ``via`` is the builtin it names (not rebound in the module)."""
-        resolved = self.resolve(module, via)
-        return isinstance(resolved, _Builtin) and resolved.name == via.head
+
+        def compute() -> bool:
+            resolved = self.resolve(module, via)
+            return isinstance(resolved, _Builtin) and resolved.name == via.head
+
+        return self._memoised(self._calls_back_cache, (module.path, via), compute)
 
     @staticmethod
     def _implicit(

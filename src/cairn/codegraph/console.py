@@ -215,12 +215,20 @@ def _load(
     db_path: Path, result: IndexResult, embedder: Embedder, progress: LoadProgress
 ) -> dict[str, Any]:
     from cairn.store import open as open_database
+    from cairn.store.aside import building
     from cairn.store.load import load_semantic_graph, load_summary, repair_collector
+    from cairn.store.loadkeys import LOAD_KEYS_SUFFIX
 
     progress("opening")
     repaired: list[dict[str, str]] = []
     compared: list[str] = []
-    with open_database(db_path) as db:
+    # A first index writes each page once, aside, and moves the whole file in place.
+    opened = (
+        open_database(db_path)
+        if db_path.exists()
+        else building(db_path, sidecars=(LOAD_KEYS_SUFFIX,))
+    )
+    with opened as db:
         before = db.position
         # A code index is rebuilt often and read by search: a column snapshot and a packed
         # file cost more at every index (Django package: 1.1 s of 15.6 s) than they save

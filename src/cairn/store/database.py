@@ -133,7 +133,10 @@ def _translate(exc: sqlite3.Error, action: str, path: Path | None = None) -> Cai
     return sqlite_error(exc, action, path)
 
 
-def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
+def _connect(path: Path, *, readonly: bool, aside: bool = False) -> sqlite3.Connection:
+    """A connection to ``path``: a reader, or the writer (WAL, ``synchronous=FULL``);
+    ``aside``: the writer of a file built aside (``cairn.store.aside``), whose journal is
+    in memory and which is never synced until it is whole."""
     conn = sqlite3.connect(
         path,
         isolation_level=None,
@@ -150,6 +153,12 @@ def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
         else:
             # Only takes effect while the file is still empty (before WAL and the schema).
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE_BYTES}")
+            if aside:
+                # Nothing else opens the file, and it is discarded unless whole: a
+                # rollback journal in memory keeps ROLLBACK, and no page is written twice.
+                conn.execute("PRAGMA journal_mode = MEMORY").fetchone()
+                conn.execute("PRAGMA synchronous = OFF")
+                return conn
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise CorruptionError(f"the database refused WAL mode (got {mode!r})")
@@ -230,9 +239,14 @@ def open(path: str | os.PathLike[str], *, database: str | None = None) -> Databa
 
 
 def open_as(
-    kind: type[_Opened], path: str | os.PathLike[str], *, database: str | None = None
+    kind: type[_Opened],
+    path: str | os.PathLike[str],
+    *,
+    database: str | None = None,
+    aside: bool = False,
 ) -> _Opened:
-    """``open``, handing the file to ``kind`` (a ``Database`` subclass a layer above adds to)."""
+    """``open``, handing the file to ``kind`` (a ``Database`` subclass a layer above adds
+    to). ``aside``: the file is being built aside (only ``cairn.store.aside`` says so)."""
     file = Path(path)
     if str(path) in ("", ":memory:") or str(path).startswith("file:"):
         raise ValidationError("a Cairn database needs a file path (WAL needs a real file)")
@@ -242,7 +256,7 @@ def open_as(
         raise NotFoundError(f"directory {str(file.parent)!r} does not exist")
     created = _create_private(file)
     try:
-        writer = _connect(file, readonly=False)
+        writer = _connect(file, readonly=False, aside=aside)
     except sqlite3.Error as exc:
         _discard(file, created)
         raise _translate(exc, "open", file) from exc

@@ -32,6 +32,7 @@ from cairn.codegraph.cache import (
 )
 from cairn.codegraph.deep import run_deep
 from cairn.codegraph.emit import GraphEmitter, node_of
+from cairn.codegraph.incremental import forget_round, keep_round, last_round, resolve_rounds
 from cairn.codegraph.limits import (
     ADAPTER_VERSION,
     DEFAULT_OUT_DIRNAME,
@@ -371,6 +372,35 @@ def _plan(scan: ScanResult, cache: ExtractCache | None) -> tuple[_Phase, _Phase]
     return python, other
 
 
+def _resolve_python(
+    python: PythonResolver,
+    names: dict[str, str],
+    root_package: str | None,
+    cache: ExtractCache | None,
+) -> None:
+    """Run Python resolution on a thread deep enough for it; an index that keeps its
+    extracts for the next round (``cairn watch``) keeps what each module read and
+    emitted too, and re-emits only what an edit can reach (``cairn.codegraph.incremental``)."""
+    if cache is None or not cache.remember:
+        work: Callable[[], object] = python.run
+    else:
+        index = str(cache.path)
+        previous = last_round(index)
+        forget_round(index)  # a round that fails leaves nothing half-made to trust
+
+        def work() -> object:
+            kept = resolve_rounds(python, names, root_package, previous)
+            keep_round(index, kept)
+            return kept
+
+    run_deep(
+        work,
+        stack_bytes=PYTHON_RESOLUTION_STACK_BYTES,
+        recursion_limit=PYTHON_RESOLUTION_RECURSION_LIMIT,
+        name="cairn-resolve-python",
+    )
+
+
 def _by_language(extracts: Iterable[FileExtract], *languages: str) -> list[FileExtract]:
     return sorted((e for e in extracts if e.language in languages), key=lambda e: e.path)
 
@@ -466,12 +496,7 @@ def _index(
         python = PythonResolver(
             _by_language([e for _, e in pairs], PYTHON), emitter, root_package, names
         )
-        run_deep(
-            python.run,
-            stack_bytes=PYTHON_RESOLUTION_STACK_BYTES,
-            recursion_limit=PYTHON_RESOLUTION_RECURSION_LIMIT,
-            name="cairn-resolve-python",
-        )
+        _resolve_python(python, names, root_package, cache)
         call_stats: dict[str, Counter[str]] = dict(python.call_stats)
         del python  # its lookup memos are not needed past here: freed before the graph grows
         emitter.flush()  # admit the Python facts while the workers finish the other files

@@ -1454,17 +1454,65 @@ class PythonResolver(ResolverFrame):
         paths = sorted(self.by_path) if order is None else list(order)
         if sorted(paths) != sorted(self.by_path):
             raise ValueError("order must name every module of the resolver exactly once")
+        self.prepare(paths)
         for path in paths:
+            self.emit_module(path)
+        self.finish()
+
+    def prepare(self, order: Sequence[str] | None = None) -> None:
+        """The whole-program part before the modules' own facts: every module's nodes
+        and ``contains`` facts, the subclass table and the argument flows."""
+        for path in sorted(self.by_path) if order is None else order:
             self._emit_structure(self.by_path[path])
         self._subclass_table()
         self._collect_flows()
-        for path in paths:
-            module = self.by_path[path]
-            self._emit_imports(module)
-            self._emit_calls(module)
-            self._emit_bases(module)
-            self._emit_decorators(module)
+
+    def emit_module(self, path: str) -> None:
+        """The facts of one module's imports, calls, bases and decorators (after
+        ``prepare``)."""
+        module = self.by_path[path]
+        self._emit_imports(module)
+        self._emit_calls(module)
+        self._emit_bases(module)
+        self._emit_decorators(module)
+
+    def finish(self) -> None:
+        """The whole-program part after the modules' own facts: routes."""
         self._emit_routes()
+
+    def forget(self) -> None:
+        """Drop every memoised result (none is under way). The facts stay the same, as
+        memos never change an answer; a computation after this reads all it needs."""
+        for cache in (
+            self._namespace_cache,
+            self._provisional,
+            self._assumed,
+            self._members,
+            self._tagged,
+            self._overrides_cache,
+            self._instance_cache,
+            self._descendants_cache,
+            self._returns_cache,
+            self._own_returns_cache,
+            self._pass_through_cache,
+            self._calls_back_cache,
+            self._iterated_cache,
+            self._param_cache,
+            self._bound_methods,
+            self._mro_cache,
+        ):
+            cache.clear()
+        self._changed.clear()
+
+    def tables(self) -> tuple[dict[Any, Any], ...]:
+        """The whole-program tables a module's resolution reads, as ``(by_path, by_name,
+        flows, subclasses)`` (``cairn.codegraph.reads`` watches them)."""
+        assert self._subclasses is not None, "prepare() builds the subclass table"
+        return self.by_path, self.by_name, self.flows, self._subclasses
+
+    def set_tables(self, tables: tuple[dict[Any, Any], ...]) -> None:
+        """Put back (or in place of) what ``tables`` gave."""
+        self.by_path, self.by_name, self.flows, self._subclasses = tables
 
     def _fact(
         self,

@@ -1,0 +1,163 @@
+"""A remembering index (``cairn watch``) re-emits only the Python modules an edit can
+reach and replays the others (``cairn.codegraph.incremental``); after every edit its
+``graph.cairn`` is byte for byte a clean build's. The edits change what *other* modules
+resolve to: a function's return, a class's subclasses, the arguments a caller passes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import cairn.codegraph.incremental as incremental
+from cairn.codegraph import index_repository, write_index
+from cairn.codegraph.cache import CACHE_FILENAME
+
+FIXED_TIME = "2024-01-01T00:00:00Z"
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/models.py": """
+class A:
+    def run(self): pass
+
+    def go(self):
+        self.run()
+
+class B:
+    def run(self): pass
+""",
+    "pkg/make.py": """
+from pkg.models import A, B
+
+def make():
+    return A()
+
+def drive(item):
+    item.run()
+""",
+    "pkg/use.py": """
+from pkg.make import make, drive
+from pkg.models import A
+
+def use():
+    make().run()
+
+def feed():
+    drive(A())
+""",
+    "pkg/leaf.py": """
+def alone():
+    return len([])
+""",
+    "pkg/w.py": """
+def target(item):
+    pass
+""",
+    "pkg/z.py": """
+def target(item):
+    item.run()
+""",
+    "pkg/x.py": """
+from pkg.w import target
+""",
+    "pkg/y.py": """
+from pkg.x import target
+from pkg.models import A
+
+def call():
+    target(A())
+""",
+    "pkg/sub.py": """
+class D:
+    pass
+""",
+}
+
+# (file, old text, new text): each changes what another module's calls resolve to.
+EDITS = [
+    ("pkg/make.py", "return A()", "return B()"),  # use.py's make().run() -> B.run
+    ("pkg/use.py", "drive(A())", "drive(B())"),  # make.py's item.run() -> B.run (a flow)
+    ("pkg/models.py", "class B:", "class C(A):\n    def run(self): pass\n\nclass B:"),
+    ("pkg/leaf.py", "len([])", "len([1])"),
+    ("pkg/make.py", "return B()", "return A()"),
+    # y.py's call now reaches z.target: z.py's ``item.run()`` gets A through a flow
+    # from y.py, a module z.py never read before.
+    ("pkg/x.py", "from pkg.w import", "from pkg.z import"),
+    # A new subclass of A in a module models.py never read: A.go's ``self.run()`` now
+    # also reaches D.run.
+    (
+        "pkg/sub.py",
+        "class D:\n    pass",
+        "from pkg.models import A\n\nclass D(A):\n    def run(self): pass",
+    ),
+]
+
+MODULES = 10
+
+
+def _write(root: Path) -> Path:
+    for name, text in FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def _artifact(result: object, folder: Path) -> bytes:
+    return write_index(result, folder, generated_at=FIXED_TIME).graph_path.read_bytes()  # type: ignore[arg-type]
+
+
+def _rounds(tmp_path: Path) -> list[tuple[str, int, int]]:
+    """Run every edit as a remembering round and compare it with a clean build; the
+    ``(file, modules emitted, modules)`` of each round."""
+    repo = _write(tmp_path / "repo")
+    cache = tmp_path / CACHE_FILENAME
+    index_repository(repo, cache=cache, remember=True)
+    seen: list[tuple[str, int, int]] = []
+    for step, (name, old, new) in enumerate(EDITS):
+        path = repo / name
+        assert old in path.read_text()
+        path.write_text(path.read_text().replace(old, new))
+        ours = index_repository(repo, cache=cache, remember=True)
+        clean = index_repository(repo)
+        assert _artifact(ours, tmp_path / f"ours{step}") == _artifact(
+            clean, tmp_path / f"clean{step}"
+        ), (step, name)
+        kept = incremental.last_round(str(cache))
+        assert kept is not None
+        seen.append((name, kept.emitted, len(kept.modules)))
+    return seen
+
+
+def test_each_round_is_a_clean_build_and_emits_only_what_the_edit_reaches(
+    tmp_path: Path,
+) -> None:
+    seen = _rounds(tmp_path)
+    by_step = {step: (name, emitted, total) for step, (name, emitted, total) in enumerate(seen)}
+    assert by_step[3] == ("pkg/leaf.py", 1, MODULES)  # nothing reads the leaf module
+    assert all(emitted < total for _, emitted, total in seen)
+
+
+def test_batched_rounds_are_clean_builds_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(incremental, "BATCH_SHARE", 0.0)  # every later round is one batch
+    seen = _rounds(tmp_path)
+    assert seen[3] == ("pkg/leaf.py", 1, MODULES)
+
+
+def test_a_round_without_its_last_round_emits_everything(tmp_path: Path) -> None:
+    repo = _write(tmp_path / "repo")
+    cache = tmp_path / CACHE_FILENAME
+    index_repository(repo, cache=cache, remember=True)
+    incremental.forget_round(str(cache))
+    index_repository(repo, cache=cache, remember=True)
+    kept = incremental.last_round(str(cache))
+    assert kept is not None and kept.emitted == len(kept.modules) == MODULES
+
+
+def test_a_one_shot_index_keeps_no_round(tmp_path: Path) -> None:
+    repo = _write(tmp_path / "repo")
+    cache = tmp_path / CACHE_FILENAME
+    index_repository(repo, cache=cache)
+    assert incremental.last_round(str(cache)) is None

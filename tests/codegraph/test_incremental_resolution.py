@@ -74,8 +74,9 @@ class D:
 """,
 }
 
-# (file, old text, new text): each changes what another module's calls resolve to.
-EDITS = [
+# (file, old text, new text): each changes what another module's calls resolve to. A
+# new text None removes the file; an old text None adds it; "->name" renames it.
+EDITS: list[tuple[str, str | None, str | None]] = [
     ("pkg/make.py", "return A()", "return B()"),  # use.py's make().run() -> B.run
     ("pkg/use.py", "drive(A())", "drive(B())"),  # make.py's item.run() -> B.run (a flow)
     ("pkg/models.py", "class B:", "class C(A):\n    def run(self): pass\n\nclass B:"),
@@ -91,6 +92,12 @@ EDITS = [
         "class D:\n    pass",
         "from pkg.models import A\n\nclass D(A):\n    def run(self): pass",
     ),
+    # A module whose name was looked up before it existed, then renamed and removed.
+    ("pkg/calls_later.py", None, "from pkg.later import made\n\ndef go():\n    made().run()\n"),
+    ("pkg/later.py", None, "from pkg.models import B\n\ndef made():\n    return B()\n"),
+    ("pkg/later.py", "->pkg/renamed.py", None),
+    ("pkg/calls_later.py", "pkg.later", "pkg.renamed"),
+    ("pkg/renamed.py", "return B()", None),
 ]
 
 MODULES = 10
@@ -101,6 +108,20 @@ def _write(root: Path) -> Path:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     return root
+
+
+def _edit(path: Path, old: str | None, new: str | None) -> None:
+    if old is None:
+        assert new is not None and not path.exists()
+        path.write_text(new)
+    elif old.startswith("->"):
+        path.rename(path.parent.parent / old[2:])
+    elif new is None:
+        assert old in path.read_text()
+        path.unlink()
+    else:
+        assert old in path.read_text()
+        path.write_text(path.read_text().replace(old, new))
 
 
 def _artifact(result: object, folder: Path) -> bytes:
@@ -115,9 +136,7 @@ def _rounds(tmp_path: Path) -> list[tuple[str, int, int]]:
     index_repository(repo, cache=cache, remember=True)
     seen: list[tuple[str, int, int]] = []
     for step, (name, old, new) in enumerate(EDITS):
-        path = repo / name
-        assert old in path.read_text()
-        path.write_text(path.read_text().replace(old, new))
+        _edit(repo / name, old, new)
         ours = index_repository(repo, cache=cache, remember=True)
         clean = index_repository(repo)
         assert _artifact(ours, tmp_path / f"ours{step}") == _artifact(

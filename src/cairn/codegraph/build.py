@@ -374,7 +374,6 @@ def _plan(scan: ScanResult, cache: ExtractCache | None) -> tuple[_Phase, _Phase]
 
 def _resolve_python(
     python: PythonResolver,
-    names: dict[str, str],
     root_package: str | None,
     cache: ExtractCache | None,
 ) -> None:
@@ -389,7 +388,7 @@ def _resolve_python(
         forget_round(index)  # a round that fails leaves nothing half-made to trust
 
         def work() -> object:
-            kept = resolve_rounds(python, names, root_package, previous)
+            kept = resolve_rounds(python, root_package, previous)
             keep_round(index, kept)
             return kept
 
@@ -496,7 +495,7 @@ def _index(
         python = PythonResolver(
             _by_language([e for _, e in pairs], PYTHON), emitter, root_package, names
         )
-        _resolve_python(python, names, root_package, cache)
+        _resolve_python(python, root_package, cache)
         call_stats: dict[str, Counter[str]] = dict(python.call_stats)
         del python  # its lookup memos are not needed past here: freed before the graph grows
         emitter.flush()  # admit the Python facts while the workers finish the other files

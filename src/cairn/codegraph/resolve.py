@@ -18,7 +18,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from cairn.codegraph.emit import GraphEmitter, file_id, partial_marks, symbol_id
 from cairn.codegraph.frame import (
@@ -260,6 +260,28 @@ def _returned_param(binding: Binding, names: dict[str, tuple[Binding, ...]]) -> 
         return None
     index = params[0][2]
     return index if isinstance(index, int) else None
+
+
+FlowKey: TypeAlias = tuple[str, str]
+"""A parameter: ``(function node ID, position or "=name")``."""
+FlowItem: TypeAlias = tuple[str, Binding]
+"""An argument flowing into a parameter: ``(path of the call's module, its binding)``."""
+FlowEdge: TypeAlias = tuple[FlowKey, FlowItem]
+FlowParts: TypeAlias = tuple[tuple[FlowEdge, ...], tuple[FlowEdge, ...]]
+"""One module's flows: from its call sites, then from its decorators."""
+
+
+def merge_flows(parts: Sequence[FlowParts]) -> dict[FlowKey, tuple[FlowItem, ...]]:
+    """The flow table of the modules' ``parts`` (in path order): every module's call
+    sites first, then every module's decorators, each item once per parameter."""
+    flows: dict[FlowKey, list[FlowItem]] = {}
+    for which in (0, 1):
+        for part in parts:
+            for key, item in part[which]:
+                items = flows.setdefault(key, [])
+                if item not in items:
+                    items.append(item)
+    return {key: tuple(items) for key, items in sorted(flows.items())}
 
 
 def _is_base(value: Value) -> bool:
@@ -1108,71 +1130,55 @@ class PythonResolver(ResolverFrame):
 
     def _collect_flows(self) -> None:
         """Propagate arguments into parameters until stable (at most ``MAX_FLOW_ROUNDS``)."""
-        sites: list[tuple[_Module, CallSite]] = [
-            (self.by_path[path], site)
-            for path in sorted(self.by_path)
-            for site in self.by_path[path].extract.calls
-            if site.ref is not None and (site.args or site.keywords)
-        ]
         for _ in range(MAX_FLOW_ROUNDS):
-            flows: dict[tuple[str, str], list[tuple[str, Binding]]] = {}
-            for module, site in sites:
-                assert site.ref is not None
-                resolved = self.resolve(module, site.ref)
-                if isinstance(resolved, _Builtin):
-                    continue
-                for value, dispatch in resolved:
-                    callee = self._callee(value, dispatch)
-                    if callee is None:
-                        continue
-                    fid, shift = callee
-                    for index, arg in enumerate(site.args):
-                        if arg[0] in FLOW_TAGS:
-                            items = flows.setdefault((fid, str(index + shift)), [])
-                            if (module.path, arg) not in items:
-                                items.append((module.path, arg))
-                    for name, arg in site.keywords:
-                        items = flows.setdefault((fid, f"={name}"), [])
-                        if (module.path, arg) not in items:
-                            items.append((module.path, arg))
-            self._decorator_flows(flows)
-            frozen = {key: tuple(items) for key, items in sorted(flows.items())}
+            frozen = merge_flows([self.flow_parts(path) for path in sorted(self.by_path)])
             if frozen == self.flows:
                 return
             self.flows = frozen
-            self._namespace_cache.clear()
-            self._instance_cache.clear()
-            self._returns_cache.clear()
-            self._own_returns_cache.clear()
-            self._iterated_cache.clear()
-            self._param_cache.clear()
-            self._provisional.clear()
-            self._tagged.clear()
-            self._assumed.clear()
-            self._members.clear()
-            self._changed.clear()
+            self.forget()
 
-    def _decorator_flows(self, flows: dict[tuple[str, str], list[tuple[str, Binding]]]) -> None:
+    def flow_parts(self, path: str) -> FlowParts:
+        """What one module adds to the argument flows under the current ones: its call
+        sites' arguments, then its decorators' functions (``merge_flows`` joins them)."""
+        module = self.by_path[path]
+        sites: list[FlowEdge] = []
+        for site in module.extract.calls:
+            if site.ref is None or not (site.args or site.keywords):
+                continue
+            resolved = self.resolve(module, site.ref)
+            if isinstance(resolved, _Builtin):
+                continue
+            for value, dispatch in resolved:
+                callee = self._callee(value, dispatch)
+                if callee is None:
+                    continue
+                fid, shift = callee
+                for index, arg in enumerate(site.args):
+                    if arg[0] in FLOW_TAGS:
+                        sites.append(((fid, str(index + shift)), (module.path, arg)))
+                for name, arg in site.keywords:
+                    sites.append(((fid, f"={name}"), (module.path, arg)))
+        return tuple(sites), tuple(self._decorator_flows(module))
+
+    def _decorator_flows(self, module: _Module) -> list[FlowEdge]:
         """``@d1 @d2 def f``: ``f`` flows into ``d2``'s first parameter, ``d2(f)`` into ``d1``'s."""
-        for path in sorted(self.by_path):
-            module = self.by_path[path]
-            for bindings in module.scopes.values():
-                for binding in (b for bs in bindings.values() for b in bs):
-                    if binding[0] != "decorated":
-                        continue
-                    qualname, refs = binding[1], binding[2]
-                    assert isinstance(refs, tuple)
-                    for index, ref in enumerate(refs):
-                        assert isinstance(ref, Ref)
-                        rest = refs[index + 1 :]
-                        arg: Binding = ("decorated", qualname, rest) if rest else ("def", qualname)
-                        resolved = self.resolve(module, ref)
-                        for value, dispatch in () if isinstance(resolved, _Builtin) else resolved:
-                            callee = self._callee(value, dispatch)
-                            if callee is not None:
-                                items = flows.setdefault((callee[0], str(callee[1])), [])
-                                if (path, arg) not in items:
-                                    items.append((path, arg))
+        found: list[FlowEdge] = []
+        for bindings in module.scopes.values():
+            for binding in (b for bs in bindings.values() for b in bs):
+                if binding[0] != "decorated":
+                    continue
+                qualname, refs = binding[1], binding[2]
+                assert isinstance(refs, tuple)
+                for index, ref in enumerate(refs):
+                    assert isinstance(ref, Ref)
+                    rest = refs[index + 1 :]
+                    arg: Binding = ("decorated", qualname, rest) if rest else ("def", qualname)
+                    resolved = self.resolve(module, ref)
+                    for value, dispatch in () if isinstance(resolved, _Builtin) else resolved:
+                        callee = self._callee(value, dispatch)
+                        if callee is not None:
+                            found.append(((callee[0], str(callee[1])), (module.path, arg)))
+        return found
 
     def _class(self, module: _Module, qualname: str) -> VSymbol | None:
         for symbol in module.symbols.get(qualname, ()):

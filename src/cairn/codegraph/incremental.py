@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cairn.codegraph.emit import GraphEmitter
 from cairn.codegraph.records import FileExtract
-from cairn.codegraph.resolve import PythonResolver
+from cairn.codegraph.resolve import PythonResolver, merge_flows
 
 __all__ = [
     "ModuleRecord",
@@ -135,15 +135,23 @@ class _Recorder:
 
 @dataclass(frozen=True, slots=True)
 class ModuleRecord:
-    """One module's share of a round: its extract, the emitter calls its facts came
-    from, what its resolution read, and its call counts."""
+    """One module's share of one phase of a round: its extract, what the phase made of
+    it (emitter calls, or its argument flows), what that read, its call counts (the
+    emission only) and what it took alone."""
 
     extract: FileExtract
-    calls: tuple[Call, ...]
+    output: Any
     reads: frozenset[Token]
-    stats: Counter[str]
+    stats: Counter[str] | None
     seconds: float
-    """What emitting it alone took (the cost guess ``_cheaper_alone`` weighs)."""
+    """What the phase took for this module alone (the cost ``_cheaper_alone`` weighs)."""
+
+
+FLOWS_FIRST = "flows 1"
+FLOWS_SECOND = "flows 2"
+EMISSION = "emission"
+PHASES = (FLOWS_FIRST, FLOWS_SECOND, EMISSION)
+"""The per-module phases of a round: the argument flows' two rounds, then the facts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,11 +163,22 @@ class PythonRounds:
     modules_by_name: Mapping[str, str]
     """Module name -> path, as the resolver looked them up."""
     root_package: str | None
-    flows: Mapping[Any, Any]
     subclasses: Mapping[str, tuple[Any, ...]]
-    modules: Mapping[str, ModuleRecord]
-    emitted: int
-    """Modules emitted alone this round (the rest were replayed)."""
+    flows: tuple[Mapping[Any, Any], Mapping[Any, Any]]
+    """The flow table after each of its two rounds."""
+    phases: Mapping[str, Mapping[str, ModuleRecord]]
+    redone: Mapping[str, int]
+    """Modules each phase computed this round (the rest were reused)."""
+
+    @property
+    def modules(self) -> Mapping[str, ModuleRecord]:
+        """Every module's share of the emission."""
+        return self.phases[EMISSION]
+
+    @property
+    def emitted(self) -> int:
+        """Modules whose facts were emitted again this round (the rest were replayed)."""
+        return self.redone[EMISSION]
 
 
 _KEPT: dict[str, PythonRounds] = {}
@@ -187,17 +206,73 @@ def resolve_rounds(
     root_package: str | None,
     previous: PythonRounds | None,
 ) -> PythonRounds:
-    """``resolver.run()``, re-emitting only the modules ``previous`` cannot vouch for;
-    returns what the next round needs. Run it where deep recursion is allowed."""
-    resolver.prepare()
+    """``resolver.run()``, computing again only each module's share that ``previous``
+    cannot vouch for; returns what the next round needs. Run it where deep recursion
+    is allowed."""
+    resolver.prepare_structure()
     subclasses = {key: tuple(value) for key, value in resolver.tables()[3].items()}
-    held: Mapping[str, ModuleRecord] = {}
-    changed: set[Token] = set()
     tops = frozenset(resolver.tops)
-    if previous is not None and previous.root_package == root_package and previous.tops == tops:
-        held = previous.modules
-        changed = _changed(resolver, subclasses, previous)
+    usable = (
+        previous is not None and previous.root_package == root_package and previous.tops == tops
+    )
+    before = previous if usable else None
+    changed = _changed(resolver, subclasses, before)
     paths = sorted(resolver.by_path)
+    phases: dict[str, dict[str, ModuleRecord]] = {}
+    redone: dict[str, int] = {}
+    flows: list[Mapping[Any, Any]] = []
+    table: Mapping[Any, Any] = {}
+    for number, phase in enumerate((FLOWS_FIRST, FLOWS_SECOND)):
+        resolver.flows = dict(table)  # the first round reads no flows, the second the first's
+        held = before.phases[phase] if before is not None else {}
+        done, redone[phase] = _phase(resolver, paths, held, changed, _flows_of)
+        phases[phase] = done
+        table = merge_flows([done[path].output for path in paths])
+        flows.append(table)
+        changed |= _table_changes("f", before.flows[number] if before else None, table)
+    resolver.flows = dict(table)
+    held = before.phases[EMISSION] if before is not None else {}
+    phases[EMISSION], redone[EMISSION] = _phase(
+        resolver, paths, held, changed, _emission_of, replay=_replay
+    )
+    resolver.forget()  # the routes read from no memo made under another flow table
+    resolver.finish()
+    by_name = {name: module.path for name, module in resolver.by_name.items()}
+    return PythonRounds(
+        tops, by_name, root_package, subclasses, (flows[0], flows[1]), phases, redone
+    )
+
+
+Work = Callable[[PythonResolver, str], tuple[Any, "Counter[str] | None"]]
+"""One module's share of a phase: ``(output, call counts or None)``."""
+
+
+def _flows_of(resolver: PythonResolver, path: str) -> tuple[Any, Counter[str] | None]:
+    return resolver.flow_parts(path), None
+
+
+def _emission_of(resolver: PythonResolver, path: str) -> tuple[Any, Counter[str] | None]:
+    recorder = _Recorder(resolver.emit)
+    emitter = resolver.emit
+    resolver.emit = recorder  # type: ignore[assignment]
+    try:
+        resolver.emit_module(path)
+    finally:
+        resolver.emit = emitter
+    return tuple(recorder.calls), Counter(resolver.call_stats[path])
+
+
+def _phase(
+    resolver: PythonResolver,
+    paths: list[str],
+    held: Mapping[str, ModuleRecord],
+    changed: set[Token],
+    work: Work,
+    replay: Callable[[PythonResolver, ModuleRecord], None] | None = None,
+) -> tuple[dict[str, ModuleRecord], int]:
+    """One phase over every module in path order: a module whose extract is the same
+    object and which read nothing in ``changed`` keeps its record (``replay`` is told),
+    the others are computed again, alone or in one batch, whichever costs less."""
     dirty = {
         path
         for path in paths
@@ -206,30 +281,37 @@ def resolve_rounds(
         or _touched(record.reads, changed)
     }
     alone = _cheaper_alone(dirty, held)
-    shared: set[Token] = set()
-    if not alone:
-        resolver.forget()  # one batch from no memo: what it reads is all in ``shared``
-    made: dict[str, tuple[tuple[Call, ...], set[Token], Counter[str], float]] = {}
     plain = resolver.tables()
-    tables = (plain, tuple(_Watched(t, tag) for t, tag in zip(plain, _TABLES, strict=True)))
+    watched = tuple(_Watched(table, tag) for table, tag in zip(plain, _TABLES, strict=True))
+    shared: set[Token] = set()
+    resolver.forget()  # from no memo: what a batch reads is all in ``shared``
+    made: dict[str, tuple[Any, set[Token], Counter[str] | None, float]] = {}
     for path in paths:
-        if path in dirty:
-            reads = set() if alone else shared
-            made[path] = _emit_watched(resolver, tables, path, reads, forget=alone)
-        else:
-            record = held[path]
-            _replay(resolver.emit, record.calls)
-            resolver.call_stats[path] = Counter(record.stats)
-    resolver.finish()
+        if path not in dirty:
+            if replay is not None:
+                replay(resolver, held[path])
+            continue
+        reads = set() if alone else shared
+        if alone:
+            resolver.forget()
+        started = time.perf_counter()
+        for table in watched:
+            table.note_into(reads)
+        resolver.set_tables(watched)
+        try:
+            output, stats = work(resolver, path)
+        finally:
+            resolver.set_tables(plain)
+        made[path] = (output, reads, stats, time.perf_counter() - started)
     for path in made:
         shared.update((("m", path), ("n", resolver.by_path[path].name)))
     frozen = frozenset(shared)
-    modules: dict[str, ModuleRecord] = {}
+    records: dict[str, ModuleRecord] = {}
     for path in paths:
         if path not in made:
-            modules[path] = held[path]
+            records[path] = held[path]
             continue
-        calls, reads, stats, seconds = made[path]
+        output, reads, stats, seconds = made[path]
         if alone:
             reads.update((("m", path), ("n", resolver.by_path[path].name)))
         elif path in held:
@@ -237,15 +319,13 @@ def resolve_rounds(
         else:
             seconds *= ALONE_OVER_BATCH
         extract = resolver.by_path[path].extract
-        modules[path] = ModuleRecord(
-            extract, calls, frozenset(reads) if alone else frozen, stats, seconds
-        )
-    by_name = {name: module.path for name, module in resolver.by_name.items()}
-    return PythonRounds(tops, by_name, root_package, resolver.flows, subclasses, modules, len(made))
+        kept_reads = frozenset(reads) if alone else frozen
+        records[path] = ModuleRecord(extract, output, kept_reads, stats, seconds)
+    return records, len(made)
 
 
 def _cheaper_alone(dirty: set[str], held: Mapping[str, ModuleRecord]) -> bool:
-    """Whether emitting ``dirty`` one module at a time (exact reads) costs less than one
+    """Whether computing ``dirty`` one module at a time (exact reads) costs less than one
     batch (every module in it then reads what the whole batch read)."""
     if not held:
         return True  # the first round: exact reads for every module, once
@@ -256,18 +336,30 @@ def _cheaper_alone(dirty: set[str], held: Mapping[str, ModuleRecord]) -> bool:
     return alone <= BATCH_SHARE * total
 
 
+def _table_changes(
+    tag: str, before: Mapping[Any, Any] | None, now: Mapping[Any, Any]
+) -> set[Token]:
+    """The keys of a table whose value differs (every key when there was none)."""
+    if before is None:
+        return {(tag, key) for key in now}
+    return {(tag, key) for key in now.keys() | before.keys() if now.get(key) != before.get(key)}
+
+
 def _changed(
     resolver: PythonResolver,
     subclasses: Mapping[str, tuple[Any, ...]],
     previous: PythonRounds | None,
 ) -> set[Token]:
-    """The tokens whose value differs from ``previous``'s round."""
-    assert previous is not None
+    """The modules, names and subclass lists that differ from ``previous``'s round
+    (nothing to compare with: none, and every module is computed anyway)."""
     changed: set[Token] = set()
-    for path in resolver.by_path.keys() | previous.modules.keys():
+    if previous is None:
+        return changed
+    held = previous.modules
+    for path in resolver.by_path.keys() | held.keys():
         module = resolver.by_path.get(path)
-        held = previous.modules.get(path)
-        if module is None or held is None or not _same_extract(held.extract, module.extract):
+        record = held.get(path)
+        if module is None or record is None or not _same_extract(record.extract, module.extract):
             changed.add(("m", path))  # changed, added or removed
     for name in resolver.by_name.keys() | previous.modules_by_name.keys():
         found = resolver.by_name.get(name)
@@ -277,14 +369,7 @@ def _changed(
             or ("m", found.path) in changed
         ):
             changed.add(("n", name))
-    tables: tuple[tuple[str, Mapping[Any, Any], Mapping[Any, Any]], ...] = (
-        ("f", resolver.flows, previous.flows),
-        ("s", subclasses, previous.subclasses),
-    )
-    for tag, now, before in tables:
-        for key in now.keys() | before.keys():
-            if now.get(key) != before.get(key):
-                changed.add((tag, key))
+    changed |= _table_changes("s", previous.subclasses, subclasses)
     return changed
 
 
@@ -300,36 +385,10 @@ def _touched(reads: frozenset[Token], changed: set[Token]) -> bool:
     return any(tag == _ALL for tag, _ in reads)
 
 
-def _emit_watched(
-    resolver: PythonResolver,
-    tables: tuple[tuple[dict[Any, Any], ...], tuple[_Watched, ...]],
-    path: str,
-    reads: set[Token],
-    *,
-    forget: bool,
-) -> tuple[tuple[Call, ...], set[Token], Counter[str], float]:
-    """Emit one module with ``tables`` (the resolver's and their watched copies) watching
-    what it reads (into ``reads``) and recording its calls; from no memo when
-    ``forget``. Returns the calls, ``reads``, its call counts and the seconds it took."""
-    started = time.perf_counter()
-    plain, watched = tables
-    for table in watched:
-        table.note_into(reads)
-    recorder = _Recorder(resolver.emit)
+def _replay(resolver: PythonResolver, record: ModuleRecord) -> None:
+    """Make a kept module's emitter calls again, and put back its call counts."""
     emitter = resolver.emit
-    if forget:
-        resolver.forget()
-    resolver.set_tables(watched)
-    resolver.emit = recorder  # type: ignore[assignment]
-    try:
-        resolver.emit_module(path)
-    finally:
-        resolver.emit = emitter
-        resolver.set_tables(plain)
-    stats = Counter(resolver.call_stats[path])
-    return tuple(recorder.calls), reads, stats, time.perf_counter() - started
-
-
-def _replay(emitter: GraphEmitter, calls: tuple[Call, ...]) -> None:
-    for method, args, keywords in calls:
+    for method, args, keywords in record.output:
         getattr(emitter, method)(*args, **keywords)
+    assert record.stats is not None
+    resolver.call_stats[record.extract.path] = Counter(record.stats)

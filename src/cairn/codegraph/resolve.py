@@ -1468,10 +1468,15 @@ class PythonResolver(ResolverFrame):
     def prepare(self, order: Sequence[str] | None = None) -> None:
         """The whole-program part before the modules' own facts: every module's nodes
         and ``contains`` facts, the subclass table and the argument flows."""
+        self.prepare_structure(order)
+        self._collect_flows()
+
+    def prepare_structure(self, order: Sequence[str] | None = None) -> None:
+        """``prepare`` without the argument flows (``flow_parts`` and ``merge_flows``
+        give them; set ``flows``)."""
         for path in sorted(self.by_path) if order is None else order:
             self._emit_structure(self.by_path[path])
         self._subclass_table()
-        self._collect_flows()
 
     def emit_module(self, path: str) -> None:
         """The facts of one module's imports, calls, bases and decorators (after

@@ -268,6 +268,9 @@ def _watch_line(record: Mapping[str, Any]) -> str:
             for key in ("changed", "added", "removed")
         ]
         head = f"round {record['round']}: " + ", ".join(parts)
+    python = record.get("python_rounds")
+    if record["round"] and python and python["modules"]:
+        head += f"; python {python['emission']}/{python['modules']} modules re-resolved"
     load = record["load"]
     if load is not None:
         state = f"{load['changes']} changes" if load["changes"] else "up to date"

@@ -66,6 +66,8 @@ def test_an_edit_is_reindexed_and_an_open_handle_sees_it(watcher: Watcher) -> No
     first = watcher.next_round()
     assert first["round"] == 0
     assert first["load"]["position"] == 1
+    python = first["python_rounds"]
+    assert python["emission"] == python["modules"] > 1  # the first round resolves them all
     db_path = watcher.repo / ".cairn" / "cairn.db"
     with cairn.open(db_path) as db:  # as a running `cairn serve` holds it
         request = SearchRequest(db.name, "symbols", text_field="/text", text=NEW_NAME, limit=3)
@@ -78,6 +80,8 @@ def test_an_edit_is_reindexed_and_an_open_handle_sees_it(watcher: Watcher) -> No
         assert second["round"] == 1
         assert second["files"] == {"added": [], "removed": [], "changed": ["app/views.py"]}
         assert second["load"]["position"] == 2 and second["load"]["changes"] > 0
+        # Only the edited module and those that read it are resolved again.
+        assert 1 <= second["python_rounds"]["emission"] < python["modules"]
         spent = second["phase_seconds"]
         assert list(spent)[:2] == ["scanning", "extracting"]
         # Each phase is rounded to the millisecond: allow that much per phase.
@@ -144,3 +148,20 @@ def test_an_edit_made_as_round_zero_ends_is_not_lost(tmp_path: Path) -> None:
     assert not thread.is_alive(), "the edit made as round 0 ended never started a round"
     assert outcome == [1]
     assert records[1]["files"]["changed"] == ["app/views.py"]
+
+
+def test_a_round_line_says_how_many_python_modules_were_resolved_again() -> None:
+    from cairn.cli import _watch_line
+
+    record = {
+        "round": 2,
+        "files": {"changed": ["app/views.py"], "added": [], "removed": []},
+        "load": {"changes": 4, "position": 3},
+        "problems": [],
+        "python_rounds": {"modules": 10, "flows 1": 2, "flows 2": 2, "emission": 3},
+        "seconds": 1.5,
+    }
+    line = _watch_line(record)
+    assert "python 3/10 modules re-resolved" in line
+    assert line.startswith("round 2: 1 changed (app/views.py)")
+    assert "re-resolved" not in _watch_line({**record, "python_rounds": None})

@@ -15,7 +15,7 @@ import os
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing
@@ -131,6 +131,9 @@ class IndexResult:
     cache: CacheStats | None = None
     preparing: Preparing | None = None
     """The workers' jobs making the Python nodes' documents (see ``prepared``)."""
+    python_rounds: Mapping[str, int] | None = None
+    """A remembering index (``cairn watch``): the Python modules in all, and how many
+    each per-module phase computed again (the rest were reused from the round before)."""
 
     @property
     def prepared(self) -> PreparedDocuments | None:
@@ -376,28 +379,30 @@ def _resolve_python(
     python: PythonResolver,
     root_package: str | None,
     cache: ExtractCache | None,
-) -> None:
+) -> dict[str, int] | None:
     """Run Python resolution on a thread deep enough for it; an index that keeps its
     extracts for the next round (``cairn watch``) keeps what each module read and
-    emitted too, and re-emits only what an edit can reach (``cairn.codegraph.incremental``)."""
+    emitted too, and re-emits only what an edit can reach (``cairn.codegraph.incremental``;
+    the modules in all and those each phase computed again are returned)."""
     if cache is None or not cache.remember:
-        work: Callable[[], object] = python.run
-    else:
-        index = str(cache.path)
-        previous = last_round(index)
-        forget_round(index)  # a round that fails leaves nothing half-made to trust
-
-        def work() -> object:
-            kept = resolve_rounds(python, root_package, previous)
-            keep_round(index, kept)
-            return kept
-
-    run_deep(
-        work,
+        run_deep(
+            python.run,
+            stack_bytes=PYTHON_RESOLUTION_STACK_BYTES,
+            recursion_limit=PYTHON_RESOLUTION_RECURSION_LIMIT,
+            name="cairn-resolve-python",
+        )
+        return None
+    index = str(cache.path)
+    previous = last_round(index)
+    forget_round(index)  # a round that fails leaves nothing half-made to trust
+    kept = run_deep(
+        lambda: resolve_rounds(python, root_package, previous),
         stack_bytes=PYTHON_RESOLUTION_STACK_BYTES,
         recursion_limit=PYTHON_RESOLUTION_RECURSION_LIMIT,
         name="cairn-resolve-python",
     )
+    keep_round(index, kept)
+    return {"modules": len(kept.modules), **kept.redone}
 
 
 def _by_language(extracts: Iterable[FileExtract], *languages: str) -> list[FileExtract]:
@@ -438,12 +443,14 @@ def index_repository(
         opened, stats = _open_cache(cache, remember)
         try:
             tell("extracting")
-            manifest, graph, preparing = _index(scan, workers, progress, tell, opened, embedder)
+            manifest, graph, preparing, rounds = _index(
+                scan, workers, progress, tell, opened, embedder
+            )
         finally:
             if opened is not None:
                 opened.close()
     seconds = time.perf_counter() - started
-    return IndexResult(scan.root, graph, manifest, seconds, stats, preparing)
+    return IndexResult(scan.root, graph, manifest, seconds, stats, preparing, rounds)
 
 
 def _root_package(root: Path) -> str | None:
@@ -478,7 +485,7 @@ def _index(
     phase: PhaseCallback = _quiet,
     cache: ExtractCache | None = None,
     embedder: Embedder | None = None,
-) -> tuple[Manifest, SemanticGraph, Preparing | None]:
+) -> tuple[Manifest, SemanticGraph, Preparing | None, dict[str, int] | None]:
     """Extract, resolve and admit: the body of ``index_repository`` (collector paused)."""
     manifest = Manifest()
     for skipped in scan.skipped:
@@ -495,7 +502,7 @@ def _index(
         python = PythonResolver(
             _by_language([e for _, e in pairs], PYTHON), emitter, root_package, names
         )
-        _resolve_python(python, root_package, cache)
+        python_rounds = _resolve_python(python, root_package, cache)
         call_stats: dict[str, Counter[str]] = dict(python.call_stats)
         del python  # its lookup memos are not needed past here: freed before the graph grows
         emitter.flush()  # admit the Python facts while the workers finish the other files
@@ -531,7 +538,7 @@ def _index(
             outcome = replace(outcome, counts=tuple(sorted(stats.items())))
             manifest.calls.update(stats)
         manifest.add(outcome)
-    return manifest, emitter.graph, preparing if preparing.futures else None
+    return manifest, emitter.graph, preparing if preparing.futures else None, python_rounds
 
 
 def index_summary(result: IndexResult) -> dict[str, Any]:
@@ -552,6 +559,7 @@ def index_summary(result: IndexResult) -> dict[str, Any]:
         "calls": calls,
         "unresolved_calls": calls.get("unresolved", 0) + calls.get("dynamic", 0),
         "cache": None if result.cache is None else result.cache.to_json(),
+        "python_rounds": None if result.python_rounds is None else dict(result.python_rounds),
         "problems": [
             {"path": row.path, "outcome": row.outcome, "error": row.error}
             for row in result.manifest.sorted_entries()

@@ -97,6 +97,7 @@ def _record(
         "load": summary.get("load"),
         "problems": summary.get("problems", []),
         "counts": summary.get("counts"),
+        "python_rounds": summary.get("python_rounds"),
         "phase_seconds": summary.get("phase_seconds"),
         "seconds": round(seconds, 3),
     }

@@ -171,6 +171,8 @@ class PythonRounds:
     phases: Mapping[str, Mapping[str, ModuleRecord]]
     redone: Mapping[str, int]
     """Modules each phase computed this round (the rest were reused)."""
+    structure: Mapping[str, tuple[FileExtract, str, tuple[Call, ...]]]
+    """Per module: the extract and name its nodes were made from, and the calls."""
 
     @property
     def modules(self) -> Mapping[str, ModuleRecord]:
@@ -211,7 +213,8 @@ def resolve_rounds(
     """``resolver.run()``, computing again only each module's share that ``previous``
     cannot vouch for; returns what the next round needs. Run it where deep recursion
     is allowed."""
-    resolver.prepare_structure()
+    structure = _structure(resolver, previous)
+    resolver.subclass_table()
     subclasses = {key: tuple(value) for key, value in resolver.tables()[3].items()}
     tops = frozenset(resolver.tops)
     usable = (
@@ -241,8 +244,35 @@ def resolve_rounds(
     resolver.finish()
     by_name = {name: module.path for name, module in resolver.by_name.items()}
     return PythonRounds(
-        tops, by_name, root_package, subclasses, (flows[0], flows[1]), phases, redone
+        tops, by_name, root_package, subclasses, (flows[0], flows[1]), phases, redone, structure
     )
+
+
+def _structure(
+    resolver: PythonResolver, previous: PythonRounds | None
+) -> dict[str, tuple[FileExtract, str, tuple[Call, ...]]]:
+    """Every module's nodes and ``contains`` facts, in path order: a function of the
+    module alone (its extract and name), so a module with the same extract object and
+    name replays its calls from the round before."""
+    held = previous.structure if previous is not None else {}
+    made: dict[str, tuple[FileExtract, str, tuple[Call, ...]]] = {}
+    emitter = resolver.emit
+    for path in sorted(resolver.by_path):
+        module = resolver.by_path[path]
+        record = held.get(path)
+        if record is not None and record[0] is module.extract and record[1] == module.name:
+            for method, args, keywords in record[2]:
+                getattr(emitter, method)(*args, **keywords)
+            made[path] = record
+            continue
+        recorder = _Recorder(emitter)
+        resolver.emit = recorder  # type: ignore[assignment]
+        try:
+            resolver.emit_structure(path)
+        finally:
+            resolver.emit = emitter
+        made[path] = (module.extract, module.name, tuple(recorder.calls))
+    return made
 
 
 Work = Callable[[PythonResolver, str], tuple[Any, "Counter[str] | None"]]

@@ -1475,7 +1475,15 @@ class PythonResolver(ResolverFrame):
         """``prepare`` without the argument flows (``flow_parts`` and ``merge_flows``
         give them; set ``flows``)."""
         for path in sorted(self.by_path) if order is None else order:
-            self._emit_structure(self.by_path[path])
+            self.emit_structure(path)
+        self.subclass_table()
+
+    def emit_structure(self, path: str) -> None:
+        """One module's nodes and ``contains`` facts: a function of that module alone."""
+        self._emit_structure(self.by_path[path])
+
+    def subclass_table(self) -> None:
+        """Build the table of direct subclasses (before the flows; nothing in progress)."""
         self._subclass_table()
 
     def emit_module(self, path: str) -> None:

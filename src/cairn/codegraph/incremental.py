@@ -240,9 +240,12 @@ def resolve_rounds(
         held = before.phases[phase] if before is not None else {}
         done, redone[phase] = _phase(resolver, paths, held, changed, _flows_of)
         phases[phase] = done
-        table = merge_flows([done[path].output for path in paths])
+        if before is not None and _same_outputs(done, held):
+            table = before.flows[number]  # the merge of the same parts in the same order
+        else:
+            table = merge_flows([done[path].output for path in paths])
+            changed |= _table_changes("f", before.flows[number] if before else None, table)
         flows.append(table)
-        changed |= _table_changes("f", before.flows[number] if before else None, table)
     resolver.flows = dict(table)
     held = before.phases[EMISSION] if before is not None else {}
     phases[EMISSION], redone[EMISSION] = _phase(
@@ -374,6 +377,16 @@ def _groups(dirty: list[str], held: Mapping[str, ModuleRecord]) -> list[list[str
     else:
         size = max(1, len(dirty))
     return [dirty[start : start + size] for start in range(0, len(dirty), size)]
+
+
+def _same_outputs(done: Mapping[str, ModuleRecord], held: Mapping[str, ModuleRecord]) -> bool:
+    """Whether every module of ``done`` was in ``held``, in the same order, with an
+    equal output (computed again or not)."""
+    if list(done) != list(held):
+        return False
+    return all(
+        record is held[path] or record.output == held[path].output for path, record in done.items()
+    )
 
 
 def _cheaper_alone(dirty: set[str], held: Mapping[str, ModuleRecord]) -> bool:

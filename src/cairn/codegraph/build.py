@@ -21,7 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cairn.codegraph.cache import (
     CacheStats,
@@ -385,24 +385,27 @@ def _resolve_python(
     emitted too, and re-emits only what an edit can reach (``cairn.codegraph.incremental``;
     the modules in all and those each phase computed again are returned)."""
     if cache is None or not cache.remember:
-        run_deep(
-            python.run,
-            stack_bytes=PYTHON_RESOLUTION_STACK_BYTES,
-            recursion_limit=PYTHON_RESOLUTION_RECURSION_LIMIT,
-            name="cairn-resolve-python",
-        )
+        _resolving(python.run)
         return None
     index = str(cache.path)
     previous = last_round(index)
     forget_round(index)  # a round that fails leaves nothing half-made to trust
-    kept = run_deep(
-        lambda: resolve_rounds(python, root_package, previous),
+    kept = _resolving(lambda: resolve_rounds(python, root_package, previous))
+    keep_round(index, kept)
+    return {"modules": len(kept.modules), **kept.redone}
+
+
+_T = TypeVar("_T")
+
+
+def _resolving(work: Callable[[], _T]) -> _T:
+    """``work()`` on a thread with the stack and recursion limit Python resolution needs."""
+    return run_deep(
+        work,
         stack_bytes=PYTHON_RESOLUTION_STACK_BYTES,
         recursion_limit=PYTHON_RESOLUTION_RECURSION_LIMIT,
         name="cairn-resolve-python",
     )
-    keep_round(index, kept)
-    return {"modules": len(kept.modules), **kept.redone}
 
 
 def _by_language(extracts: Iterable[FileExtract], *languages: str) -> list[FileExtract]:

@@ -267,23 +267,37 @@ def _structure(
     name replays its calls from the round before."""
     held = previous.structure if previous is not None else {}
     made: dict[str, tuple[FileExtract, str, tuple[Call, ...]]] = {}
-    emitter = resolver.emit
     for path in sorted(resolver.by_path):
         module = resolver.by_path[path]
         record = held.get(path)
         if record is not None and record[0] is module.extract and record[1] == module.name:
-            for method, args, keywords in record[2]:
-                getattr(emitter, method)(*args, **keywords)
+            _call_again(resolver.emit, record[2])
             made[path] = record
-            continue
-        recorder = _Recorder(emitter)
-        resolver.emit = recorder  # type: ignore[assignment]
-        try:
-            resolver.emit_structure(path)
-        finally:
-            resolver.emit = emitter
-        made[path] = (module.extract, module.name, tuple(recorder.calls))
+        else:
+            made[path] = (
+                module.extract,
+                module.name,
+                _recorded(resolver, resolver.emit_structure, path),
+            )
     return made
+
+
+def _recorded(resolver: PythonResolver, emit: Callable[[str], None], path: str) -> tuple[Call, ...]:
+    """``emit(path)`` with the resolver's emitter calls forwarded and recorded."""
+    emitter = resolver.emit
+    recorder = _Recorder(emitter)
+    resolver.emit = recorder  # type: ignore[assignment]
+    try:
+        emit(path)
+    finally:
+        resolver.emit = emitter
+    return tuple(recorder.calls)
+
+
+def _call_again(emitter: GraphEmitter, calls: tuple[Call, ...]) -> None:
+    """Make recorded emitter calls again, in their order."""
+    for method, args, keywords in calls:
+        getattr(emitter, method)(*args, **keywords)
 
 
 Work = Callable[[PythonResolver, str], tuple[Any, "Counter[str] | None"]]
@@ -295,14 +309,7 @@ def _flows_of(resolver: PythonResolver, path: str) -> tuple[Any, Counter[str] | 
 
 
 def _emission_of(resolver: PythonResolver, path: str) -> tuple[Any, Counter[str] | None]:
-    recorder = _Recorder(resolver.emit)
-    emitter = resolver.emit
-    resolver.emit = recorder  # type: ignore[assignment]
-    try:
-        resolver.emit_module(path)
-    finally:
-        resolver.emit = emitter
-    return tuple(recorder.calls), Counter(resolver.call_stats[path])
+    return _recorded(resolver, resolver.emit_module, path), Counter(resolver.call_stats[path])
 
 
 def _phase(
@@ -452,8 +459,6 @@ def _touched(reads: frozenset[Token], changed: set[Token]) -> bool:
 
 def _replay(resolver: PythonResolver, record: ModuleRecord) -> None:
     """Make a kept module's emitter calls again, and put back its call counts."""
-    emitter = resolver.emit
-    for method, args, keywords in record.output:
-        getattr(emitter, method)(*args, **keywords)
+    _call_again(resolver.emit, record.output)
     assert record.stats is not None
     resolver.call_stats[record.extract.path] = Counter(record.stats)

@@ -212,6 +212,10 @@ _UNSET = object()
 
 
 def _same(a: object, b: object) -> bool:
+    """Whether a guarded key's new value is its assumed one (an empty assumption and a
+    computed None alike)."""
+    if a == () and b is None:
+        return True
     if isinstance(a, tuple) and isinstance(b, tuple):
         return set(a) == set(b)
     return a == b
@@ -455,9 +459,7 @@ class PythonResolver(ResolverFrame):
             if low != level:
                 break
             # The root of a cycle: every member answered a hit with its last value.
-            before = self._assumed.get(key, ())
-            same = _same(before, value) or (value is None and before == ())
-            if same and level not in self._changed:
+            if _same(self._assumed.get(key, ()), value) and level not in self._changed:
                 for held in self._tagged.pop(level, ()):
                     found = self._provisional.pop(held, None)
                     if found is not None:
@@ -472,9 +474,7 @@ class PythonResolver(ResolverFrame):
             # A member of a cycle rooted below: its value is an assumption there until
             # that root's rounds stop changing anything.
             previous = self._assumed.get(key, _UNSET)
-            if previous is _UNSET or not (
-                _same(previous, value) or (value is None and previous == ())
-            ):
+            if previous is _UNSET or not _same(previous, value):
                 self._changed.add(low)
             self._assumed[key] = value
             self._members.setdefault(low, []).extend((*members, key))
@@ -924,25 +924,13 @@ class PythonResolver(ResolverFrame):
         if known:
             assert cached is not None
             return cached
-        module = self.by_path[function.path]
-        names = module.scopes.get(function.qualname, {})
+        names = self.by_path[function.path].scopes.get(function.qualname, {})
         bindings = [
             binding
             for binding in names.get(RETURN_NAME, ())
             if _returned_param(binding, names) is None
         ]
-        key = (function.node_id, OWN_RETURN)
-        if not bindings:
-            return ()
-        if depth > MAX_PYTHON_RESOLUTION_DEPTH:
-            return self._cut_at(_DEPTH_CUT)
-        if key in self._in_progress:
-            return self._hit(key)  # type: ignore[return-value]
-        values, low = self._guarded(
-            key, lambda: self._may_values(module, function.qualname, bindings, depth)
-        )
-        self._keep(self._own_returns_cache, function.node_id, values, low)
-        return values
+        return self._return_values(self._own_returns_cache, OWN_RETURN, function, bindings, depth)
 
     def returns(self, function: VSymbol, depth: int = 0) -> tuple[Value, ...]:
         """The values a function or method may return (its ``return`` expressions)."""
@@ -950,19 +938,32 @@ class PythonResolver(ResolverFrame):
         if known:
             assert cached is not None
             return cached
-        module = self.by_path[function.path]
-        bindings = module.scopes.get(function.qualname, {}).get(RETURN_NAME, ())
-        key = (function.node_id, RETURN_NAME)
+        names = self.by_path[function.path].scopes.get(function.qualname, {})
+        bindings = names.get(RETURN_NAME, ())
+        return self._return_values(self._returns_cache, RETURN_NAME, function, bindings, depth)
+
+    def _return_values(
+        self,
+        cache: dict[str, tuple[Value, ...]],
+        tag: str,
+        function: VSymbol,
+        bindings: Sequence[Binding],
+        depth: int,
+    ) -> tuple[Value, ...]:
+        """The values of ``function``'s return ``bindings``, guarded by ``(its ID, tag)``
+        and memoised in ``cache`` (``returns`` and ``_own_returns``)."""
         if not bindings:
             return ()
         if depth > MAX_PYTHON_RESOLUTION_DEPTH:
             return self._cut_at(_DEPTH_CUT)
+        key = (function.node_id, tag)
         if key in self._in_progress:
             return self._hit(key)  # type: ignore[return-value]
+        module = self.by_path[function.path]
         values, low = self._guarded(
             key, lambda: self._may_values(module, function.qualname, bindings, depth)
         )
-        self._keep(self._returns_cache, function.node_id, values, low)
+        self._keep(cache, function.node_id, values, low)
         return values
 
     def _may_values(
@@ -1478,14 +1479,6 @@ class PythonResolver(ResolverFrame):
             self.emit_structure(path)
         self.subclass_table()
 
-    def emit_structure(self, path: str) -> None:
-        """One module's nodes and ``contains`` facts: a function of that module alone."""
-        self._emit_structure(self.by_path[path])
-
-    def subclass_table(self) -> None:
-        """Build the table of direct subclasses (before the flows; nothing in progress)."""
-        self._subclass_table()
-
     def emit_module(self, path: str) -> None:
         """The facts of one module's imports, calls, bases and decorators (after
         ``prepare``)."""
@@ -1525,7 +1518,7 @@ class PythonResolver(ResolverFrame):
 
     def tables(self) -> tuple[dict[Any, Any], ...]:
         """The whole-program tables a module's resolution reads, as ``(by_path, by_name,
-        flows, subclasses)`` (``cairn.codegraph.reads`` watches them)."""
+        flows, subclasses)`` (``cairn.codegraph.incremental`` watches them)."""
         assert self._subclasses is not None, "prepare() builds the subclass table"
         return self.by_path, self.by_name, self.flows, self._subclasses
 
@@ -1566,7 +1559,9 @@ class PythonResolver(ResolverFrame):
                     return symbol_id(kind, module.path, scope)
         return file_id(module.path)
 
-    def _emit_structure(self, module: _Module) -> None:
+    def emit_structure(self, path: str) -> None:
+        """One module's nodes and ``contains`` facts: a function of that module alone."""
+        module = self.by_path[path]
         specs = python_node_specs(module.name, module.extract)
         for node_id, kind, attributes in specs:
             self.emit.node(node_id, kind, attributes)
@@ -1723,7 +1718,8 @@ class PythonResolver(ResolverFrame):
             self._descendants_cache, cls.node_id, lambda: self._find_descendants(cls)
         )
 
-    def _subclass_table(self) -> None:
+    def subclass_table(self) -> None:
+        """Build the table of direct subclasses (before the flows; nothing in progress)."""
         if self._subclasses is None:
             children: dict[str, list[VSymbol]] = {}
             for path in sorted(self.by_path):
@@ -1739,7 +1735,7 @@ class PythonResolver(ResolverFrame):
             self._subclasses = children
 
     def _find_descendants(self, cls: VSymbol) -> list[VSymbol]:
-        self._subclass_table()
+        self.subclass_table()
         assert self._subclasses is not None
         found: dict[str, VSymbol] = {}
         queue = list(self._subclasses.get(cls.node_id, ()))

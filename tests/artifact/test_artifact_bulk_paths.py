@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cairn.artifact import decode_artifact, encode_artifact
+from cairn.artifact.format import _plain_mapping, _walk_free
 from cairn.artifact.paths import PATH_FIELD_NAMES, absolute_path_fields, has_absolute_path
 from cairn.artifact.reader import _assemble, _freeze_canonical
 from cairn.artifact.verify import (
@@ -68,6 +69,31 @@ def test_freeze_canonical_equals_freeze_on_canonical_json(value: Any) -> None:
     assert type(fast) is type(reference)
     # Equal and printed alike: the same types all the way down (True is not 1).
     assert orjson.dumps(thaw(fast)) == orjson.dumps(thaw(reference))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(_KEYS, st.one_of(_SCALARS, st.lists(_SCALARS, max_size=4), _JSON), max_size=5)
+)
+def test_a_mapping_called_plain_prints_as_the_reference_walk(value: dict[str, Any]) -> None:
+    """``_plain_mapping`` (one node's attributes) claims only what ``_walk_free`` confirms:
+    no error, safe, and orjson prints the mapping as it prints the walked value."""
+    frozen = freeze(value)
+    if not _plain_mapping(frozen):
+        return
+    plain, safe = _walk_free(frozen, lambda: "x")
+    assert safe
+    assert orjson.dumps(dict(frozen)) == orjson.dumps(plain)
+
+
+def test_plain_mapping_refuses_what_the_walk_must_see() -> None:
+    assert _plain_mapping(freeze({"range": [1, 2, 3, 4], "name": "f", "flag": None}))
+    assert not _plain_mapping(freeze({"path": "/abs/app.py"}))
+    assert not _plain_mapping(freeze({"line": 2**60}))
+    assert not _plain_mapping(freeze({"range": [1, 2**60]}))
+    assert not _plain_mapping(freeze({"score": 0.5}))
+    assert not _plain_mapping(freeze({"partial_parse": {"error": "x", "line": 3}}))
+    assert not _plain_mapping({"name": "f"})  # not frozen
 
 
 def test_freeze_canonical_leaves_nothing_mutable() -> None:

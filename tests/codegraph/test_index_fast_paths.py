@@ -11,7 +11,7 @@ import pytest
 from codegraph_expect import FIXTURES
 
 from cairn.codegraph import build, extract_file, index_repository, write_index
-from cairn.codegraph.emit import GraphEmitter
+from cairn.codegraph.emit import GraphEmitter, ShareEmitter
 from cairn.codegraph.scan import scan_repository
 from cairn.codegraph.wire import register_reducers
 
@@ -38,6 +38,40 @@ def test_batched_admission_writes_the_same_bytes(
     first = write_index(batched, tmp_path / "batched", generated_at=FIXED_TIME)
     second = write_index(one_by_one, tmp_path / "one", generated_at=FIXED_TIME)
     assert first.graph_path.read_bytes() == second.graph_path.read_bytes()
+
+
+def _emit_part(emitter: Any, number: int) -> None:
+    """One part's calls: a node every part makes (with its own attributes: the first
+    made wins), an external, and facts some parts share."""
+    shared = emitter.node("function:a.py#f", "function", {"name": "f", "part": number})
+    own = emitter.node(f"function:p{number}.py#g", "function", {"name": "g"})
+    ext = emitter.external("python", "os.path.join")
+    site = {"adapter": "python", "strategy": "ast", "site_kind": "call"}
+    emitter.fact(own, shared, "calls", None, path=f"p{number}.py", rng=(1, 1, 1, 5), **site)
+    emitter.fact(shared, ext, "calls", None, path="a.py", rng=(2, 1, 2, 9), **site)
+    emitter.fact(shared, ext, "calls", None, path="a.py", rng=(3, 1, 3, 9), **site)
+    emitter.fact(own, ext, "no_such_relation", None, path="a.py", rng=None, **site)
+
+
+def test_parts_emitted_apart_merge_to_what_the_emitter_admits() -> None:
+    """``ShareEmitter`` parts merged by ``add_shares`` in order give the graph the same
+    calls made on one ``GraphEmitter`` give: first node of an ID, merged occurrences,
+    admission counts."""
+    direct = GraphEmitter()
+    direct.node("file:a.py", "file", {"name": "a.py"})
+    for number in range(3):
+        _emit_part(direct, number)
+    merged = GraphEmitter()
+    merged.node("file:a.py", "file", {"name": "a.py"})
+    parts = []
+    for number in range(3):
+        part = ShareEmitter()
+        _emit_part(part, number)
+        parts.append(part.share())
+    merged.add_shares(parts)
+    assert merged.graph == direct.graph
+    assert merged.graph.node("function:a.py#f").attributes["part"] == 0
+    assert dict(merged.graph.admission_counts) == dict(direct.graph.admission_counts)
 
 
 def test_compact_pickling_round_trips_every_extract() -> None:

@@ -521,6 +521,39 @@ def _flat_and_plain(mappings: Sequence[Any]) -> bool:
     return True
 
 
+_ROW_SCALARS = frozenset({str, bool, type(None)})
+
+
+def _plain_mapping(mapping: Any) -> bool:
+    """Whether ``_walk_free`` would pass this one mapping unchanged (tuples printing as
+    its lists do) as safe: a frozen mapping with string keys whose values are strings,
+    booleans, nulls, integers within ±2**53, or flat tuples of those; no file key with
+    an absolute path. The per-record form of ``_flat_and_plain``: one odd record (a
+    nested value, a float) sends only itself down the value-by-value path."""
+    if type(mapping) is not MappingProxyType:
+        return False
+    for key, value in mapping.items():
+        kind = type(value)
+        if type(key) is not str:
+            return False
+        if kind is str:
+            if key in PATH_FIELD_NAMES and is_absolute_path(value):
+                return False
+        elif kind is int:
+            if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+                return False
+        elif kind is tuple:
+            for item in value:
+                if type(item) is int:
+                    if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                        return False
+                elif type(item) not in _ROW_SCALARS:
+                    return False
+        elif kind not in _ROW_SCALARS:
+            return False
+    return True
+
+
 class _Writer:
     """Turns records into payload columns; ``fast`` emits fragments, tuples and enums."""
 
@@ -607,8 +640,13 @@ class _Writer:
         if self.fast and _flat_and_plain(mappings):
             attributes = list(map(dict, mappings))
         else:
+            fast = self.fast
             attributes = [
-                self.free(mapping, _where("nodes", node_id, ".attributes")) if mapping else empty
+                dict(mapping)
+                if fast and _plain_mapping(mapping)
+                else self.free(mapping, _where("nodes", node_id, ".attributes"))
+                if mapping
+                else empty
                 for node_id, mapping in zip(ids, mappings, strict=True)
             ]
         return {

@@ -6,20 +6,34 @@ node), and it admits one fact candidate per evidence site with that site's occur
 It never de-duplicates: merging exact duplicates is the graph's own admission policy.
 Fact candidates are queued in call order and admitted in one ``SemanticGraph.add_facts``
 batch when ``graph`` is read (the same state ``add_fact`` one by one gives, much faster).
+``ShareEmitter`` stands for it while one part of a build is emitted on its own: it keeps
+that part's nodes and facts apart (``EmittedShare``), for ``GraphEmitter.add_shares`` to
+merge then or in a later build that still has the part (``cairn watch``).
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from cairn.codegraph.limits import ADAPTER_VERSION
 from cairn.codegraph.records import Range
 from cairn.graph import EndpointIdentity, Node, OccurrenceInput, SemanticGraph, SourceRange
-from cairn.graph.multigraph import FactCandidate
+from cairn.graph.multigraph import FactCandidate, FactPiece, admit_apart
 
-__all__ = ["GraphEmitter", "external_id", "file_id", "node_of", "partial_marks", "symbol_id"]
+__all__ = [
+    "EmittedShare",
+    "GraphEmitter",
+    "ShareEmitter",
+    "external_id",
+    "external_node",
+    "fact_candidate",
+    "file_id",
+    "node_of",
+    "partial_marks",
+    "symbol_id",
+]
 
 
 def file_id(path: str) -> str:
@@ -64,13 +78,111 @@ def node_of(
     return Node(node_id, kind, identity or _STABLE, {"kind": kind, **attrs})
 
 
+def external_node(language: str, dotted: str) -> Node:
+    """The node of a symbol or module outside the repository (a function of its ID)."""
+    separators = "./" if language in ("python", "go") else "/"
+    name = dotted
+    for sep in separators:
+        name = name.rsplit(sep, 1)[-1]
+    return node_of(
+        external_id(language, dotted),
+        "external",
+        {"name": name or dotted, "qualified_name": dotted, "language": language},
+    )
+
+
+def fact_candidate(
+    source: str,
+    target: str,
+    relation: str,
+    discriminator: Mapping[str, Any] | None,
+    *,
+    adapter: str,
+    strategy: str,
+    path: str,
+    rng: Range | None,
+    site_kind: str,
+    metadata: Mapping[str, Any] | None = None,
+) -> FactCandidate:
+    """One fact candidate with the occurrence of one evidence site (mappings copied: a
+    caller may reuse its dict before the candidate is admitted)."""
+    return (
+        source,
+        target,
+        relation,
+        dict(discriminator) if discriminator else None,
+        OccurrenceInput(
+            adapter_id=adapter,
+            strategy=strategy,
+            adapter_version=ADAPTER_VERSION,
+            source_file=path,
+            source_range=SourceRange(*rng) if rng is not None else None,
+            site_kind=site_kind,
+            metadata=dict(metadata) if metadata else None,
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EmittedShare:
+    """What one part of a build emitted, admitted apart: its nodes (the first of each
+    ID, in call order) and its facts."""
+
+    nodes: tuple[Node, ...]
+    piece: FactPiece
+
+
+class ShareEmitter:
+    """Stands for a ``GraphEmitter`` while one part of a build is emitted on its own:
+    the same calls, but nodes and facts are kept apart (``share``), not admitted."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, Node] = {}
+        self._candidates: list[FactCandidate] = []
+
+    def node(
+        self,
+        node_id: str,
+        kind: str,
+        attributes: Mapping[str, Any],
+        identity: EndpointIdentity | None = None,
+    ) -> str:
+        """Keep a node unless this part already made one of that ID; returns its ID."""
+        if node_id not in self._nodes:
+            self._nodes[node_id] = node_of(node_id, kind, attributes, identity)
+        return node_id
+
+    def external(self, language: str, dotted: str) -> str:
+        """The external node for ``dotted`` in ``language`` (kept on first use)."""
+        node_id = external_id(language, dotted)
+        if node_id not in self._nodes:
+            self._nodes[node_id] = external_node(language, dotted)
+        return node_id
+
+    def fact(
+        self,
+        source: str,
+        target: str,
+        relation: str,
+        discriminator: Mapping[str, Any] | None,
+        **site: Any,
+    ) -> None:
+        """Keep one fact candidate (``fact_candidate``'s arguments)."""
+        self._candidates.append(fact_candidate(source, target, relation, discriminator, **site))
+
+    def share(self) -> EmittedShare:
+        """This part's nodes and its facts admitted apart (its own nodes' identities;
+        any other endpoint's is checked when the share is merged)."""
+        identities = {node_id: node.identity for node_id, node in self._nodes.items()}
+        return EmittedShare(tuple(self._nodes.values()), admit_apart(self._candidates, identities))
+
+
 class GraphEmitter:
     """Adds nodes and one fact per evidence site to a ``SemanticGraph``."""
 
     def __init__(self) -> None:
         self._graph = SemanticGraph()
         self._pending: list[FactCandidate] = []
-        self.relations: Counter[str] = Counter()
 
     @property
     def graph(self) -> SemanticGraph:
@@ -83,6 +195,19 @@ class GraphEmitter:
         if self._pending:
             pending, self._pending = self._pending, []
             self._graph.add_facts(pending)
+
+    def add_shares(self, shares: Iterable[EmittedShare]) -> None:
+        """Add parts emitted apart, in order, as if their calls were made here now: the
+        first node of each ID is kept, then their facts are merged (queued candidates are
+        admitted first)."""
+        self.flush()
+        listed = list(shares)
+        graph = self._graph
+        for share in listed:
+            for node in share.nodes:
+                if not graph.has_node(node.id):
+                    graph.put_node(node)
+        graph.add_pieces([share.piece for share in listed])
 
     def node(
         self,
@@ -100,15 +225,7 @@ class GraphEmitter:
         """The external node for ``dotted`` in ``language`` (created on first use)."""
         node_id = external_id(language, dotted)
         if not self._graph.has_node(node_id):
-            separators = "./" if language in ("python", "go") else "/"
-            name = dotted
-            for sep in separators:
-                name = name.rsplit(sep, 1)[-1]
-            self.node(
-                node_id,
-                "external",
-                {"name": name or dotted, "qualified_name": dotted, "language": language},
-            )
+            self._graph.put_node(external_node(language, dotted))
         return node_id
 
     def fact(
@@ -125,25 +242,18 @@ class GraphEmitter:
         site_kind: str,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        """Queue one fact candidate with the occurrence of one evidence site.
-
-        The mappings are copied: a caller may reuse its dict before the batch is admitted.
-        """
+        """Queue one fact candidate with the occurrence of one evidence site."""
         self._pending.append(
-            (
+            fact_candidate(
                 source,
                 target,
                 relation,
-                dict(discriminator) if discriminator else None,
-                OccurrenceInput(
-                    adapter_id=adapter,
-                    strategy=strategy,
-                    adapter_version=ADAPTER_VERSION,
-                    source_file=path,
-                    source_range=SourceRange(*rng) if rng is not None else None,
-                    site_kind=site_kind,
-                    metadata=dict(metadata) if metadata else None,
-                ),
+                discriminator,
+                adapter=adapter,
+                strategy=strategy,
+                path=path,
+                rng=rng,
+                site_kind=site_kind,
+                metadata=metadata,
             )
         )
-        self.relations[relation] += 1

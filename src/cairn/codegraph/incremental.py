@@ -7,12 +7,14 @@ module's share of a phase can be computed alone, from no memo at all, and while 
 runs every whole-program table it reads is watched: which modules (by path or by name),
 which argument flows, which subclass lists. A round keeps, per module and per phase
 (the argument flows' two rounds, then the emission of its facts), what the phase made
-of it (its flows; the emitter calls its facts came from) and what that read. The next
-round rebuilds every module's nodes and the subclass table as a clean build does, then
-runs each phase: a module whose extract is the same object and which read nothing that
-changed keeps its share (its emitter calls are replayed), the rest are computed again,
-alone or in one batch. The flow tables are merged and the calls reach the emitter in
-path order, as in a clean build, so the graph is the same.
+of it (its flows; its nodes and facts emitted apart, by ``cairn.codegraph.emit.
+ShareEmitter``) and what that read. The next round keeps the nodes of every module whose
+extract is the same object, rebuilds the subclass table as a clean build does, then runs
+each phase: a module whose extract is the same object and which read nothing that
+changed keeps its share, the rest are computed again, alone or in one batch. The flow
+tables are merged in path order and the shares are merged into the graph in the order a
+clean build emits them, so the graph is the same; a kept share derives no ID again (its
+fact and occurrence records are the graph's).
 
 The first round computes every module alone (slower than a clean build's shared memos:
 Django package ~2-3 s more, the whole sdist ~18 s). An added, removed or renamed module
@@ -28,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cairn.codegraph.emit import GraphEmitter
+from cairn.codegraph.emit import EmittedShare, ShareEmitter
 from cairn.codegraph.records import FileExtract
 from cairn.codegraph.resolve import PythonResolver, merge_flows
 
@@ -66,9 +68,6 @@ first round faster and its reads coarser (a group's modules read what it read).
 Measured on the Django package: groups of 32 took the first round from 7.4 to 5.3 s,
 but one-file edits then reached 384-597 modules' shares instead of 3-62, and rounds
 took 2.4-2.8 s instead of 1.2-1.8 s (``index_repository`` alone)."""
-
-Call = tuple[str, tuple[Any, ...], dict[str, Any]]
-"""One emitter call: method name, positional and keyword arguments."""
 
 
 class _Watched(dict[Any, Any]):
@@ -112,42 +111,11 @@ class _Watched(dict[Any, Any]):
         return super().items()
 
 
-class _Recorder:
-    """Stands for the emitter while one module is emitted: forwards each call and keeps
-    a copy of it (mappings copied: callers may reuse theirs)."""
-
-    def __init__(self, emitter: GraphEmitter) -> None:
-        self._emitter = emitter
-        self.calls: list[Call] = []
-
-    def node(self, node_id: str, kind: str, attributes: Mapping[str, Any], *rest: Any) -> str:
-        self.calls.append(("node", (node_id, kind, dict(attributes), *rest), {}))
-        return self._emitter.node(node_id, kind, attributes, *rest)
-
-    def external(self, language: str, dotted: str) -> str:
-        self.calls.append(("external", (language, dotted), {}))
-        return self._emitter.external(language, dotted)
-
-    def fact(
-        self,
-        source: str,
-        target: str,
-        relation: str,
-        discriminator: Mapping[str, Any] | None,
-        **keywords: Any,
-    ) -> None:
-        if keywords.get("metadata") is not None:
-            keywords["metadata"] = dict(keywords["metadata"])
-        copied = dict(discriminator) if discriminator else None
-        self.calls.append(("fact", (source, target, relation, copied), keywords))
-        self._emitter.fact(source, target, relation, discriminator, **keywords)
-
-
 @dataclass(frozen=True, slots=True)
 class ModuleRecord:
     """One module's share of one phase of a round: its extract, what the phase made of
-    it (emitter calls, or its argument flows), what that read, its call counts (the
-    emission only) and what it took alone."""
+    it (its facts emitted apart, or its argument flows), what that read, its call counts
+    (the emission only) and what it took alone."""
 
     extract: FileExtract
     output: Any
@@ -179,8 +147,8 @@ class PythonRounds:
     phases: Mapping[str, Mapping[str, ModuleRecord]]
     redone: Mapping[str, int]
     """Modules each phase computed this round (the rest were reused)."""
-    structure: Mapping[str, tuple[FileExtract, str, tuple[Call, ...]]]
-    """Per module: the extract and name its nodes were made from, and the calls."""
+    structure: Mapping[str, tuple[FileExtract, str, EmittedShare]]
+    """Per module: the extract and name its nodes were made from, and what it emitted."""
 
     @property
     def modules(self) -> Mapping[str, ModuleRecord]:
@@ -251,6 +219,9 @@ def resolve_rounds(
     phases[EMISSION], redone[EMISSION] = _phase(
         resolver, paths, held, changed, _emission_of, replay=_replay
     )
+    resolver.emit.add_shares(
+        [structure[path][2] for path in paths] + [phases[EMISSION][path].output for path in paths]
+    )
     resolver.forget()  # the routes read from no memo made under another flow table
     resolver.finish()
     by_name = {name: module.path for name, module in resolver.by_name.items()}
@@ -261,43 +232,36 @@ def resolve_rounds(
 
 def _structure(
     resolver: PythonResolver, previous: PythonRounds | None
-) -> dict[str, tuple[FileExtract, str, tuple[Call, ...]]]:
-    """Every module's nodes and ``contains`` facts, in path order: a function of the
+) -> dict[str, tuple[FileExtract, str, EmittedShare]]:
+    """Every module's nodes and ``contains`` facts, emitted apart: a function of the
     module alone (its extract and name), so a module with the same extract object and
-    name replays its calls from the round before."""
+    name keeps what it emitted in the round before."""
     held = previous.structure if previous is not None else {}
-    made: dict[str, tuple[FileExtract, str, tuple[Call, ...]]] = {}
+    made: dict[str, tuple[FileExtract, str, EmittedShare]] = {}
     for path in sorted(resolver.by_path):
         module = resolver.by_path[path]
         record = held.get(path)
         if record is not None and record[0] is module.extract and record[1] == module.name:
-            _call_again(resolver.emit, record[2])
             made[path] = record
         else:
             made[path] = (
                 module.extract,
                 module.name,
-                _recorded(resolver, resolver.emit_structure, path),
+                _apart(resolver, resolver.emit_structure, path),
             )
     return made
 
 
-def _recorded(resolver: PythonResolver, emit: Callable[[str], None], path: str) -> tuple[Call, ...]:
-    """``emit(path)`` with the resolver's emitter calls forwarded and recorded."""
+def _apart(resolver: PythonResolver, emit: Callable[[str], None], path: str) -> EmittedShare:
+    """``emit(path)`` with the resolver's emitter calls kept apart (``ShareEmitter``)."""
     emitter = resolver.emit
-    recorder = _Recorder(emitter)
-    resolver.emit = recorder  # type: ignore[assignment]
+    apart = ShareEmitter()
+    resolver.emit = apart  # type: ignore[assignment]
     try:
         emit(path)
     finally:
         resolver.emit = emitter
-    return tuple(recorder.calls)
-
-
-def _call_again(emitter: GraphEmitter, calls: tuple[Call, ...]) -> None:
-    """Make recorded emitter calls again, in their order."""
-    for method, args, keywords in calls:
-        getattr(emitter, method)(*args, **keywords)
+    return apart.share()
 
 
 Work = Callable[[PythonResolver, str], tuple[Any, "Counter[str] | None"]]
@@ -309,7 +273,7 @@ def _flows_of(resolver: PythonResolver, path: str) -> tuple[Any, Counter[str] | 
 
 
 def _emission_of(resolver: PythonResolver, path: str) -> tuple[Any, Counter[str] | None]:
-    return _recorded(resolver, resolver.emit_module, path), Counter(resolver.call_stats[path])
+    return _apart(resolver, resolver.emit_module, path), Counter(resolver.call_stats[path])
 
 
 def _phase(
@@ -458,7 +422,6 @@ def _touched(reads: frozenset[Token], changed: set[Token]) -> bool:
 
 
 def _replay(resolver: PythonResolver, record: ModuleRecord) -> None:
-    """Make a kept module's emitter calls again, and put back its call counts."""
-    _call_again(resolver.emit, record.output)
+    """Put back a kept module's call counts (its share is merged with the others')."""
     assert record.stats is not None
     resolver.call_stats[record.extract.path] = Counter(record.stats)

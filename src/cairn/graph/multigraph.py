@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, defaultdict, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from itertools import repeat
@@ -64,9 +64,11 @@ __all__ = [
     "AdmissionOutcome",
     "AdmissionResult",
     "FactCandidate",
+    "FactPiece",
     "GraphCounts",
     "OccurrenceInput",
     "SemanticGraph",
+    "admit_apart",
 ]
 
 _K = TypeVar("_K")
@@ -118,6 +120,26 @@ FactCandidate: TypeAlias = tuple[
     str, str, str, "Mapping[str, Any] | None", "OccurrenceInput | None"
 ]
 """``(source, target, relation, discriminator, occurrence)``: one ``add_fact`` call, as data."""
+
+IdentityOf: TypeAlias = "Callable[[str, str], EndpointIdentity]"
+"""``(node ID, role) -> that endpoint's identity`` (raising when the node is unknown)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FactPiece:
+    """Fact candidates admitted apart from any graph (``admit_apart``), to be merged
+    into one later (``SemanticGraph.add_pieces``): every ID derived and record built
+    once, so a producer that keeps pieces across rebuilds re-derives nothing for the
+    parts that did not change."""
+
+    facts: Mapping[str, SemanticFact]
+    """The facts, each listing this piece's occurrences of it; endpoint identities as
+    ``admit_apart`` was told (the merge corrects them to the graph's nodes)."""
+    occurrences: Mapping[str, EvidenceOccurrence]
+    admitted: int
+    """Candidates of registered relations (every one carried an occurrence)."""
+    unregistered: Mapping[str, int]
+    """Candidates refused per unregistered relation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +328,73 @@ class SemanticGraph:
             batch.admit(source, target, relation, discriminator, occurrence)
         batch.commit()
         return MappingProxyType({o.value: batch.outcomes[o] for o in AdmissionOutcome})
+
+    def add_pieces(self, pieces: Iterable[FactPiece]) -> Mapping[str, int]:
+        """Merge pieces admitted apart, all or nothing: the same state ``add_facts`` over
+        their candidates, in the same order, gives (counters included), but with no ID
+        derived again: a fact or occurrence only one piece holds is stored as that very
+        object. Returns the outcome counts, as ``add_facts`` does.
+
+        Endpoints must exist by now (``MissingEndpointError``); a fact's endpoint
+        identities are the graph's nodes' (corrected where the piece assumed others).
+        """
+        facts, occurrences = self._facts, self._occurrences
+        staged_facts: dict[str, SemanticFact] = {}
+        staged: dict[str, EvidenceOccurrence] = {}
+        added: dict[str, list[str]] = {}
+        admitted = 0
+        unregistered: Counter[str] = Counter()
+        for piece in pieces:
+            admitted += piece.admitted
+            unregistered.update(piece.unregistered)
+            for fact_id, fact in piece.facts.items():
+                known = staged_facts.get(fact_id) or facts.get(fact_id)
+                if known is None:
+                    staged_facts[fact_id] = self._with_endpoint_identities(fact)
+                elif _fact_key(known) != _fact_key(fact):
+                    raise IdentityCollisionError(
+                        f"two different fact payloads share the ID {fact_id}",
+                        details={"fact_id": fact_id},
+                    )
+            for occurrence_id, occurrence in piece.occurrences.items():
+                known_occurrence = staged.get(occurrence_id) or occurrences.get(occurrence_id)
+                if known_occurrence is None:
+                    staged[occurrence_id] = occurrence
+                    added.setdefault(occurrence.fact_id, []).append(occurrence_id)
+                else:
+                    self._check_occurrence_witness(known_occurrence, occurrence)
+                    staged[occurrence_id] = _merge_occurrences(known_occurrence, occurrence)
+        for fact_id, fact in staged_facts.items():
+            facts[fact_id] = stored = _listing(fact, (), added.get(fact_id, ()))
+            self._indexed(stored)
+        for fact_id, more in added.items():
+            if fact_id not in staged_facts:
+                fact = facts[fact_id]
+                facts[fact_id] = _listing(fact, fact.occurrence_ids, more)
+        occurrences.update(staged)
+        new_occurrences = sum(map(len, added.values()))
+        outcomes = {
+            AdmissionOutcome.NEW_FACT: len(staged_facts),
+            AdmissionOutcome.ADDITIONAL_OCCURRENCE: new_occurrences - len(staged_facts),
+            AdmissionOutcome.EXACT_DUPLICATE_MERGED: admitted - new_occurrences,
+            AdmissionOutcome.UNRESOLVED: sum(unregistered.values()),
+        }
+        self._admissions.update(outcomes)
+        self._unregistered.update(unregistered)
+        return MappingProxyType({o.value: outcomes[o] for o in AdmissionOutcome})
+
+    def _with_endpoint_identities(self, fact: SemanticFact) -> SemanticFact:
+        """``fact`` with its endpoints' identities as this graph's nodes have them."""
+        endpoints = FactEndpointIdentity(
+            self._endpoint_identity(fact.source, "source"),
+            self._endpoint_identity(fact.target, "target"),
+        )
+        if endpoints == fact.endpoint_identity:
+            return fact
+        return replace(fact, endpoint_identity=endpoints)
+
+    def _endpoint_identity(self, node_id: str, role: str) -> EndpointIdentity:
+        return self._endpoint(node_id, role).identity
 
     def _endpoint(self, node_id: str, role: str) -> Node:
         node = self._nodes.get(node_id)
@@ -768,8 +857,9 @@ class SemanticGraph:
 class _Batch:
     """Pending state of one ``add_facts`` call; ``commit`` applies it to the graph."""
 
-    def __init__(self, graph: SemanticGraph) -> None:
+    def __init__(self, graph: SemanticGraph, identity_of: IdentityOf | None = None) -> None:
         self.graph = graph
+        self.identity_of = identity_of or graph._endpoint_identity
         self.outcomes: Counter[AdmissionOutcome] = Counter()
         self.unregistered: Counter[str] = Counter()
         self.specs: dict[str, RelationSpec] = {}
@@ -803,10 +893,11 @@ class _Batch:
                 self.outcomes[AdmissionOutcome.UNRESOLVED] += 1
                 return
             self.specs[relation] = spec
-        source_node = graph._endpoint(source, "source")
-        target_node = graph._endpoint(target, "target")
+        identity_of = self.identity_of
+        identity_of(source, "source")
+        identity_of(target, "target")
         disc = self._discriminator(spec, discriminator)
-        first, second = ordered_endpoints(spec.direction, source_node.id, target_node.id)
+        first, second = ordered_endpoints(spec.direction, source, target)
         key = (relation, first, second, id(disc))
         fact_id = self.fact_ids.get(key)
         if fact_id is None:
@@ -867,7 +958,7 @@ class _Batch:
             graph._check_fact_witness(staged, witness)
             return
         endpoints = FactEndpointIdentity(
-            graph._nodes[first].identity, graph._nodes[second].identity
+            self.identity_of(first, "source"), self.identity_of(second, "target")
         )
         self.new_facts[fact_id] = SemanticFact(
             fact_id, direction, first, second, relation, disc, endpoints
@@ -958,6 +1049,62 @@ def _grouped(keys: Iterable[_K], fact_ids: list[str]) -> dict[_K, set[str]]:
     groups: defaultdict[_K, set[str]] = defaultdict(set)
     deque(map(set.add, map(groups.__getitem__, keys), fact_ids), maxlen=0)
     return dict(groups)
+
+
+def admit_apart(
+    candidates: Iterable[FactCandidate],
+    identities: Mapping[str, EndpointIdentity] | None = None,
+    registry: RelationRegistry = REGISTRY,
+) -> FactPiece:
+    """Admit fact candidates apart from any graph, for ``SemanticGraph.add_pieces``.
+
+    Every candidate must carry an occurrence (what lets the merge count outcomes without
+    replaying them). Endpoints are not checked here but when the piece is merged; an
+    endpoint's identity is taken from ``identities``, else assumed ``stable``.
+    """
+    known = identities or {}
+    stable = EndpointIdentity.stable()
+
+    def identity_of(node_id: str, role: str) -> EndpointIdentity:
+        return known.get(node_id, stable)
+
+    scratch = SemanticGraph(registry)
+    batch = _Batch(scratch, identity_of)
+    for source, target, relation, discriminator, occurrence in candidates:
+        if occurrence is None:
+            raise ValidationError("a fact candidate admitted apart must carry an occurrence")
+        batch.admit(source, target, relation, discriminator, occurrence)
+    batch.commit()
+    admitted = sum(batch.outcomes.values()) - batch.outcomes[AdmissionOutcome.UNRESOLVED]
+    return FactPiece(
+        MappingProxyType(scratch._facts),
+        MappingProxyType(scratch._occurrences),
+        admitted,
+        MappingProxyType(dict(batch.unregistered)),
+    )
+
+
+def _fact_key(fact: SemanticFact) -> tuple[Any, ...]:
+    """What a fact's ID is derived from (two facts of one ID must agree on it)."""
+    return (fact.direction, fact.source, fact.target, fact.relation, fact.discriminator)
+
+
+def _listing(fact: SemanticFact, listed: tuple[str, ...], more: Iterable[str]) -> SemanticFact:
+    """``fact`` listing ``listed`` and ``more`` (the same object when that is its list)."""
+    ids = tuple(sorted({*listed, *more}))
+    if ids == fact.occurrence_ids:
+        return fact
+    return SemanticFact(
+        fact.id,
+        fact.direction,
+        fact.source,
+        fact.target,
+        fact.relation,
+        fact.discriminator,
+        fact.endpoint_identity,
+        ids,
+        fact.annotation_variants,
+    )
 
 
 def _occurrences_listed(

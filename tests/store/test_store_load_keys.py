@@ -7,16 +7,19 @@ twin database gives the same mutations and the same stored state.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 from store_helpers import cmd, rows
 from test_store_load import GET, build, build_moved, state
 
 import cairn.store.load as load_module
+import cairn.store.loadkeys as loadkeys
 from cairn.graph import SemanticGraph
 from cairn.index import open as open_indexed
 from cairn.store import PutDocument
@@ -28,7 +31,7 @@ from cairn.store.load import (
     load_semantic_graph,
     repair_collector,
 )
-from cairn.store.loadkeys import keys_path, read_keys
+from cairn.store.loadkeys import KeyMemo, keys_path, read_keys
 
 SEQUENCES: dict[str, list[Callable[[], SemanticGraph]]] = {
     "edit and add": [build, lambda: build(docstring="Changed.", extra=True)],
@@ -138,3 +141,94 @@ def test_a_damaged_unchanged_row_is_left_to_reads_check_and_full_loads(tmp_path:
         assert repaired == [] and db.position == position  # trusted by its key: not re-read
         load_semantic_graph(db, build(), on_repair=repair_collector(repaired))
         assert repaired == [{"table": "documents", "resource": collection, "id": GET}]
+
+
+def _patched(graph: SemanticGraph, docstring: str) -> SemanticGraph:
+    """``graph`` with every record the same object but ``GET``'s node (a new docstring)
+    and the facts into it (new objects, same content): what a ``cairn watch`` round
+    hands the load after an edit of one module."""
+    patched = graph.copy()
+    node = graph.node(GET)
+    attributes = {**node.attributes, "docstring": docstring}
+    patched._nodes[GET] = dataclasses.replace(node, attributes=MappingProxyType(attributes))
+    for fact in graph.facts_to(GET):
+        patched._facts[fact.id] = dataclasses.replace(fact)
+    return patched
+
+
+def _reobserved(graph: SemanticGraph) -> SemanticGraph:
+    """``graph`` with every fact the same object, but one occurrence of ``GET``'s first
+    incoming fact a new object under the same ID (another adapter version)."""
+    patched = graph.copy()
+    fact = graph.facts_to(GET)[0]
+    occurrence = graph.occurrence(fact.occurrence_ids[0])
+    owner = dataclasses.replace(occurrence.owner, adapter_version="another")
+    patched._occurrences[occurrence.id] = dataclasses.replace(occurrence, owner=owner)
+    return patched
+
+
+def test_a_key_memo_derives_only_new_records_and_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loads through one ``KeyMemo`` apply what loads without one apply, keep the same
+    keys, and derive keys only for records that are new objects."""
+    first = build(extra=True)
+    patched = _patched(first, "Changed.")
+    graphs = [first, first, patched, _reobserved(patched), build()]
+    memo = KeyMemo()
+    derived: list[str] = []
+    original_node_key, original_fact_key = loadkeys.node_key, loadkeys.fact_key
+
+    def counting_node_key(node):  # type: ignore[no-untyped-def]
+        derived.append(node.id)
+        return original_node_key(node)
+
+    def counting_fact_key(fact, *rest):  # type: ignore[no-untyped-def]
+        derived.append(fact.id)
+        return original_fact_key(fact, *rest)
+
+    monkeypatch.setattr(loadkeys, "node_key", counting_node_key)
+    monkeypatch.setattr(loadkeys, "fact_key", counting_fact_key)
+    with open_indexed(tmp_path / "memo.db") as ours, open_indexed(tmp_path / "plain.db") as theirs:
+        for step, graph in enumerate(graphs):
+            derived.clear()
+            mine = load_semantic_graph(ours, graph, incremental=True, key_memo=memo)
+            plain = load_semantic_graph(theirs, graph, incremental=True)
+            assert [(m.kind, m.id) for m in mine.mutations] == [
+                (m.kind, m.id) for m in plain.mutations
+            ], step
+            kept_mine = read_keys(keys_path(ours.path))
+            kept_plain = read_keys(keys_path(theirs.path))
+            assert kept_mine is not None and kept_plain is not None
+            assert (kept_mine.documents, kept_mine.facts) == (
+                kept_plain.documents,
+                kept_plain.facts,
+            ), step
+            if step == 1:  # the same graph again: every key held
+                assert derived == []
+            if step == 2:  # one node and the facts into it are new objects
+                changed = {GET, *(fact.id for fact in first.facts_to(GET))}
+                assert set(derived) == changed
+            if step == 3:  # the same fact object over a new occurrence object
+                assert derived == [first.facts_to(GET)[0].id]
+    assert state(tmp_path / "memo.db") == state(tmp_path / "plain.db")
+
+
+def test_a_key_memo_reads_its_own_keys_only_while_the_file_is_its_own(tmp_path: Path) -> None:
+    memo = KeyMemo()
+    said: list[str] = []
+    with open_indexed(tmp_path / "memo.db") as db:
+        load_semantic_graph(db, build(), incremental=True, key_memo=memo)
+        path = keys_path(db.path)
+        written = memo.read(path)
+        assert written is not None and written.position == db.position
+        assert memo.read(path) is written  # the file is the one it wrote: no re-read
+        path.write_bytes(b"junk")
+        assert memo.read(path) is None  # replaced: read (and found unreadable) again
+        load_semantic_graph(
+            db, build(extra=True), incremental=True, key_memo=memo, on_compare=said.append
+        )
+        path.unlink()
+        assert memo.read(path) is None
+        load_semantic_graph(db, build(), incremental=True, key_memo=memo, on_compare=said.append)
+    assert said == [KEYS_MISSING, KEYS_MISSING]

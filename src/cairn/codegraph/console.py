@@ -40,6 +40,7 @@ from cairn.store.locate import DATABASE_FILE
 if TYPE_CHECKING:
     from cairn.embed import Embedder
     from cairn.store.load import LoadProgress
+    from cairn.store.loadkeys import KeyMemo
 
 __all__ = [
     "choose_embedder",
@@ -190,7 +191,8 @@ def index_once(
         if chosen is not None:
             database = written.graph_path.parent / DATABASE_FILE
             summary["embedder"] = chosen.space.to_json()
-            summary["load"] = _load(database, result, chosen, steps.loading)
+            memo = _key_memo(database) if remember else None
+            summary["load"] = _load(database, result, chosen, steps.loading, memo)
         summary["phase_seconds"] = steps.seconds()
     return summary, result
 
@@ -211,8 +213,23 @@ def choose_embedder(name: str | None, database: Path) -> Embedder:
     return found if found is not None else HashingEmbedder()
 
 
+_KEY_MEMOS: dict[Path, KeyMemo] = {}
+"""The load keys' memo of each database this process re-indexes (``cairn watch``)."""
+
+
+def _key_memo(database: Path) -> KeyMemo:
+    """This process's memo of ``database``'s load keys (made on first use)."""
+    from cairn.store.loadkeys import KeyMemo
+
+    return _KEY_MEMOS.setdefault(database.resolve(), KeyMemo())
+
+
 def _load(
-    db_path: Path, result: IndexResult, embedder: Embedder, progress: LoadProgress
+    db_path: Path,
+    result: IndexResult,
+    embedder: Embedder,
+    progress: LoadProgress,
+    key_memo: KeyMemo | None = None,
 ) -> dict[str, Any]:
     from cairn.store import open as open_database
     from cairn.store.aside import building
@@ -244,6 +261,7 @@ def _load(
             on_repair=repair_collector(repaired),
             incremental=True,
             on_compare=compared.append,
+            key_memo=key_memo,
         )
     summary = load_summary(receipt, before=before)
     return {"db": str(db_path), **summary, "repaired": repaired, "compared": compared[0]}

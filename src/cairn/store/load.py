@@ -91,6 +91,7 @@ from cairn.store.limits import (
     check_identifier,
 )
 from cairn.store.loadkeys import (
+    KeyMemo,
     LoadKeys,
     fact_key,
     header_key,
@@ -1193,8 +1194,14 @@ class _KeyState:
     kept: LoadKeys | None
 
     @classmethod
-    def of(cls, wanted: _Wanted, incarnation: str, kept: LoadKeys | None) -> _KeyState:
-        """The keys of ``wanted`` beside ``kept``."""
+    def of(
+        cls,
+        wanted: _Wanted,
+        incarnation: str,
+        kept: LoadKeys | None,
+        memo: KeyMemo | None = None,
+    ) -> _KeyState:
+        """The keys of ``wanted`` beside ``kept`` (through ``memo`` when there is one)."""
         graph, refs = wanted.source, wanted.refs
         header = header_key(
             {
@@ -1204,19 +1211,34 @@ class _KeyState:
                 "collections": [config.to_json() for config in wanted.collections],
             }
         )
-        documents = {
-            node_id: (ref.collection, node_key(graph.node(node_id)))
-            for node_id, ref in refs.items()
-        }
         occurrences_of = graph.occurrences_of
-        facts = {
-            fact.id: fact_key(
-                fact,
-                (refs[fact.source].collection, refs[fact.target].collection),
-                occurrences_of(fact.id),
-            )
-            for fact in graph.facts()
-        }
+        if memo is None:
+            documents = {
+                node_id: (ref.collection, node_key(graph.node(node_id)))
+                for node_id, ref in refs.items()
+            }
+            facts = {
+                fact.id: fact_key(
+                    fact,
+                    (refs[fact.source].collection, refs[fact.target].collection),
+                    occurrences_of(fact.id),
+                )
+                for fact in graph.facts()
+            }
+        else:
+            documents = {
+                node_id: (ref.collection, memo.node_key(graph.node(node_id)))
+                for node_id, ref in refs.items()
+            }
+            facts = {
+                fact.id: memo.fact_key(
+                    fact,
+                    (refs[fact.source].collection, refs[fact.target].collection),
+                    occurrences_of,
+                )
+                for fact in graph.facts()
+            }
+            memo.turn()
         return cls(header, incarnation, documents, facts, kept)
 
     def stale(self, position: int) -> str | None:
@@ -1376,6 +1398,7 @@ def load_semantic_graph(
     prepared: PreparedDocuments | None = None,
     incremental: bool = False,
     on_compare: Callable[[str], None] | None = None,
+    key_memo: KeyMemo | None = None,
 ) -> CommitReceipt:
     """Make the store hold ``graph`` as documents, vectors and facts: one atomic diff.
 
@@ -1399,7 +1422,10 @@ def load_semantic_graph(
     database as it is, compares and re-reads only the records whose keys changed;
     unchanged rows are trusted, not re-verified (``cairn check`` and a full load do).
     ``on_compare`` is told how an incremental load compared: ``COMPARED_BY_KEYS``, or
-    why it compared every record (``KEYS_MISSING`` and the like).
+    why it compared every record (``KEYS_MISSING`` and the like). ``key_memo`` (a
+    process that loads the same database again and again, ``cairn watch``) keeps the
+    keys by record object between incremental loads: the same keys, derived only for
+    records that are new objects.
     """
     if not isinstance(graph, SemanticGraph):
         raise ValidationError("load_semantic_graph() takes a SemanticGraph")
@@ -1423,6 +1449,7 @@ def load_semantic_graph(
             prepared=prepared,
             incremental=incremental,
             on_compare=on_compare or _quiet,
+            key_memo=key_memo,
         )
         if (
             checkpoint
@@ -1452,15 +1479,17 @@ def _load(
     prepared: PreparedDocuments | None = None,
     incremental: bool = False,
     on_compare: Callable[[str], None] = _quiet,
+    key_memo: KeyMemo | None = None,
 ) -> CommitReceipt:
     """The load, with batched puts (``bulk``) or row by row (the tests' oracle)."""
     with _gc_paused():
         progress("encoding")
         wanted = _wanted(graph, graph_name, embedder.space)
         path = keys_path(db.path) if incremental else None
-        keys = (
-            _KeyState.of(wanted, str(db.incarnation), read_keys(path)) if path is not None else None
-        )
+        keys = None
+        if path is not None:
+            kept = read_keys(path) if key_memo is None else key_memo.read(path)
+            keys = _KeyState.of(wanted, str(db.incarnation), kept, key_memo)
         plan = _Plan(
             wanted,
             embedder,
@@ -1474,7 +1503,11 @@ def _load(
         )
         receipt = db.apply_internal(plan, principal, now=now)
         if path is not None and keys is not None:
-            write_keys(path, keys.for_position(receipt.token.position))
+            kept_now = keys.for_position(receipt.token.position)
+            if key_memo is None:
+                write_keys(path, kept_now)
+            else:
+                key_memo.write(path, kept_now)
         return receipt
 
 

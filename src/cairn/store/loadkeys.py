@@ -29,8 +29,9 @@ import functools
 import hashlib
 import os
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import is_
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from cairn.graph.model import EndpointIdentity, EvidenceOccurrence, Node, Semant
 __all__ = [
     "LOAD_KEYS_FORMAT",
     "LOAD_KEYS_SUFFIX",
+    "KeyMemo",
     "LoadKeys",
     "fact_key",
     "header_key",
@@ -149,6 +151,83 @@ def fact_key(
         version = item.owner.adapter_version
         parts.extend((item.id, item.fact_id, "-" if version is None else "v" + version))
     return _digest("\x00".join(parts).encode())
+
+
+_HeldFact = tuple[SemanticFact, tuple[str, str], tuple[EvidenceOccurrence, ...], bytes | None]
+
+
+class KeyMemo:
+    """What one process's last incremental load of a database derived, by record object
+    (``cairn watch`` loads the same database round after round, and a round reuses the
+    records of everything an edit did not reach): a node that is the same object as
+    then, or a fact that is, over the same collections and occurrence objects, keeps its
+    key without deriving it again; and the keys that load kept, which stand for the file
+    while the file is the one it wrote (same size, time and inode)."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, tuple[Node, bytes]] = {}
+        self._facts: dict[str, _HeldFact] = {}
+        self._next_nodes: dict[str, tuple[Node, bytes]] = {}
+        self._next_facts: dict[str, _HeldFact] = {}
+        self._written: tuple[tuple[int, int, int], LoadKeys] | None = None
+
+    def node_key(self, node: Node) -> bytes:
+        """``node_key(node)``, derived again only for a node not held."""
+        held = self._nodes.get(node.id)
+        key = held[1] if held is not None and held[0] is node else node_key(node)
+        self._next_nodes[node.id] = (node, key)
+        return key
+
+    def fact_key(
+        self,
+        fact: SemanticFact,
+        collections: tuple[str, str],
+        occurrences_of: Callable[[str], tuple[EvidenceOccurrence, ...]],
+    ) -> bytes | None:
+        """``fact_key`` of ``fact`` (its occurrences by ``occurrences_of``), derived
+        again only when the fact, its collections or an occurrence object differ."""
+        occurrences = occurrences_of(fact.id)
+        held = self._facts.get(fact.id)
+        if (
+            held is not None
+            and held[0] is fact
+            and held[1] == collections
+            and len(held[2]) == len(occurrences)
+            and all(map(is_, held[2], occurrences))
+        ):
+            key = held[3]
+        else:
+            key = fact_key(fact, collections, occurrences)
+        self._next_facts[fact.id] = (fact, collections, occurrences, key)
+        return key
+
+    def turn(self) -> None:
+        """Hold what this load derived (and only that) for the next one."""
+        self._nodes, self._next_nodes = self._next_nodes, {}
+        self._facts, self._next_facts = self._next_facts, {}
+
+    def read(self, path: Path) -> LoadKeys | None:
+        """``read_keys(path)``, or the keys this memo last wrote there while the file is
+        still that one."""
+        if self._written is not None and _signature(path) == self._written[0]:
+            return self._written[1]
+        return read_keys(path)
+
+    def write(self, path: Path, keys: LoadKeys) -> None:
+        """``write_keys(path, keys)``, remembering the file it wrote."""
+        self._written = None
+        write_keys(path, keys)
+        signature = _signature(path)
+        if signature is not None:
+            self._written = (signature, keys)
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
 def read_keys(path: Path) -> LoadKeys | None:

@@ -188,3 +188,56 @@ def test_a_first_round_in_groups_gives_clean_builds_too(
     monkeypatch.setattr(incremental, "FIRST_ROUND_GROUP", 3)  # coarser reads, same graphs
     seen = _rounds(tmp_path)
     assert all(emitted <= total for _, emitted, total in seen)
+
+
+CODE_FILES = {
+    "web/app.js": (
+        "import { helper } from './util.js';\nexport function main() { return helper(); }\n"
+    ),
+    "web/util.js": "export function helper() { return 1; }\n",
+    "pkg/__init__.py": "",
+    "pkg/tool.py": "def tool():\n    return len([])\n",
+}
+
+
+def _index_bytes(result: object, folder: Path) -> tuple[bytes, bytes]:
+    written = write_index(result, folder, generated_at=FIXED_TIME)  # type: ignore[arg-type]
+    return written.graph_path.read_bytes(), written.manifest_path.read_bytes()
+
+
+def test_a_round_whose_code_files_did_not_change_reuses_their_resolution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """JavaScript resolution reads the code files' extracts alone: a round where none
+    changed reuses it (not run again), one where one changed runs it; the graph and the
+    manifest (call counts) are a clean build's either way."""
+    from cairn.codegraph.tsresolve import CodeResolver
+
+    runs: list[int] = []
+    original = CodeResolver.run
+
+    def counted(self: CodeResolver) -> None:
+        runs.append(1)
+        original(self)
+
+    monkeypatch.setattr(CodeResolver, "run", counted)
+    repo = tmp_path / "repo"
+    for name, text in CODE_FILES.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    cache = tmp_path / CACHE_FILENAME
+    index_repository(repo, cache=cache, remember=True)
+    edits = [
+        ("pkg/tool.py", "len([])", "len([2])", 0),
+        ("web/util.js", "return 1;", "return main();", 1),
+        ("pkg/tool.py", "len([2])", "len([3])", 0),
+    ]
+    for step, (name, old, new, expected_runs) in enumerate(edits):
+        _edit(repo / name, old, new)
+        runs.clear()
+        ours = index_repository(repo, cache=cache, remember=True)
+        assert len(runs) == expected_runs, step
+        clean = index_repository(repo)
+        assert _index_bytes(ours, tmp_path / f"ours{step}") == _index_bytes(
+            clean, tmp_path / f"clean{step}"
+        ), step

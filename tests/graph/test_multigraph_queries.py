@@ -278,6 +278,8 @@ def test_indexed_queries_agree_with_a_scan_whenever_the_index_is_first_used(
 
     def check() -> None:
         facts = graph.facts()
+        pairs = len({(f.source, f.target) for f in facts})
+        assert graph.endpoint_pair_count == pairs  # before the first query, then after
         for name in names:
             assert graph.facts_from(name) == tuple(f for f in facts if f.source == name)
             assert graph.facts_to(name) == tuple(f for f in facts if f.target == name)

@@ -31,8 +31,8 @@ from cairn.codegraph.cache import (
     load_extract,
 )
 from cairn.codegraph.deep import run_deep
-from cairn.codegraph.emit import GraphEmitter, node_of
-from cairn.codegraph.incremental import forget_round, keep_round, last_round, resolve_rounds
+from cairn.codegraph.emit import Emitter, GraphEmitter, node_of
+from cairn.codegraph.incremental import code_round, keep_round, resolve_rounds, take_round
 from cairn.codegraph.limits import (
     ADAPTER_VERSION,
     DEFAULT_OUT_DIRNAME,
@@ -388,8 +388,7 @@ def _resolve_python(
         _resolving(python.run)
         return None
     index = str(cache.path)
-    previous = last_round(index)
-    forget_round(index)  # a round that fails leaves nothing half-made to trust
+    previous = take_round(index)  # a round that fails leaves nothing half-made to trust
     kept = _resolving(lambda: resolve_rounds(python, root_package, previous))
     keep_round(index, kept)
     return {"modules": len(kept.modules), **kept.redone}
@@ -406,6 +405,20 @@ def _resolving(work: Callable[[], _T]) -> _T:
         recursion_limit=PYTHON_RESOLUTION_RECURSION_LIMIT,
         name="cairn-resolve-python",
     )
+
+
+def _resolve_code(code: list[FileExtract]) -> Callable[[Emitter], dict[str, Counter[str]]]:
+    """JavaScript, TypeScript and Go resolution of ``code`` onto an emitter; returns the
+    call counts per file."""
+
+    def resolve(emitter: Emitter) -> dict[str, Counter[str]]:
+        from cairn.codegraph.tsresolve import CodeResolver
+
+        resolver = CodeResolver(code, emitter)
+        resolver.run()
+        return resolver.call_stats
+
+    return resolve
 
 
 def _by_language(extracts: Iterable[FileExtract], *languages: str) -> list[FileExtract]:
@@ -523,12 +536,12 @@ def _index(
     pairs.sort(key=lambda pair: pair[0].path)
     extracts = [extract for _, extract in pairs]
     code = _by_language(extracts, "javascript", "typescript", "go", "gomod")
-    if code:
-        from cairn.codegraph.tsresolve import CodeResolver
-
-        code_resolver = CodeResolver(code, emitter)
-        code_resolver.run()
-        call_stats.update(code_resolver.call_stats)
+    if code and cache is not None and cache.remember:
+        kept = code_round(str(cache.path), code, _resolve_code(code))
+        emitter.add_shares([kept.share])
+        call_stats.update({path: Counter(stats) for path, stats in kept.call_stats.items()})
+    elif code:
+        call_stats.update(_resolve_code(code)(emitter))
     docs = _by_language(extracts, "markdown")
     all_paths = [outcome.path for outcome, _ in pairs]
     if docs:

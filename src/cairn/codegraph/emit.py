@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from cairn.codegraph.limits import ADAPTER_VERSION
 from cairn.codegraph.records import Range
@@ -24,6 +24,7 @@ from cairn.graph.multigraph import FactCandidate, FactPiece, admit_apart
 
 __all__ = [
     "EmittedShare",
+    "Emitter",
     "GraphEmitter",
     "ShareEmitter",
     "external_id",
@@ -123,6 +124,36 @@ def fact_candidate(
     )
 
 
+class Emitter(Protocol):
+    """What a resolver emits through: ``GraphEmitter``, or ``ShareEmitter`` for a part
+    emitted apart."""
+
+    def node(
+        self,
+        node_id: str,
+        kind: str,
+        attributes: Mapping[str, Any],
+        identity: EndpointIdentity | None = None,
+    ) -> str: ...
+
+    def external(self, language: str, dotted: str) -> str: ...
+
+    def fact(
+        self,
+        source: str,
+        target: str,
+        relation: str,
+        discriminator: Mapping[str, Any] | None,
+        *,
+        adapter: str,
+        strategy: str,
+        path: str,
+        rng: Range | None,
+        site_kind: str,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class EmittedShare:
     """What one part of a build emitted, admitted apart: its nodes (the first of each
@@ -165,10 +196,29 @@ class ShareEmitter:
         target: str,
         relation: str,
         discriminator: Mapping[str, Any] | None,
-        **site: Any,
+        *,
+        adapter: str,
+        strategy: str,
+        path: str,
+        rng: Range | None,
+        site_kind: str,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        """Keep one fact candidate (``fact_candidate``'s arguments)."""
-        self._candidates.append(fact_candidate(source, target, relation, discriminator, **site))
+        """Keep one fact candidate (as ``GraphEmitter.fact`` queues it)."""
+        self._candidates.append(
+            fact_candidate(
+                source,
+                target,
+                relation,
+                discriminator,
+                adapter=adapter,
+                strategy=strategy,
+                path=path,
+                rng=rng,
+                site_kind=site_kind,
+                metadata=metadata,
+            )
+        )
 
     def share(self) -> EmittedShare:
         """This part's nodes and its facts admitted apart (its own nodes' identities;

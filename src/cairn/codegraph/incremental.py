@@ -35,12 +35,15 @@ from cairn.codegraph.records import FileExtract
 from cairn.codegraph.resolve import PythonResolver, merge_flows
 
 __all__ = [
+    "CodeRound",
     "ModuleRecord",
     "PythonRounds",
+    "code_round",
     "forget_round",
     "keep_round",
     "last_round",
     "resolve_rounds",
+    "take_round",
 ]
 
 Token = tuple[str, object]
@@ -166,6 +169,42 @@ _KEPT: dict[str, PythonRounds] = {}
 its extraction cache: one index per folder."""
 
 
+@dataclass(frozen=True, slots=True)
+class CodeRound:
+    """The JavaScript, TypeScript and Go resolution of one round: its extracts, what it
+    emitted (apart) and its call counts per file. It reads those extracts alone (no
+    Python node, no graph), so a round with the very same extract objects reuses it."""
+
+    extracts: tuple[FileExtract, ...]
+    share: EmittedShare
+    call_stats: Mapping[str, Counter[str]]
+
+
+_KEPT_CODE: dict[str, CodeRound] = {}
+"""The last code round of each index, as ``_KEPT``."""
+
+
+def code_round(
+    index: str,
+    extracts: list[FileExtract],
+    resolve: Callable[[ShareEmitter], Mapping[str, Counter[str]]],
+) -> CodeRound:
+    """The code round for ``extracts`` (in path order): the last one of ``index`` when
+    its extracts are these very objects, else ``resolve`` run on a ``ShareEmitter``
+    (which returns the call counts); kept for the next round either way."""
+    held = _KEPT_CODE.pop(index, None)
+    if held is None or not _same_objects(held.extracts, extracts):
+        emitter = ShareEmitter()
+        stats = resolve(emitter)
+        held = CodeRound(tuple(extracts), emitter.share(), stats)
+    _KEPT_CODE[index] = held
+    return held
+
+
+def _same_objects(before: tuple[FileExtract, ...], now: list[FileExtract]) -> bool:
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
+
+
 def last_round(index: str) -> PythonRounds | None:
     """The round this process last kept for ``index``, if any."""
     return _KEPT.get(index)
@@ -176,9 +215,16 @@ def keep_round(index: str, rounds: PythonRounds) -> None:
     _KEPT[index] = rounds
 
 
+def take_round(index: str) -> PythonRounds | None:
+    """The Python round this process last kept for ``index``, no longer kept (a round
+    that fails then leaves nothing half-made to trust)."""
+    return _KEPT.pop(index, None)
+
+
 def forget_round(index: str) -> None:
-    """Keep nothing for ``index`` (its next round emits every module)."""
+    """Keep nothing for ``index`` (its next round resolves everything again)."""
     _KEPT.pop(index, None)
+    _KEPT_CODE.pop(index, None)
 
 
 def resolve_rounds(

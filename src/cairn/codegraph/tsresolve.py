@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cairn.codegraph.emit import GraphEmitter, file_id, partial_marks, symbol_id
+from cairn.codegraph.emit import Emitter, file_id, partial_marks, symbol_id
 from cairn.codegraph.frame import (
     ResolverFrame,
     VExternal,
@@ -86,7 +86,7 @@ class _File:
 class CodeResolver(ResolverFrame):
     """Resolves JS/TS/Go extracts and emits their nodes and facts."""
 
-    def __init__(self, extracts: Sequence[FileExtract], emitter: GraphEmitter) -> None:
+    def __init__(self, extracts: Sequence[FileExtract], emitter: Emitter) -> None:
         super().__init__()
         self.emit = emitter
         ordered = sorted(extracts, key=lambda e: e.path)

@@ -666,8 +666,12 @@ class SemanticGraph:
 
     @property
     def endpoint_pair_count(self) -> int:
-        """Number of unique (source, target) pairs."""
-        return len(self._index.by_pair)
+        """Number of unique (source, target) pairs (without building the query indexes:
+        a graph that is only written and loaded never needs them)."""
+        if self._built_index is not None:
+            return len(self._built_index.by_pair)
+        facts = self._facts.values()
+        return len(set(zip(map(_SOURCE, facts), map(_TARGET, facts), strict=True)))
 
     @property
     def occurrence_count(self) -> int:

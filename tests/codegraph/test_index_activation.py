@@ -169,3 +169,62 @@ def test_the_json_summary_times_every_phase_in_order(tmp_path: Path) -> None:
     ]
     assert all(value >= 0 for value in spent.values())
     assert sum(spent.values()) <= wall + 0.001 * len(spent)  # each rounded to the ms
+
+
+def test_a_remembering_round_writes_graph_cairn_beside_the_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cairn watch`` rounds write graph.cairn in a forked helper while the database
+    loads: the same artifact and manifest bytes and the same stored state as a one-shot
+    index of the same tree, written by another process."""
+    import os
+
+    from rich.console import Console
+
+    import cairn.codegraph.console as console_module
+    from cairn.artifact.runtime import fork_available
+    from cairn.codegraph.console import index_once
+
+    assert fork_available()  # the test runs where the helper can be forked
+    writers: list[int] = []
+    original = console_module.write_index
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        writers.append(os.getpid())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(console_module, "write_index", recording)
+    root = repository(tmp_path)
+    quiet = Console(quiet=True)
+    fixed = "2026-01-01T00:00:00Z"
+    watched, plain = tmp_path / "watched", tmp_path / "plain"
+    index_once(root, console=quiet, out=watched, workers=1, generated_at=fixed, remember=True)
+    (root / "app.py").write_text((root / "app.py").read_text() + "\n\ndef later():\n    main()\n")
+    writers.clear()
+    summary, _ = index_once(
+        root, console=quiet, out=watched, workers=1, generated_at=fixed, remember=True
+    )
+    assert writers == []  # not written by this process: the forked helper did it
+    index_once(root, console=quiet, out=plain, workers=1, generated_at=fixed)
+    assert writers == [os.getpid()]  # a one-shot index writes it here, first
+    for name in ("graph.cairn", "manifest.json"):
+        assert (watched / name).read_bytes() == (plain / name).read_bytes(), name
+    assert summary["graph_path"] == str(watched / "graph.cairn")
+    assert summary["graph_bytes"] == (watched / "graph.cairn").stat().st_size
+    assert summary["load"]["changes"] > 0
+    assert list(summary["phase_seconds"])[4:6] == ["writing graph.cairn", "summarising"]
+
+
+def test_an_artifact_error_in_the_forked_writer_is_raised_as_itself(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from cairn.codegraph.console import index_once
+
+    root = repository(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "graph.json").write_bytes(b"not a graph at all")
+    with pytest.raises(ArtifactError, match=r"graph\.json"):
+        index_once(root, console=Console(quiet=True), out=out, workers=1, remember=True)
+    assert (out / "graph.json").read_bytes() == b"not a graph at all"
+    assert not (out / "graph.cairn").exists()

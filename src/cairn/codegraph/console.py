@@ -25,8 +25,10 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from cairn.artifact.workers import SharedWork
 from cairn.codegraph.build import (
     IndexResult,
+    WrittenIndex,
     default_workers,
     index_repository,
     index_summary,
@@ -180,21 +182,37 @@ def index_once(
             embedder=chosen,
             remember=remember,
         )
-        steps.phase("writing graph.cairn")
-        written = write_index(result, out, generated_at=generated_at)
-        steps.phase("summarising")
-        summary = index_summary(result)
-        summary["workers"] = count
+        # A remembering round (``cairn watch``) writes graph.cairn in a forked helper
+        # while this process loads the database: the two take about as long, and one
+        # core would idle. A one-shot index writes it first: a fork of its larger heap
+        # doubles the tree's resident size while the load touches every page.
+        beside = remember and chosen is not None
+        with SharedWork((result, out, generated_at), 1, parallel=beside) as artifact:
+            steps.phase("writing graph.cairn")
+            artifact.submit(_write_artifact)
+            written: WrittenIndex | None = None if beside else artifact.drain()[0]
+            steps.phase("summarising")
+            summary = index_summary(result)
+            summary["workers"] = count
+            if chosen is not None:
+                database = index_folder(result.root, out) / DATABASE_FILE
+                summary["embedder"] = chosen.space.to_json()
+                memo = _key_memo(database) if remember else None
+                summary["load"] = _load(database, result, chosen, steps.loading, memo)
+            if written is None:
+                steps.phase("writing graph.cairn")
+                written = artifact.drain()[0]
         summary["graph_path"] = str(written.graph_path)
         summary["manifest_path"] = str(written.manifest_path)
         summary["graph_bytes"] = written.graph_bytes
-        if chosen is not None:
-            database = written.graph_path.parent / DATABASE_FILE
-            summary["embedder"] = chosen.space.to_json()
-            memo = _key_memo(database) if remember else None
-            summary["load"] = _load(database, result, chosen, steps.loading, memo)
         summary["phase_seconds"] = steps.seconds()
     return summary, result
+
+
+def _write_artifact(state: tuple[IndexResult, str | Path | None, str | None]) -> WrittenIndex:
+    """``write_index`` of an index result (the task ``index_once`` may fork)."""
+    result, out, generated_at = state
+    return write_index(result, out, generated_at=generated_at)
 
 
 def choose_embedder(name: str | None, database: Path) -> Embedder:

@@ -385,13 +385,14 @@ class SemanticGraph:
 
     def _with_endpoint_identities(self, fact: SemanticFact) -> SemanticFact:
         """``fact`` with its endpoints' identities as this graph's nodes have them."""
-        endpoints = FactEndpointIdentity(
-            self._endpoint_identity(fact.source, "source"),
-            self._endpoint_identity(fact.target, "target"),
-        )
-        if endpoints == fact.endpoint_identity:
+        source = self._endpoint_identity(fact.source, "source")
+        target = self._endpoint_identity(fact.target, "target")
+        held = fact.endpoint_identity
+        if (held.source is source or held.source == source) and (
+            held.target is target or held.target == target
+        ):
             return fact
-        return replace(fact, endpoint_identity=endpoints)
+        return replace(fact, endpoint_identity=FactEndpointIdentity(source, target))
 
     def _endpoint_identity(self, node_id: str, role: str) -> EndpointIdentity:
         return self._endpoint(node_id, role).identity

@@ -27,11 +27,11 @@ import hashlib
 import sqlite3
 import struct
 import uuid
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import groupby
+from itertools import chain, groupby
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -540,6 +540,12 @@ class _Digest:
         for chunk in chunks:
             update(_LENGTH(len(chunk)))
             update(chunk)
+
+    def feed_all(self, chunks: Iterable[bytes]) -> None:
+        """``feed(*chunks)`` with one hash update (the framing is built in C)."""
+        listed = list(chunks)
+        lengths = map(_LENGTH, map(len, listed))
+        self._hash.update(b"".join(chain.from_iterable(zip(lengths, listed, strict=True))))
 
     def hexdigest(self) -> str:
         return self._hash.hexdigest()
@@ -1292,10 +1298,18 @@ class _KeyState:
         it did walk (``walked``: those compared whole)."""
         digest = _Digest()
         digest.feed(b"keys", self.header.encode(), walked.encode())
-        for node_id, (collection, key) in sorted(self.documents.items()):
-            digest.feed(collection.encode(), node_id.encode(), key)
-        for fact_id, fact in sorted(self.facts.items()):
-            digest.feed(fact_id.encode(), fact if fact is not None else b"")
+        digest.feed_all(
+            chain.from_iterable(
+                (collection.encode(), node_id.encode(), key)
+                for node_id, (collection, key) in sorted(self.documents.items())
+            )
+        )
+        digest.feed_all(
+            chain.from_iterable(
+                (fact_id.encode(), key if key is not None else b"")
+                for fact_id, key in sorted(self.facts.items())
+            )
+        )
         return digest.hexdigest()
 
     def for_position(self, position: int) -> LoadKeys:

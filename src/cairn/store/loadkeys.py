@@ -174,7 +174,10 @@ class KeyMemo:
     def node_key(self, node: Node) -> bytes:
         """``node_key(node)``, derived again only for a node not held."""
         held = self._nodes.get(node.id)
-        key = held[1] if held is not None and held[0] is node else node_key(node)
+        if held is not None and held[0] is node:
+            self._next_nodes[node.id] = held
+            return held[1]
+        key = node_key(node)
         self._next_nodes[node.id] = (node, key)
         return key
 
@@ -188,16 +191,16 @@ class KeyMemo:
         again only when the fact, its collections or an occurrence object differ."""
         occurrences = occurrences_of(fact.id)
         held = self._facts.get(fact.id)
+        # The same fact object lists the same occurrence IDs: only the objects can differ.
         if (
             held is not None
             and held[0] is fact
             and held[1] == collections
-            and len(held[2]) == len(occurrences)
             and all(map(is_, held[2], occurrences))
         ):
-            key = held[3]
-        else:
-            key = fact_key(fact, collections, occurrences)
+            self._next_facts[fact.id] = held
+            return held[3]
+        key = fact_key(fact, collections, occurrences)
         self._next_facts[fact.id] = (fact, collections, occurrences, key)
         return key
 

@@ -187,6 +187,7 @@ def index_once(
         # core would idle. A one-shot index writes it first: a fork of its larger heap
         # doubles the tree's resident size while the load touches every page.
         beside = remember and chosen is not None
+        _settle_key_memos()
         with SharedWork((result, out, generated_at), 1, parallel=beside) as artifact:
             steps.phase("writing graph.cairn")
             artifact.submit(_write_artifact)
@@ -240,6 +241,13 @@ def _key_memo(database: Path) -> KeyMemo:
     from cairn.store.loadkeys import KeyMemo
 
     return _KEY_MEMOS.setdefault(database.resolve(), KeyMemo())
+
+
+def _settle_key_memos() -> None:
+    """Wait for the load keys files still being written (a round forks its artifact
+    helper only where no other thread runs)."""
+    for memo in _KEY_MEMOS.values():
+        memo.settle()
 
 
 def _load(

@@ -126,6 +126,8 @@ class ModuleRecord:
     stats: Counter[str] | None
     seconds: float
     """What the phase took for this module alone (the cost ``_cheaper_alone`` weighs)."""
+    walked: bool = False
+    """Whether it walked a whole table (any change then touches it)."""
 
 
 FLOWS_FIRST = "flows 1"
@@ -339,7 +341,7 @@ def _phase(
         for path in paths
         if (record := held.get(path)) is None
         or record.extract is not resolver.by_path[path].extract
-        or _touched(record.reads, changed)
+        or _touched(record, changed)
     ]
     group_of = {path: number for number, group in enumerate(_groups(dirty, held)) for path in group}
     plain = resolver.tables()
@@ -379,7 +381,9 @@ def _phase(
             # Its cost alone: still what it took alone before, else a guess from now.
             seconds = held[path].seconds if path in held else seconds * ALONE_OVER_BATCH
         extract = resolver.by_path[path].extract
-        records[path] = ModuleRecord(extract, output, frozen[number], stats, seconds)
+        reads = frozen[number]
+        walked = any(tag == _ALL for tag, _ in reads)
+        records[path] = ModuleRecord(extract, output, reads, stats, seconds, walked)
     return records, len(made)
 
 
@@ -459,12 +463,10 @@ def _same_extract(before: FileExtract, now: FileExtract) -> bool:
     return before is now or before == now
 
 
-def _touched(reads: frozenset[Token], changed: set[Token]) -> bool:
+def _touched(record: ModuleRecord, changed: set[Token]) -> bool:
     if not changed:
         return False
-    if not reads.isdisjoint(changed):
-        return True
-    return any(tag == _ALL for tag, _ in reads)
+    return record.walked or not record.reads.isdisjoint(changed)
 
 
 def _replay(resolver: PythonResolver, record: ModuleRecord) -> None:

@@ -1439,7 +1439,8 @@ def load_semantic_graph(
     why it compared every record (``KEYS_MISSING`` and the like). ``key_memo`` (a
     process that loads the same database again and again, ``cairn watch``) keeps the
     keys by record object between incremental loads: the same keys, derived only for
-    records that are new objects.
+    records that are new objects, and writes the keys file on a thread
+    (``KeyMemo.settle`` waits for it).
     """
     if not isinstance(graph, SemanticGraph):
         raise ValidationError("load_semantic_graph() takes a SemanticGraph")

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -170,6 +171,7 @@ class KeyMemo:
         self._next_nodes: dict[str, tuple[Node, bytes]] = {}
         self._next_facts: dict[str, _HeldFact] = {}
         self._written: tuple[tuple[int, int, int], LoadKeys] | None = None
+        self._writing: threading.Thread | None = None
 
     def node_key(self, node: Node) -> bytes:
         """``node_key(node)``, derived again only for a node not held."""
@@ -211,18 +213,34 @@ class KeyMemo:
 
     def read(self, path: Path) -> LoadKeys | None:
         """``read_keys(path)``, or the keys this memo last wrote there while the file is
-        still that one."""
+        still that one (a write still under way is waited for)."""
+        self.settle()
         if self._written is not None and _signature(path) == self._written[0]:
             return self._written[1]
         return read_keys(path)
 
     def write(self, path: Path, keys: LoadKeys) -> None:
-        """``write_keys(path, keys)``, remembering the file it wrote."""
+        """``write_keys(path, keys)`` on a thread, remembering the file it wrote: the
+        load returns without waiting (``settle`` waits). The file only saves the next
+        load time; until it is written, an older one names an older position and is
+        ignored."""
+        self.settle()
         self._written = None
-        write_keys(path, keys)
-        signature = _signature(path)
-        if signature is not None:
-            self._written = (signature, keys)
+
+        def run() -> None:
+            write_keys(path, keys)
+            signature = _signature(path)
+            if signature is not None:
+                self._written = (signature, keys)
+
+        self._writing = threading.Thread(target=run, name="cairn-load-keys")
+        self._writing.start()
+
+    def settle(self) -> None:
+        """Wait for the keys file this memo is writing, if any."""
+        if self._writing is not None:
+            self._writing.join()
+            self._writing = None
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:

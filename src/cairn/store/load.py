@@ -686,7 +686,7 @@ class _Encoder:
         at a time, in (collection, ID) order."""
         if self._walked:
             raise RuntimeError("a load's documents are walked once, before its facts")
-        wanted, encode, feed = self.wanted, self._encode, self._digest.feed
+        wanted, encode = self.wanted, self._encode
         node_of, refs = wanted.source.node, wanted.refs
         order = (
             [node_id for node_id in wanted.order if node_id not in skip] if skip else wanted.order
@@ -694,6 +694,7 @@ class _Encoder:
         matches = self._prepared.matches if self._prepared is not None else None
         for start in range(0, len(order), LOAD_BATCH_SIZE):
             batch: list[_Document] = []
+            chunks: list[bytes] = []
             for node_id in order[start : start + LOAD_BATCH_SIZE]:
                 ref = refs[node_id]
                 node = node_of(node_id)
@@ -704,7 +705,8 @@ class _Encoder:
                 else:
                     body, data = held.body, held.data
                 batch.append(_Document(ref, body, data, held))
-                feed(ref.collection.encode(), ref.id.encode(), data)
+                chunks += (ref.collection.encode(), ref.id.encode(), data)
+            self._digest.feed_all(chunks)
             yield batch
         self._walked.add("documents")
 
@@ -713,7 +715,7 @@ class _Encoder:
         ``LOAD_BATCH_SIZE`` at a time, by ID."""
         if self._walked != {"documents"}:
             raise RuntimeError("a load's facts are walked once, after its documents")
-        feed, refs = self._digest.feed, self.wanted.refs
+        refs = self.wanted.refs
         split = _Splitter(self._encode)
         occurrence, split_one = split.occurrence, split.fact
         occurrences_of = self.wanted.source.occurrences_of
@@ -722,6 +724,7 @@ class _Encoder:
             facts = tuple(fact for fact in facts if fact.id not in skip)
         for start in range(0, len(facts), LOAD_BATCH_SIZE):
             batch: list[BulkFact] = []
+            chunks: list[bytes] = []
             for fact in facts[start : start + LOAD_BATCH_SIZE]:
                 _verified(fact)
                 endpoints = (refs[fact.source], refs[fact.target])
@@ -729,7 +732,8 @@ class _Encoder:
                 occurrences = [occurrence(item, fact_id) for item in occurrences_of(fact_id)]
                 stored = split_one(fact, (endpoints[0].id, endpoints[1].id), occurrences)
                 batch.append(BulkFact(fact, endpoints, stored))
-                feed(*_fact_chunks(fact.id, fact.relation, endpoints, stored))
+                chunks.extend(_fact_chunks(fact.id, fact.relation, endpoints, stored))
+            self._digest.feed_all(chunks)
             yield batch
         self._walked.add("facts")
 

@@ -3,28 +3,28 @@ share that an edit can reach, reuse the others.
 
 Python resolution gives every module the same facts whatever order the modules are
 visited in, and whatever was memoised before (``cairn.codegraph.resolve``). So one
-module's share of a phase can be computed alone, from no memo at all, and while that
-runs every whole-program table it reads is watched: which modules (by path or by name),
-which argument flows, which subclass lists. A round keeps, per module and per phase
-(the argument flows' two rounds, then the emission of its facts), what the phase made
-of it (its flows; its nodes and facts emitted apart, by ``cairn.codegraph.emit.
-ShareEmitter``) and what that read. The next round keeps the nodes of every module whose
-extract is the same object, rebuilds the subclass table as a clean build does, then runs
-each phase: a module whose extract is the same object and which read nothing that
-changed keeps its share, the rest are computed again, alone or in one batch. The flow
-tables are merged in path order and the shares are merged into the graph in the order a
-clean build emits them, so the graph is the same; a kept share derives no ID again (its
-fact and occurrence records are the graph's).
+module's share of a phase can be computed on its own, and while that runs every
+whole-program table it reads is watched: which modules (by path or by name), which
+argument flows, which subclass lists. Modules are computed one after another with one
+memo, whose entries carry what computing them read (``PythonResolver.note_reads``): a
+module answered from an entry reads what the entry read, so its reads are what it would
+read from no memo at all. A round keeps, per module and per phase (the argument flows'
+two rounds, then the emission of its facts), what the phase made of it (its flows; its
+nodes and facts emitted apart, by ``cairn.codegraph.emit.ShareEmitter``) and what that
+read. The next round keeps the nodes of every module whose extract is the same object,
+rebuilds the subclass table as a clean build does, then runs each phase: a module whose
+extract is the same object and which read nothing that changed keeps its share, the
+rest are computed again. The flow tables are merged in path order and the shares are
+merged into the graph in the order a clean build emits them, so the graph is the same;
+a kept share derives no ID again (its fact and occurrence records are the graph's).
 
-The first round computes every module alone (slower than a clean build's shared memos:
-Django package ~2-3 s more, the whole sdist ~18 s). An added, removed or renamed module
-is a change like any other (a module that looked a name up and found nothing read that
-name too); a new or lost top-level package starts over.
+An added, removed or renamed module is a change like any other (a module that looked a
+name up and found nothing read that name too); a new or lost top-level package starts
+over.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -32,7 +32,7 @@ from typing import Any
 
 from cairn.codegraph.emit import EmittedShare, ShareEmitter
 from cairn.codegraph.records import FileExtract
-from cairn.codegraph.resolve import PythonResolver, merge_flows
+from cairn.codegraph.resolve import PythonResolver, merge_flows, reads_in
 
 __all__ = [
     "CodeRound",
@@ -55,77 +55,58 @@ _TABLES = ("m", "n", "f", "s")
 
 _ALL = "*"
 
-BATCH_SHARE = 0.3
-"""A round emits its dirty modules one at a time, from no memo, while that costs less
-than this share of emitting every module so; else in one batch. Emitting all of the
-Django package's modules alone took 2.2-2.9 s against 0.74 s for one batch (the whole
-sdist: 17.5 s against 4.3 s), so a batch of every module costs about this share."""
-
-ALONE_OVER_BATCH = 3.5
-"""The guess of a module's cost alone from its cost in a batch (the ratio above)."""
-
-FIRST_ROUND_GROUP = 1
-"""The first round computes the modules in groups of this many, each from no memo: 1
-gives every module exact reads (later rounds then compute the least), more make the
-first round faster and its reads coarser (a group's modules read what it read).
-Measured on the Django package: groups of 32 took the first round from 7.4 to 5.3 s,
-but one-file edits then reached 384-597 modules' shares instead of 3-62, and rounds
-took 2.4-2.8 s instead of 1.2-1.8 s (``index_repository`` alone)."""
+SHARED_MEMO = True
+"""A round computes its modules with one memo whose entries carry their reads; False
+computes each from no memo at all (slower: the reference the tests compare with)."""
 
 
 class _Watched(dict[Any, Any]):
-    """A table that notes each key read (and a walk of the whole table) in ``reads``."""
+    """A table that logs each key read (and a walk of the whole table) in ``log``."""
 
-    def __init__(self, data: Mapping[Any, Any], tag: str) -> None:
+    def __init__(self, data: Mapping[Any, Any], tag: str, log: list[Any]) -> None:
         super().__init__(data)
         self._tag = tag
-        self._reads: set[Token] = set()
-
-    def note_into(self, reads: set[Token]) -> None:
-        """Note the reads from now on into ``reads``."""
-        self._reads = reads
+        self._log = log
 
     def __getitem__(self, key: Any) -> Any:
-        self._reads.add((self._tag, key))
+        self._log.append((self._tag, key))
         return super().__getitem__(key)
 
     def get(self, key: Any, default: Any = None) -> Any:
-        self._reads.add((self._tag, key))
+        self._log.append((self._tag, key))
         return super().get(key, default)
 
     def __contains__(self, key: object) -> bool:
-        self._reads.add((self._tag, key))
+        self._log.append((self._tag, key))
         return super().__contains__(key)
 
     def __iter__(self) -> Iterator[Any]:
-        self._reads.add((_ALL, self._tag))
+        self._log.append((_ALL, self._tag))
         return super().__iter__()
 
     def keys(self) -> Any:
-        self._reads.add((_ALL, self._tag))
+        self._log.append((_ALL, self._tag))
         return super().keys()
 
     def values(self) -> Any:
-        self._reads.add((_ALL, self._tag))
+        self._log.append((_ALL, self._tag))
         return super().values()
 
     def items(self) -> Any:
-        self._reads.add((_ALL, self._tag))
+        self._log.append((_ALL, self._tag))
         return super().items()
 
 
 @dataclass(frozen=True, slots=True)
 class ModuleRecord:
     """One module's share of one phase of a round: its extract, what the phase made of
-    it (its facts emitted apart, or its argument flows), what that read, its call counts
-    (the emission only) and what it took alone."""
+    it (its facts emitted apart, or its argument flows), what that read and its call
+    counts (the emission only)."""
 
     extract: FileExtract
     output: Any
     reads: frozenset[Token]
     stats: Counter[str] | None
-    seconds: float
-    """What the phase took for this module alone (the cost ``_cheaper_alone`` weighs)."""
     walked: bool = False
     """Whether it walked a whole table (any change then touches it)."""
 
@@ -333,71 +314,44 @@ def _phase(
     replay: Callable[[PythonResolver, ModuleRecord], None] | None = None,
 ) -> tuple[dict[str, ModuleRecord], int]:
     """One phase over every module in path order: a module whose extract is the same
-    object and which read nothing in ``changed`` keeps its record (``replay`` is told),
-    the others are computed again in groups (``_groups``), each from no memo; a module
-    of a group reads what its whole group read."""
-    dirty = [
+    object and which read nothing in ``changed`` keeps its record (``replay`` is told);
+    the others are computed again, in path order, with one memo whose entries carry
+    what computing them read (``PythonResolver.note_reads``), so each module's reads are
+    what it read itself and what the entries that answered it read."""
+    dirty = {
         path
         for path in paths
         if (record := held.get(path)) is None
         or record.extract is not resolver.by_path[path].extract
         or _touched(record, changed)
-    ]
-    group_of = {path: number for number, group in enumerate(_groups(dirty, held)) for path in group}
+    }
     plain = resolver.tables()
-    watched = tuple(_Watched(table, tag) for table, tag in zip(plain, _TABLES, strict=True))
-    reads_of: dict[int, set[Token]] = {}
-    made: dict[str, tuple[Any, Counter[str] | None, float]] = {}
-    for path in paths:
-        number = group_of.get(path)
-        if number is None:
-            if replay is not None:
-                replay(resolver, held[path])
-            continue
-        if number not in reads_of:
-            reads_of[number] = set()
-            resolver.forget()  # a group starts from no memo: all it reads is noted
-        started = time.perf_counter()
-        for table in watched:
-            table.note_into(reads_of[number])
-        resolver.set_tables(watched)
-        try:
-            output, stats = work(resolver, path)
-        finally:
-            resolver.set_tables(plain)
-        made[path] = (output, stats, time.perf_counter() - started)
-    sizes = Counter(group_of.values())
-    for path, number in group_of.items():
-        reads_of[number].update((("m", path), ("n", resolver.by_path[path].name)))
-    frozen = {number: frozenset(reads) for number, reads in reads_of.items()}
+    log: list[Any] = []
+    watched = tuple(_Watched(table, tag, log) for table, tag in zip(plain, _TABLES, strict=True))
     records: dict[str, ModuleRecord] = {}
-    for path in paths:
-        if path not in made:
-            records[path] = held[path]
-            continue
-        output, stats, seconds = made[path]
-        number = group_of[path]
-        if sizes[number] > 1:
-            # Its cost alone: still what it took alone before, else a guess from now.
-            seconds = held[path].seconds if path in held else seconds * ALONE_OVER_BATCH
-        extract = resolver.by_path[path].extract
-        reads = frozen[number]
-        walked = any(tag == _ALL for tag, _ in reads)
-        records[path] = ModuleRecord(extract, output, reads, stats, seconds, walked)
-    return records, len(made)
-
-
-def _groups(dirty: list[str], held: Mapping[str, ModuleRecord]) -> list[list[str]]:
-    """How to compute ``dirty``: the first round in groups of ``FIRST_ROUND_GROUP``
-    modules; later, one module at a time while that costs less (exact reads), else all
-    in one group."""
-    if not held:
-        size = FIRST_ROUND_GROUP
-    elif _cheaper_alone(set(dirty), held):
-        size = 1
-    else:
-        size = max(1, len(dirty))
-    return [dirty[start : start + size] for start in range(0, len(dirty), size)]
+    resolver.note_reads(log)
+    try:
+        for path in paths:
+            if path not in dirty:
+                if replay is not None:
+                    replay(resolver, held[path])
+                records[path] = held[path]
+                continue
+            if not SHARED_MEMO:
+                resolver.note_reads(log)  # the reference: every module from no memo
+            log.clear()
+            resolver.set_tables(watched)
+            try:
+                output, stats = work(resolver, path)
+            finally:
+                resolver.set_tables(plain)
+            module = resolver.by_path[path]
+            reads = reads_in(log, (("m", path), ("n", module.name)))
+            walked = any(tag == _ALL for tag, _ in reads)
+            records[path] = ModuleRecord(module.extract, output, reads, stats, walked)
+    finally:
+        resolver.note_reads(None)
+    return records, len(dirty)
 
 
 def _same_outputs(done: Mapping[str, ModuleRecord], held: Mapping[str, ModuleRecord]) -> bool:
@@ -408,18 +362,6 @@ def _same_outputs(done: Mapping[str, ModuleRecord], held: Mapping[str, ModuleRec
     return all(
         record is held[path] or record.output == held[path].output for path, record in done.items()
     )
-
-
-def _cheaper_alone(dirty: set[str], held: Mapping[str, ModuleRecord]) -> bool:
-    """Whether computing ``dirty`` one module at a time (exact reads) costs less than one
-    batch (every module in it then reads what the whole batch read)."""
-    if not held:
-        return True
-    total = sum(record.seconds for record in held.values())
-    known = [held[path].seconds for path in dirty if path in held]
-    mean = total / len(held)
-    alone = sum(known) + mean * (len(dirty) - len(known))
-    return alone <= BATCH_SHARE * total
 
 
 def _table_changes(

@@ -211,6 +211,55 @@ _V = TypeVar("_V")
 _UNSET = object()
 
 
+class _Reads:
+    """What one memoised computation read: tokens, and the ``_Reads`` of the entries that
+    answered it (a shared part is held once, not copied into every reader); its set is
+    made once, when first asked (``reads_in``)."""
+
+    __slots__ = ("flat", "items")
+
+    def __init__(self, items: tuple[Any, ...]) -> None:
+        self.items = items
+        self.flat: frozenset[Any] | None = None
+
+
+def _flat(node: _Reads) -> frozenset[Any]:
+    """``node``'s reads as one set, each node's made once (iteratively: the chains of
+    entries answering each other run as deep as resolution does)."""
+    stack = [node]
+    while stack:
+        top = stack[-1]
+        if top.flat is not None:
+            stack.pop()
+            continue
+        pending = [item for item in top.items if type(item) is _Reads and item.flat is None]
+        if pending:
+            stack.extend(pending)
+            continue
+        tokens: set[Any] = set()
+        for item in top.items:
+            if type(item) is _Reads:
+                tokens |= item.flat or frozenset()
+            else:
+                tokens.add(item)
+        top.flat = frozenset(tokens)
+        stack.pop()
+    assert node.flat is not None
+    return node.flat
+
+
+def reads_in(log: Iterable[Any], also: Iterable[Any] = ()) -> frozenset[Any]:
+    """The reads a tracked log holds (``PythonResolver.note_reads``): its tokens and,
+    through the entries that answered, theirs, as one set."""
+    tokens: set[Any] = set(also)
+    for item in log:
+        if type(item) is _Reads:
+            tokens |= _flat(item)
+        else:
+            tokens.add(item)
+    return frozenset(tokens)
+
+
 def _same(a: object, b: object) -> bool:
     """Whether a guarded key's new value is its assumed one (an empty assumption and a
     computed None alike)."""
@@ -416,12 +465,20 @@ class PythonResolver(ResolverFrame):
         self._iterated_cache: dict[tuple[str, Binding], tuple[Value, ...]] = {}
         self._param_cache: dict[tuple[str, str], tuple[Value, ...] | None] = {}
         self._bound_methods: dict[VSymbol, VSymbol] = {}
+        # Read tracking (``note_reads``): what the whole-program tables were asked, in
+        # order, since the current module's resolution began (tokens, and the reads of
+        # each memo entry that answered); each entry kept for good keeps what computing
+        # it read, so another module answered from it reads that too.
+        self._log: list[Any] | None = None
+        self._reads_of: dict[tuple[int, object], _Reads] = {}
 
     def mro(self, cls: VSymbol) -> ClassOrder:
         cached = self._mro_cache.get(cls.node_id)
         if cached is not None:
+            self._replayed(self._mro_cache, cls.node_id)
             return cached
         level = len(self._in_progress)
+        mark = self._mark()
         outer, self._low = self._low, _NO_CUT
         try:
             result = super().mro(cls)
@@ -430,6 +487,8 @@ class PythonResolver(ResolverFrame):
             self._low = min(outer, low)
         if low < level:
             self._mro_cache.pop(cls.node_id, None)
+        else:
+            self._noted(self._mro_cache, cls.node_id, mark, ("m", cls.path))
         return result
 
     # --------------------------------------------------------- memo purity
@@ -444,8 +503,48 @@ class PythonResolver(ResolverFrame):
         self._cut_at(self._in_progress[key])
         return self._assumed.get(key, ())
 
-    def _guarded(self, key: tuple[object, ...], compute: Callable[[], _V]) -> tuple[_V, int]:
+    def note_reads(self, log: list[Any] | None) -> None:
+        """Track reads into ``log`` (``cairn.codegraph.incremental`` gives the list its
+        watched tables append to; None stops): each memo entry kept for good keeps what
+        computing it read, and answering from it appends that to the log. Memos are
+        forgotten either way: entries made untracked know nothing of their reads."""
+        self.forget()
+        self._log = log
+
+    def _mark(self) -> int:
+        """Where a computation that may be memoised begins in the log (-1: untracked)."""
+        return -1 if self._log is None else len(self._log)
+
+    def _noted(self, cache: object, key: object, mark: int, *also: object) -> None:
+        """Keep what the computation begun at ``mark`` read (and ``also``) with its memo
+        entry; the log keeps that one set in its place."""
+        log = self._log
+        if log is None or mark < 0:
+            return
+        reads = _Reads((*log[mark:], *also))
+        del log[mark:]
+        log.append(reads)
+        self._reads_of[(id(cache), key)] = reads
+
+    def _cycle_reads(self, mark: int) -> _Reads | None:
+        """What the computation begun at ``mark`` read so far (None: untracked)."""
+        if self._log is None or mark < 0:
+            return None
+        return _Reads(tuple(self._log[mark:]))
+
+    def _replayed(self, cache: object, key: object) -> None:
+        """An answer from a memo entry: log what computing it read."""
+        if self._log is not None:
+            reads = self._reads_of.get((id(cache), key))
+            if reads is not None:
+                self._log.append(reads)
+
+    def _guarded(
+        self, key: tuple[object, ...], compute: Callable[[], _V], mark: int = -1
+    ) -> tuple[_V, int]:
         level = len(self._in_progress)
+        if mark < 0:
+            mark = self._mark()
         for _round in range(32):
             self._in_progress[key] = level
             self._changed.discard(level)
@@ -460,10 +559,13 @@ class PythonResolver(ResolverFrame):
                 break
             # The root of a cycle: every member answered a hit with its last value.
             if _same(self._assumed.get(key, ()), value) and level not in self._changed:
+                cycle = self._cycle_reads(mark)
                 for held in self._tagged.pop(level, ()):
                     found = self._provisional.pop(held, None)
                     if found is not None:
                         found[2][held[1]] = found[0]
+                        if cycle is not None:  # a member read what the whole cycle read
+                            self._reads_of[(id(found[2]), held[1])] = cycle
                 low = _NO_CUT
                 break
             self._assumed[key] = value
@@ -508,6 +610,7 @@ class PythonResolver(ResolverFrame):
         on is under way, provisionally (then its cut is noted again); else ``(False,
         None)``."""
         if key in cache:
+            self._replayed(cache, key)
             return True, cache[key]
         held = self._provisional.get((id(cache), key))
         if held is None:
@@ -515,11 +618,15 @@ class PythonResolver(ResolverFrame):
         self._cut_at(held[1])
         return True, held[0]  # type: ignore[return-value]
 
-    def _keep(self, cache: dict[_K, _V], key: _K, value: _V, low: int) -> None:
-        """Memoise ``value`` for good when whole (``low`` is ``_NO_CUT``), else until the
-        computation at level ``low`` ends (a cycle through it is then re-entered alike)."""
+    def _keep(
+        self, cache: dict[_K, _V], key: _K, value: _V, low: int, mark: int, *also: object
+    ) -> None:
+        """Memoise ``value`` for good when whole (``low`` is ``_NO_CUT``; what it read
+        since ``mark``, and ``also``, is kept with it), else until the computation at
+        level ``low`` ends (a cycle through it is then re-entered alike)."""
         if low == _NO_CUT:
             cache[key] = value
+            self._noted(cache, key, mark, *also)
             return
         held = (id(cache), key)
         self._provisional[held] = (value, low, cache)
@@ -532,8 +639,9 @@ class PythonResolver(ResolverFrame):
         guard = ("<memo>", id(cache), key)
         if guard in self._in_progress:
             return self._hit(guard)  # type: ignore[return-value]
-        made, low = self._guarded(guard, compute)
-        self._keep(cache, key, made, low)
+        mark = self._mark()
+        made, low = self._guarded(guard, compute, mark)
+        self._keep(cache, key, made, low, mark)
         return made
 
     @staticmethod
@@ -625,6 +733,7 @@ class PythonResolver(ResolverFrame):
         if known:
             assert cached is not None
             return cached
+        mark = self._mark()
         if depth > MAX_PYTHON_RESOLUTION_DEPTH:
             return self._cut_at(_DEPTH_CUT)
         if key in self._in_progress:
@@ -639,8 +748,8 @@ class PythonResolver(ResolverFrame):
                 return starred
             return _Builtin(name) if name in BUILTIN_NAMES else ()
 
-        result, low = self._guarded(key, compute)
-        self._keep(self._namespace_cache, key, result, low)
+        result, low = self._guarded(key, compute, mark)
+        self._keep(self._namespace_cache, key, result, low, mark, ("n", module.name))
         return result
 
     def _wildcard(self, module: _Module, name: str, depth: int) -> tuple[Value, ...]:
@@ -892,7 +1001,10 @@ class PythonResolver(ResolverFrame):
         """The parameters ``function`` returns as they are (by index): a ``return`` of a
         parameter's name that nothing else in the function binds."""
         found = self._pass_through_cache.get(function.node_id)
-        if found is None:
+        if found is not None:
+            self._replayed(self._pass_through_cache, function.node_id)
+        else:
+            mark = self._mark()
             names = self.by_path[function.path].scopes.get(function.qualname, {})
             indices: list[int] = []
             for binding in names.get(RETURN_NAME, ()):
@@ -900,6 +1012,7 @@ class PythonResolver(ResolverFrame):
                 if index is not None and index not in indices:
                     indices.append(index)
             found = self._pass_through_cache[function.node_id] = tuple(indices)
+            self._noted(self._pass_through_cache, function.node_id, mark)
         return found
 
     def _annotated(
@@ -924,13 +1037,16 @@ class PythonResolver(ResolverFrame):
         if known:
             assert cached is not None
             return cached
+        mark = self._mark()
         names = self.by_path[function.path].scopes.get(function.qualname, {})
         bindings = [
             binding
             for binding in names.get(RETURN_NAME, ())
             if _returned_param(binding, names) is None
         ]
-        return self._return_values(self._own_returns_cache, OWN_RETURN, function, bindings, depth)
+        return self._return_values(
+            self._own_returns_cache, OWN_RETURN, function, bindings, depth, mark
+        )
 
     def returns(self, function: VSymbol, depth: int = 0) -> tuple[Value, ...]:
         """The values a function or method may return (its ``return`` expressions)."""
@@ -938,9 +1054,12 @@ class PythonResolver(ResolverFrame):
         if known:
             assert cached is not None
             return cached
+        mark = self._mark()
         names = self.by_path[function.path].scopes.get(function.qualname, {})
         bindings = names.get(RETURN_NAME, ())
-        return self._return_values(self._returns_cache, RETURN_NAME, function, bindings, depth)
+        return self._return_values(
+            self._returns_cache, RETURN_NAME, function, bindings, depth, mark
+        )
 
     def _return_values(
         self,
@@ -949,9 +1068,11 @@ class PythonResolver(ResolverFrame):
         function: VSymbol,
         bindings: Sequence[Binding],
         depth: int,
+        mark: int,
     ) -> tuple[Value, ...]:
         """The values of ``function``'s return ``bindings``, guarded by ``(its ID, tag)``
-        and memoised in ``cache`` (``returns`` and ``_own_returns``)."""
+        and memoised in ``cache`` (``returns`` and ``_own_returns``; reads since ``mark``
+        kept with it)."""
         if not bindings:
             return ()
         if depth > MAX_PYTHON_RESOLUTION_DEPTH:
@@ -961,9 +1082,9 @@ class PythonResolver(ResolverFrame):
             return self._hit(key)  # type: ignore[return-value]
         module = self.by_path[function.path]
         values, low = self._guarded(
-            key, lambda: self._may_values(module, function.qualname, bindings, depth)
+            key, lambda: self._may_values(module, function.qualname, bindings, depth), mark
         )
-        self._keep(cache, function.node_id, values, low)
+        self._keep(cache, function.node_id, values, low, mark, ("m", function.path))
         return values
 
     def _may_values(
@@ -1029,8 +1150,11 @@ class PythonResolver(ResolverFrame):
             return cached
         if key in self._in_progress:
             return self._hit(key)  # type: ignore[return-value]
-        values, low = self._guarded(key, lambda: self._iterated_now(module, iterable, depth))
-        self._keep(self._iterated_cache, (module.path, iterable), values, low)
+        mark = self._mark()
+        values, low = self._guarded(key, lambda: self._iterated_now(module, iterable, depth), mark)
+        self._keep(
+            self._iterated_cache, (module.path, iterable), values, low, mark, ("m", module.path)
+        )
         return values
 
     def _iterated_now(self, module: _Module, iterable: Binding, depth: int) -> tuple[Value, ...]:
@@ -1072,10 +1196,11 @@ class PythonResolver(ResolverFrame):
             return cached
         if cache_key in self._in_progress:
             return self._hit(cache_key)  # type: ignore[return-value]
+        mark = self._mark()
         result, low = self._guarded(
-            cache_key, lambda: self._param_values(module, fid, index, name, default, depth)
+            cache_key, lambda: self._param_values(module, fid, index, name, default, depth), mark
         )
-        self._keep(self._param_cache, cache_key, result, low)
+        self._keep(self._param_cache, cache_key, result, low, mark, ("m", module.path))
         return result
 
     def _param_values(
@@ -1512,6 +1637,7 @@ class PythonResolver(ResolverFrame):
             self._param_cache,
             self._bound_methods,
             self._mro_cache,
+            self._reads_of,
         ):
             cache.clear()
         self._changed.clear()

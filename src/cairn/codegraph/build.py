@@ -20,6 +20,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -560,8 +561,8 @@ def _index(
 def index_summary(result: IndexResult) -> dict[str, Any]:
     """The summary ``cairn index`` prints: files, nodes, facts, occurrences, stability, time."""
     graph = result.graph
-    nodes = Counter(node.kind for node in graph.nodes())
-    facts = Counter(fact.relation for fact in graph.facts())
+    nodes = Counter(map(attrgetter("kind"), graph.nodes()))
+    facts = Counter(map(attrgetter("relation"), graph.facts()))
     receipt = build_receipt(graph)
     stable = fully_stable_facts(receipt)
     calls = dict(sorted(result.manifest.calls.items()))

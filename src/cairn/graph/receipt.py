@@ -33,16 +33,23 @@ _SCOPE = "storage_only"
 _STATUS = "degraded"
 _REASON = "full_emission_accounting_not_available"
 _ENDPOINTS = attrgetter("endpoint_identity")
+_SOURCE = attrgetter("source")
+_TARGET = attrgetter("target")
 
 
 def build_receipt(graph: SemanticGraph) -> dict[str, Any]:
     """Compute the storage-only receipt of ``graph`` (plain JSON)."""
     cells = {src: dict.fromkeys(STATUS_ORDER, 0) for src in STATUS_ORDER}
     reasons: dict[str, int] = {}
-    # A graph's facts share a handful of endpoint identity pairs: count the pairs (in
-    # C), then tally each distinct pair once.
-    for ends, count in Counter(map(_ENDPOINTS, graph.facts())).items():
-        source, target = ends.source, ends.target
+    # A graph's facts share a handful of endpoint identity objects: count the pairs of
+    # objects (in C, by identity: hashing them by value costs Python calls), then tally
+    # each pair once.
+    ends = list(map(_ENDPOINTS, graph.facts()))
+    sources, targets = list(map(_SOURCE, ends)), list(map(_TARGET, ends))
+    keys = list(zip(map(id, sources), map(id, targets), strict=True))
+    pairs = dict(zip(keys, zip(sources, targets, strict=True), strict=True))
+    for key, count in Counter(keys).items():
+        source, target = pairs[key]
         cells[source.status.value][target.status.value] += count
         for reason in {*source.reasons, *target.reasons}:
             reasons[reason.value] = reasons.get(reason.value, 0) + count

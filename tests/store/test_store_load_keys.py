@@ -233,3 +233,35 @@ def test_a_key_memo_reads_its_own_keys_only_while_the_file_is_its_own(tmp_path: 
         assert memo.read(path) is None
         load_semantic_graph(db, build(), incremental=True, key_memo=memo, on_compare=said.append)
     assert said == [KEYS_MISSING, KEYS_MISSING]
+
+
+def test_the_keys_fingerprint_frames_every_key_in_id_order() -> None:
+    """The fingerprint of a load named by its keys, against the framing written out by
+    hand: SHA-256 over (8-byte little-endian length, bytes) of the header parts, then
+    each document's collection, ID and key, then each fact's ID and key, by ID."""
+    import hashlib
+    import random
+    import struct
+
+    from cairn.store.load import _KeyState
+
+    rng = random.Random(3)
+    documents = {
+        f"function:m{rng.random()}": (rng.choice(["symbols", "files"]), rng.randbytes(16))
+        for _ in range(300)
+    }
+    facts = {f"sf_{rng.random()}": rng.choice([rng.randbytes(16), None]) for _ in range(500)}
+    expected = hashlib.sha256()
+
+    def frame(*chunks: bytes) -> None:
+        for chunk in chunks:
+            expected.update(struct.pack("<Q", len(chunk)) + chunk)
+
+    frame(b"keys", b"header", b"walked")
+    for node_id in sorted(documents):
+        collection, key = documents[node_id]
+        frame(collection.encode(), node_id.encode(), key)
+    for fact_id in sorted(facts):
+        frame(fact_id.encode(), facts[fact_id] or b"")
+    state = _KeyState("header", "incarnation", documents, facts, None)
+    assert state.fingerprint("walked") == expected.hexdigest()

@@ -577,7 +577,7 @@ class SemanticGraph:
 
     def occurrences_of(self, fact_id: str) -> tuple[EvidenceOccurrence, ...]:
         """Every occurrence supporting ``fact_id``, ordered by ID."""
-        return tuple(self._occurrences[key] for key in self.fact(fact_id).occurrence_ids)
+        return tuple(map(self._occurrences.__getitem__, self.fact(fact_id).occurrence_ids))
 
     def endpoint_pairs(self, relations: Iterable[str] | None = None) -> tuple[tuple[str, str], ...]:
         """Each unique (source, target) pair once, sorted; with ``relations``, only pairs

@@ -32,6 +32,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import chain, groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -526,6 +527,8 @@ def _gc_paused() -> Iterator[None]:
 
 
 _LENGTH = struct.Struct("<Q").pack
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
 """A chunk's length as the digest frames it: 8 bytes, little-endian."""
 
 
@@ -1302,18 +1305,18 @@ class _KeyState:
         it did walk (``walked``: those compared whole)."""
         digest = _Digest()
         digest.feed(b"keys", self.header.encode(), walked.encode())
+        # Column by column in C (a generator over ~10^5 records cost ~0.1 s a load).
+        node_ids = sorted(self.documents)
+        held = list(map(self.documents.__getitem__, node_ids))
+        collections = map(str.encode, map(_FIRST, held))
         digest.feed_all(
             chain.from_iterable(
-                (collection.encode(), node_id.encode(), key)
-                for node_id, (collection, key) in sorted(self.documents.items())
+                zip(collections, map(str.encode, node_ids), map(_SECOND, held), strict=True)
             )
         )
-        digest.feed_all(
-            chain.from_iterable(
-                (fact_id.encode(), key if key is not None else b"")
-                for fact_id, key in sorted(self.facts.items())
-            )
-        )
+        fact_ids = sorted(self.facts)
+        keys = [key or b"" for key in map(self.facts.__getitem__, fact_ids)]
+        digest.feed_all(chain.from_iterable(zip(map(str.encode, fact_ids), keys, strict=True)))
         return digest.hexdigest()
 
     def for_position(self, position: int) -> LoadKeys:

@@ -165,3 +165,45 @@ def test_a_round_line_says_how_many_python_modules_were_resolved_again() -> None
     assert "python 3/10 modules re-resolved" in line
     assert line.startswith("round 2: 1 changed (app/views.py)")
     assert "re-resolved" not in _watch_line({**record, "python_rounds": None})
+
+
+def test_a_round_runs_with_the_collector_paused_and_collects_after_its_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A round allocates ~10^6 objects: the collector stays off through the index and the
+    report, and the cycles are collected once the round is reported, not inside it."""
+    import gc
+
+    import cairn.codegraph.watch as watch_module
+    from cairn.codegraph.build import IndexResult
+
+    events: list[str] = []
+    monkeypatch.setattr(watch_module.gc, "collect", lambda: events.append("collect"))
+    monkeypatch.setattr(watch_module, "_hashes", lambda result: {})
+
+    def once() -> tuple[dict[str, Any], IndexResult]:
+        events.append(f"index, collector {'on' if gc.isenabled() else 'off'}")
+        return {}, None  # type: ignore[return-value]
+
+    def report(record: Mapping[str, Any]) -> None:
+        events.append(f"report {record['round']}, collector {'on' if gc.isenabled() else 'off'}")
+
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        done = watch_module._rounds(iter([set(), {"a.py"}, {"b.py"}]), once, report, None)
+    finally:
+        if not was:
+            gc.disable()
+    assert done == 2
+    assert events == [
+        "index, collector off",
+        "report 0, collector off",
+        "collect",
+        "index, collector off",
+        "report 1, collector off",
+        "collect",
+        "index, collector off",
+        "report 2, collector off",
+        "collect",
+    ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from cairn.codegraph.limits import ADAPTER_VERSION
 from cairn.codegraph.records import Range
@@ -29,7 +29,6 @@ __all__ = [
     "ShareEmitter",
     "external_id",
     "external_node",
-    "fact_candidate",
     "file_id",
     "node_of",
     "partial_marks",
@@ -92,84 +91,20 @@ def external_node(language: str, dotted: str) -> Node:
     )
 
 
-def fact_candidate(
-    source: str,
-    target: str,
-    relation: str,
-    discriminator: Mapping[str, Any] | None,
-    *,
-    adapter: str,
-    strategy: str,
-    path: str,
-    rng: Range | None,
-    site_kind: str,
-    metadata: Mapping[str, Any] | None = None,
-) -> FactCandidate:
-    """One fact candidate with the occurrence of one evidence site (mappings copied: a
-    caller may reuse its dict before the candidate is admitted)."""
-    return (
-        source,
-        target,
-        relation,
-        dict(discriminator) if discriminator else None,
-        OccurrenceInput(
-            adapter_id=adapter,
-            strategy=strategy,
-            adapter_version=ADAPTER_VERSION,
-            source_file=path,
-            source_range=SourceRange(*rng) if rng is not None else None,
-            site_kind=site_kind,
-            metadata=dict(metadata) if metadata else None,
-        ),
-    )
-
-
-class Emitter(Protocol):
-    """What a resolver emits through: ``GraphEmitter``, or ``ShareEmitter`` for a part
-    emitted apart."""
-
-    def node(
-        self,
-        node_id: str,
-        kind: str,
-        attributes: Mapping[str, Any],
-        identity: EndpointIdentity | None = None,
-    ) -> str: ...
-
-    def external(self, language: str, dotted: str) -> str: ...
-
-    def fact(
-        self,
-        source: str,
-        target: str,
-        relation: str,
-        discriminator: Mapping[str, Any] | None,
-        *,
-        adapter: str,
-        strategy: str,
-        path: str,
-        rng: Range | None,
-        site_kind: str,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class EmittedShare:
-    """What one part of a build emitted, admitted apart: its nodes (the first of each
-    ID, in call order) and its facts."""
-
-    nodes: tuple[Node, ...]
-    piece: FactPiece
-
-
-class ShareEmitter:
-    """Stands for a ``GraphEmitter`` while one part of a build is emitted on its own:
-    the same calls, but nodes and facts are kept apart (``share``), not admitted."""
+class Emitter:
+    """What every emitter does: keeps each node once (the first of an ID; externals made
+    on demand) and queues one fact candidate per evidence site, in call order. Where
+    the nodes live is the subclass's: a graph (``GraphEmitter``) or one part's own
+    (``ShareEmitter``)."""
 
     def __init__(self) -> None:
-        self._nodes: dict[str, Node] = {}
-        self._candidates: list[FactCandidate] = []
+        self._pending: list[FactCandidate] = []
+
+    def _has(self, node_id: str) -> bool:
+        raise NotImplementedError
+
+    def _put(self, node: Node) -> None:
+        raise NotImplementedError
 
     def node(
         self,
@@ -178,16 +113,16 @@ class ShareEmitter:
         attributes: Mapping[str, Any],
         identity: EndpointIdentity | None = None,
     ) -> str:
-        """Keep a node unless this part already made one of that ID; returns its ID."""
-        if node_id not in self._nodes:
-            self._nodes[node_id] = node_of(node_id, kind, attributes, identity)
+        """Add a node unless one of that ID exists already; returns its ID."""
+        if not self._has(node_id):
+            self._put(node_of(node_id, kind, attributes, identity))
         return node_id
 
     def external(self, language: str, dotted: str) -> str:
-        """The external node for ``dotted`` in ``language`` (kept on first use)."""
+        """The external node for ``dotted`` in ``language`` (made on first use)."""
         node_id = external_id(language, dotted)
-        if node_id not in self._nodes:
-            self._nodes[node_id] = external_node(language, dotted)
+        if not self._has(node_id):
+            self._put(external_node(language, dotted))
         return node_id
 
     def fact(
@@ -204,35 +139,71 @@ class ShareEmitter:
         site_kind: str,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
-        """Keep one fact candidate (as ``GraphEmitter.fact`` queues it)."""
-        self._candidates.append(
-            fact_candidate(
+        """Queue one fact candidate with the occurrence of one evidence site.
+
+        The mappings are copied: a caller may reuse its dict before the batch is admitted.
+        """
+        self._pending.append(
+            (
                 source,
                 target,
                 relation,
-                discriminator,
-                adapter=adapter,
-                strategy=strategy,
-                path=path,
-                rng=rng,
-                site_kind=site_kind,
-                metadata=metadata,
+                dict(discriminator) if discriminator else None,
+                OccurrenceInput(
+                    adapter_id=adapter,
+                    strategy=strategy,
+                    adapter_version=ADAPTER_VERSION,
+                    source_file=path,
+                    source_range=SourceRange(*rng) if rng is not None else None,
+                    site_kind=site_kind,
+                    metadata=dict(metadata) if metadata else None,
+                ),
             )
         )
+
+
+@dataclass(frozen=True, slots=True)
+class EmittedShare:
+    """What one part of a build emitted, admitted apart: its nodes (the first of each
+    ID, in call order) and its facts."""
+
+    nodes: tuple[Node, ...]
+    piece: FactPiece
+
+
+class ShareEmitter(Emitter):
+    """Stands for a ``GraphEmitter`` while one part of a build is emitted on its own:
+    the same calls, but nodes and facts are kept apart (``share``), not admitted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._nodes: dict[str, Node] = {}
+
+    def _has(self, node_id: str) -> bool:
+        return node_id in self._nodes
+
+    def _put(self, node: Node) -> None:
+        self._nodes[node.id] = node
 
     def share(self) -> EmittedShare:
         """This part's nodes and its facts admitted apart (its own nodes' identities;
         any other endpoint's is checked when the share is merged)."""
         identities = {node_id: node.identity for node_id, node in self._nodes.items()}
-        return EmittedShare(tuple(self._nodes.values()), admit_apart(self._candidates, identities))
+        return EmittedShare(tuple(self._nodes.values()), admit_apart(self._pending, identities))
 
 
-class GraphEmitter:
+class GraphEmitter(Emitter):
     """Adds nodes and one fact per evidence site to a ``SemanticGraph``."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._graph = SemanticGraph()
-        self._pending: list[FactCandidate] = []
+
+    def _has(self, node_id: str) -> bool:
+        return self._graph.has_node(node_id)
+
+    def _put(self, node: Node) -> None:
+        self._graph.put_node(node)
 
     @property
     def graph(self) -> SemanticGraph:
@@ -258,52 +229,3 @@ class GraphEmitter:
                 if not graph.has_node(node.id):
                     graph.put_node(node)
         graph.add_pieces([share.piece for share in listed])
-
-    def node(
-        self,
-        node_id: str,
-        kind: str,
-        attributes: Mapping[str, Any],
-        identity: EndpointIdentity | None = None,
-    ) -> str:
-        """Add a node unless it already exists; returns its ID."""
-        if not self._graph.has_node(node_id):
-            self._graph.put_node(node_of(node_id, kind, attributes, identity))
-        return node_id
-
-    def external(self, language: str, dotted: str) -> str:
-        """The external node for ``dotted`` in ``language`` (created on first use)."""
-        node_id = external_id(language, dotted)
-        if not self._graph.has_node(node_id):
-            self._graph.put_node(external_node(language, dotted))
-        return node_id
-
-    def fact(
-        self,
-        source: str,
-        target: str,
-        relation: str,
-        discriminator: Mapping[str, Any] | None,
-        *,
-        adapter: str,
-        strategy: str,
-        path: str,
-        rng: Range | None,
-        site_kind: str,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> None:
-        """Queue one fact candidate with the occurrence of one evidence site."""
-        self._pending.append(
-            fact_candidate(
-                source,
-                target,
-                relation,
-                discriminator,
-                adapter=adapter,
-                strategy=strategy,
-                path=path,
-                rng=rng,
-                site_kind=site_kind,
-                metadata=metadata,
-            )
-        )

@@ -559,13 +559,15 @@ class PythonResolver(ResolverFrame):
                 break
             # The root of a cycle: every member answered a hit with its last value.
             if _same(self._assumed.get(key, ()), value) and level not in self._changed:
-                cycle = self._cycle_reads(mark)
+                cycle: _Reads | None = None
                 for held in self._tagged.pop(level, ()):
                     found = self._provisional.pop(held, None)
                     if found is not None:
                         found[2][held[1]] = found[0]
-                        if cycle is not None:  # a member read what the whole cycle read
-                            self._reads_of[(id(found[2]), held[1])] = cycle
+                        if self._log is not None:  # a member read what the whole cycle read
+                            cycle = cycle or self._cycle_reads(mark)
+                            if cycle is not None:
+                                self._reads_of[(id(found[2]), held[1])] = cycle
                 low = _NO_CUT
                 break
             self._assumed[key] = value

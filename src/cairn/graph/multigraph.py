@@ -483,18 +483,7 @@ class SemanticGraph:
         fact = self._facts[occurrence.fact_id]
         ids = list(fact.occurrence_ids)
         bisect.insort(ids, occurrence.id)
-        # Direct construction: dataclasses.replace costs twice as much on this hot path.
-        self._facts[fact.id] = SemanticFact(
-            fact.id,
-            fact.direction,
-            fact.source,
-            fact.target,
-            fact.relation,
-            fact.discriminator,
-            fact.endpoint_identity,
-            tuple(ids),
-            fact.annotation_variants,
-        )
+        self._facts[fact.id] = _with_occurrence_ids(fact, tuple(ids))
 
     def _check_occurrence_witness(
         self, existing: EvidenceOccurrence, incoming: EvidenceOccurrence
@@ -1025,17 +1014,7 @@ class _Batch:
         for fact_id, added in self.new_occurrences.items():
             fact = facts[fact_id]
             ids = tuple(sorted((*fact.occurrence_ids, *added)))
-            facts[fact_id] = SemanticFact(
-                fact.id,
-                fact.direction,
-                fact.source,
-                fact.target,
-                fact.relation,
-                fact.discriminator,
-                fact.endpoint_identity,
-                ids,
-                fact.annotation_variants,
-            )
+            facts[fact_id] = _with_occurrence_ids(fact, ids)
         graph._occurrences.update(self.occurrences)
         graph._admissions.update(self.outcomes)
         graph._unregistered.update(self.unregistered)
@@ -1097,8 +1076,12 @@ def _fact_key(fact: SemanticFact) -> tuple[Any, ...]:
 def _listing(fact: SemanticFact, listed: tuple[str, ...], more: Iterable[str]) -> SemanticFact:
     """``fact`` listing ``listed`` and ``more`` (the same object when that is its list)."""
     ids = tuple(sorted({*listed, *more}))
-    if ids == fact.occurrence_ids:
-        return fact
+    return fact if ids == fact.occurrence_ids else _with_occurrence_ids(fact, ids)
+
+
+def _with_occurrence_ids(fact: SemanticFact, ids: tuple[str, ...]) -> SemanticFact:
+    """``fact`` listing ``ids`` (built directly: ``dataclasses.replace`` costs twice as
+    much on the admission paths)."""
     return SemanticFact(
         fact.id,
         fact.direction,

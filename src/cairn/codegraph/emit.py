@@ -13,6 +13,7 @@ merge then or in a later build that still has the part (``cairn watch``).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -91,7 +92,7 @@ def external_node(language: str, dotted: str) -> Node:
     )
 
 
-class Emitter:
+class Emitter(ABC):
     """What every emitter does: keeps each node once (the first of an ID; externals made
     on demand) and queues one fact candidate per evidence site, in call order. Where
     the nodes live is the subclass's: a graph (``GraphEmitter``) or one part's own
@@ -100,11 +101,13 @@ class Emitter:
     def __init__(self) -> None:
         self._pending: list[FactCandidate] = []
 
+    @abstractmethod
     def _has(self, node_id: str) -> bool:
-        raise NotImplementedError
+        """Whether a node of ``node_id`` is kept already."""
 
+    @abstractmethod
     def _put(self, node: Node) -> None:
-        raise NotImplementedError
+        """Keep ``node``."""
 
     def node(
         self,

@@ -99,7 +99,12 @@ EDITS: list[tuple[str, str | None, str | None]] = [
     ("pkg/later.py", "->pkg/renamed.py", None),
     ("pkg/calls_later.py", "pkg.later", "pkg.renamed"),
     ("pkg/renamed.py", "return B()", None),
+    # Every line of models.py moves down: its readers read no range, so only it re-emits.
+    ("pkg/models.py", "class A:", "# moved down\n\nclass A:"),
+    # A new local in one function: no other module reads that name of its scope.
+    ("pkg/make.py", "def drive(item):\n", "def drive(item):\n    done = 1\n"),
 ]
+MOVED, NEW_LOCAL = len(EDITS) - 2, len(EDITS) - 1
 
 MODULES = 10
 
@@ -156,6 +161,12 @@ def test_each_round_is_a_clean_build_and_emits_only_what_the_edit_reaches(
     by_step = {step: (name, emitted, total) for step, (name, emitted, total) in enumerate(seen)}
     assert by_step[3] == ("pkg/leaf.py", 1, MODULES)  # nothing reads the leaf module
     assert all(emitted < total for _, emitted, total in seen)
+    # Reads are per name, not per module: an edit that changes nothing another module
+    # reads re-emits only the edited module, though other modules read that module.
+    assert by_step[MOVED][:2] == ("pkg/models.py", 1)
+    assert by_step[NEW_LOCAL][:2] == ("pkg/make.py", 1)
+    # An edit of what others read re-emits them too: make()'s return changes use.py.
+    assert by_step[0][1] >= 2
 
 
 def test_rounds_from_no_memo_are_clean_builds_too(

@@ -26,13 +26,14 @@ over.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from cairn.codegraph.emit import EmittedShare, ShareEmitter
 from cairn.codegraph.records import FileExtract
 from cairn.codegraph.resolve import PythonResolver, merge_flows, reads_in
+from cairn.codegraph.watched import ALL, Token, WatchedModules, WatchedTable, module_changes
 
 __all__ = [
     "CodeRound",
@@ -46,55 +47,12 @@ __all__ = [
     "take_round",
 ]
 
-Token = tuple[str, object]
-"""What a module's resolution read: ``("m", path)``, ``("n", module name)``, ``("f", flow
-key)``, ``("s", class node ID)``; ``("*", table)`` when it walked a whole table."""
-
-_TABLES = ("m", "n", "f", "s")
-"""The token tags of ``PythonResolver.tables()``, in its order."""
-
-_ALL = "*"
+_TABLES = ("p", "n", "f", "s")
+"""The token tags of ``PythonResolver.tables()``, in its order (``cairn.codegraph.watched``)."""
 
 SHARED_MEMO = True
 """A round computes its modules with one memo whose entries carry their reads; False
 computes each from no memo at all (slower: the reference the tests compare with)."""
-
-
-class _Watched(dict[Any, Any]):
-    """A table that logs each key read (and a walk of the whole table) in ``log``."""
-
-    def __init__(self, data: Mapping[Any, Any], tag: str, log: list[Any]) -> None:
-        super().__init__(data)
-        self._tag = tag
-        self._log = log
-
-    def __getitem__(self, key: Any) -> Any:
-        self._log.append((self._tag, key))
-        return super().__getitem__(key)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        self._log.append((self._tag, key))
-        return super().get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        self._log.append((self._tag, key))
-        return super().__contains__(key)
-
-    def __iter__(self) -> Iterator[Any]:
-        self._log.append((_ALL, self._tag))
-        return super().__iter__()
-
-    def keys(self) -> Any:
-        self._log.append((_ALL, self._tag))
-        return super().keys()
-
-    def values(self) -> Any:
-        self._log.append((_ALL, self._tag))
-        return super().values()
-
-    def items(self) -> Any:
-        self._log.append((_ALL, self._tag))
-        return super().items()
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,7 +285,14 @@ def _phase(
     }
     plain = resolver.tables()
     log: list[Any] = []
-    watched = tuple(_Watched(table, tag, log) for table, tag in zip(plain, _TABLES, strict=True))
+    views: dict[str, Any] = {}
+    by_path, by_name, flows, subclasses = plain
+    watched = (
+        WatchedModules(by_path, "p", log, views),
+        WatchedModules(by_name, "n", log, views),
+        WatchedTable(flows, "f", log),
+        WatchedTable(subclasses, "s", log),
+    )
     records: dict[str, ModuleRecord] = {}
     resolver.note_reads(log)
     try:
@@ -347,7 +312,7 @@ def _phase(
                 resolver.set_tables(plain)
             module = resolver.by_path[path]
             reads = reads_in(log, (("m", path), ("n", module.name)))
-            walked = any(tag == _ALL for tag, _ in reads)
+            walked = any(token[0] == ALL for token in reads)
             records[path] = ModuleRecord(module.extract, output, reads, stats, walked)
     finally:
         resolver.note_reads(None)
@@ -378,24 +343,22 @@ def _changed(
     subclasses: Mapping[str, tuple[Any, ...]],
     previous: PythonRounds | None,
 ) -> set[Token]:
-    """The modules, names and subclass lists that differ from ``previous``'s round
-    (nothing to compare with: none, and every module is computed anyway)."""
+    """The parts of modules, the names and the subclass lists that differ from
+    ``previous``'s round (nothing to compare with: none, and every module is computed
+    anyway)."""
     changed: set[Token] = set()
     if previous is None:
         return changed
-    held = previous.modules
+    held = previous.structure
     for path in resolver.by_path.keys() | held.keys():
         module = resolver.by_path.get(path)
         record = held.get(path)
-        if module is None or record is None or not _same_extract(record.extract, module.extract):
-            changed.add(("m", path))  # changed, added or removed
+        if module is None or record is None or not _same_extract(record[0], module.extract):
+            before = None if record is None else PythonResolver.module_of(record[1], record[0])
+            changed |= module_changes(path, before, module)  # changed, added or removed
     for name in resolver.by_name.keys() | previous.modules_by_name.keys():
         found = resolver.by_name.get(name)
-        if (
-            found is None
-            or found.path != previous.modules_by_name.get(name)
-            or ("m", found.path) in changed
-        ):
+        if found is None or found.path != previous.modules_by_name.get(name):
             changed.add(("n", name))
     changed |= _table_changes("s", previous.subclasses, subclasses)
     return changed

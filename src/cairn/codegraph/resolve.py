@@ -159,8 +159,17 @@ class _Builtin:
 _BUILTIN_MARK = _Builtin("")
 
 
+_MODULE_IMPORT = "<module>"
+"""``_Module.imported``'s key for "some import binds a module itself" (not an identifier)."""
+
+
 @dataclass(slots=True)
 class _Module:
+    """One module's tables, as resolution reads them. What a symbol, base or import *is*
+    (never where it lies: no ranges, no text) is all another module's resolution can
+    read, so an edit that only moves code changes no table another module reads
+    (``cairn.codegraph.incremental`` compares the tables part by part)."""
+
     name: str
     path: str
     is_package: bool
@@ -170,7 +179,15 @@ class _Module:
     scope_parent: dict[str, str | None]
     scope_owner: dict[str, str | None]
     symbols: dict[str, list[Symbol]] = field(default_factory=dict)
+    """Qualname -> its symbols, each without ranges or text."""
     members: dict[str, dict[str, Symbol]] = field(default_factory=dict)
+    class_bases: dict[str, tuple[Ref, ...]] = field(default_factory=dict)
+    """Class qualname -> its base expressions, in order."""
+    wildcards: tuple[tuple[str, int], ...] = ()
+    """The module-level ``from m import *`` imports, in order: ``(m, level)``."""
+    imported: dict[str, bool] = field(default_factory=dict)
+    """Each name an import anywhere in the module binds (``_MODULE_IMPORT``: one binds a
+    module itself) -> True."""
 
 
 def module_names(paths: Iterable[str], root_package: str | None = None) -> dict[str, str]:
@@ -429,7 +446,7 @@ class PythonResolver(ResolverFrame):
             name = names.get(extract.path)
             if name is None:
                 continue
-            module = self._module(name, extract)
+            module = self.module_of(name, extract)
             self.by_path[extract.path] = module
             if name in self.by_name:
                 ambiguous.add(name)
@@ -488,7 +505,7 @@ class PythonResolver(ResolverFrame):
         if low < level:
             self._mro_cache.pop(cls.node_id, None)
         else:
-            self._noted(self._mro_cache, cls.node_id, mark, ("m", cls.path))
+            self._noted(self._mro_cache, cls.node_id, mark, ("p", cls.path))
         return result
 
     # --------------------------------------------------------- memo purity
@@ -647,7 +664,8 @@ class PythonResolver(ResolverFrame):
         return made
 
     @staticmethod
-    def _module(name: str, extract: FileExtract) -> _Module:
+    def module_of(name: str, extract: FileExtract) -> _Module:
+        """The resolver's tables of one module: a function of its name and extract."""
         module = _Module(
             name=name,
             path=extract.path,
@@ -658,10 +676,25 @@ class PythonResolver(ResolverFrame):
             scope_parent={s.qualname: s.parent for s in extract.scopes},
             scope_owner={s.qualname: s.owner_class for s in extract.scopes},
         )
-        for symbol in extract.symbols:
+        for full in extract.symbols:
+            symbol = Symbol(full.qualname, full.kind, full.name, full.parent, ())
             module.symbols.setdefault(symbol.qualname, []).append(symbol)
             if symbol.parent is not None and symbol.kind in ("method", "class"):
                 module.members.setdefault(symbol.parent, {})[symbol.name] = symbol
+        bases: dict[str, list[Ref]] = {}
+        for base in extract.bases:
+            bases.setdefault(base.cls, []).append(base.ref)
+        module.class_bases = {cls: tuple(refs) for cls, refs in bases.items()}
+        module.wildcards = tuple(
+            (site.module, site.level)
+            for site in extract.imports
+            if site.binding_kind == "wildcard" and not site.scope
+        )
+        for site in extract.imports:
+            if site.binding_kind == "module":
+                module.imported[_MODULE_IMPORT] = True
+            if site.name is not None:
+                module.imported[site.name] = True
         return module
 
     # ------------------------------------------------------------- values
@@ -759,10 +792,8 @@ class PythonResolver(ResolverFrame):
         the last such import that binds it, as Python rebinds the name at each one."""
         if name.startswith("_"):
             return ()
-        for site in reversed(module.extract.imports):
-            if site.binding_kind != "wildcard" or site.scope:
-                continue
-            absolute = self._absolute(module, site.module, site.level)
+        for target, level in reversed(module.wildcards):
+            absolute = self._absolute(module, target, level)
             source = self.by_name.get(absolute) if absolute is not None else None
             if source is None or source is module:
                 continue
@@ -770,8 +801,8 @@ class PythonResolver(ResolverFrame):
             if isinstance(found, tuple) and found:
                 return found
             sub = self.by_name.get(f"{source.name}.{name}")
-            if sub is not None and any(
-                s.binding_kind == "module" or s.name == name for s in source.extract.imports
+            if sub is not None and (
+                source.imported.get(_MODULE_IMPORT, False) or source.imported.get(name, False)
             ):
                 return (VModule(sub.name, sub.path),)
         return ()
@@ -1086,7 +1117,7 @@ class PythonResolver(ResolverFrame):
         values, low = self._guarded(
             key, lambda: self._may_values(module, function.qualname, bindings, depth), mark
         )
-        self._keep(cache, function.node_id, values, low, mark, ("m", function.path))
+        self._keep(cache, function.node_id, values, low, mark, ("p", function.path))
         return values
 
     def _may_values(
@@ -1155,7 +1186,7 @@ class PythonResolver(ResolverFrame):
         mark = self._mark()
         values, low = self._guarded(key, lambda: self._iterated_now(module, iterable, depth), mark)
         self._keep(
-            self._iterated_cache, (module.path, iterable), values, low, mark, ("m", module.path)
+            self._iterated_cache, (module.path, iterable), values, low, mark, ("p", module.path)
         )
         return values
 
@@ -1202,7 +1233,7 @@ class PythonResolver(ResolverFrame):
         result, low = self._guarded(
             cache_key, lambda: self._param_values(module, fid, index, name, default, depth), mark
         )
-        self._keep(self._param_cache, cache_key, result, low, mark, ("m", module.path))
+        self._keep(self._param_cache, cache_key, result, low, mark, ("p", module.path))
         return result
 
     def _param_values(
@@ -1446,10 +1477,8 @@ class PythonResolver(ResolverFrame):
         """The resolved direct bases of an in-repository class (builtins as externals)."""
         module = self.by_path[cls.path]
         found: list[VSymbol | VExternal] = []
-        for base in module.extract.bases:
-            if base.cls != cls.qualname:
-                continue
-            resolved = self.resolve(module, base.ref)
+        for ref in module.class_bases.get(cls.qualname, ()):
+            resolved = self.resolve(module, ref)
             if isinstance(resolved, _Builtin):
                 if resolved.name != "object":
                     found.append(VExternal(f"builtins.{resolved.name}"))

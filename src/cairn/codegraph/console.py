@@ -192,14 +192,19 @@ def index_once(
             steps.phase("writing graph.cairn")
             artifact.submit(_write_artifact)
             written: WrittenIndex | None = None if beside else artifact.drain()[0]
+            loaded: dict[str, Any] | None = None
+            if chosen is not None:
+                database = index_folder(result.root, out) / DATABASE_FILE
+                memo = _key_memo(database) if remember else None
+                loaded = _load(database, result, chosen, steps.loading, memo)
+            # After the load: the change is searchable first (and in a round whose
+            # helper still writes graph.cairn, the summary fills the wait for it).
             steps.phase("summarising")
             summary = index_summary(result)
             summary["workers"] = count
             if chosen is not None:
-                database = index_folder(result.root, out) / DATABASE_FILE
                 summary["embedder"] = chosen.space.to_json()
-                memo = _key_memo(database) if remember else None
-                summary["load"] = _load(database, result, chosen, steps.loading, memo)
+                summary["load"] = loaded
             if written is None:
                 steps.phase("writing graph.cairn")
                 written = artifact.drain()[0]

@@ -50,6 +50,9 @@ __all__ = [
 _TABLES = ("p", "n", "f", "s")
 """The token tags of ``PythonResolver.tables()``, in its order (``cairn.codegraph.watched``)."""
 
+_WALKS = frozenset((ALL, tag) for tag in _TABLES)
+"""The tokens of a walk of a whole-program table."""
+
 SHARED_MEMO = True
 """A round computes its modules with one memo whose entries carry their reads; False
 computes each from no memo at all (slower: the reference the tests compare with)."""
@@ -294,7 +297,8 @@ def _phase(
         WatchedTable(subclasses, "s", log),
     )
     records: dict[str, ModuleRecord] = {}
-    resolver.note_reads(log)
+    answered: list[Any] = []
+    resolver.note_reads(log, answered)
     try:
         for path in paths:
             if path not in dirty:
@@ -303,16 +307,17 @@ def _phase(
                 records[path] = held[path]
                 continue
             if not SHARED_MEMO:
-                resolver.note_reads(log)  # the reference: every module from no memo
+                resolver.note_reads(log, answered)  # the reference: every module from no memo
             log.clear()
+            answered.clear()
             resolver.set_tables(watched)
             try:
                 output, stats = work(resolver, path)
             finally:
                 resolver.set_tables(plain)
             module = resolver.by_path[path]
-            reads = reads_in(log, (("m", path), ("n", module.name)))
-            walked = any(token[0] == ALL for token in reads)
+            reads = reads_in(log, answered, (("m", path), ("n", module.name)))
+            walked = not reads.isdisjoint(_WALKS)
             records[path] = ModuleRecord(module.extract, output, reads, stats, walked)
     finally:
         resolver.note_reads(None)

@@ -233,10 +233,11 @@ class _Reads:
     answered it (a shared part is held once, not copied into every reader); its set is
     made once, when first asked (``reads_in``)."""
 
-    __slots__ = ("flat", "items")
+    __slots__ = ("children", "flat", "tokens")
 
-    def __init__(self, items: tuple[Any, ...]) -> None:
-        self.items = items
+    def __init__(self, tokens: tuple[Any, ...], children: tuple[_Reads, ...]) -> None:
+        self.tokens = tokens
+        self.children = children
         self.flat: frozenset[Any] | None = None
 
 
@@ -249,32 +250,34 @@ def _flat(node: _Reads) -> frozenset[Any]:
         if top.flat is not None:
             stack.pop()
             continue
-        pending = [item for item in top.items if type(item) is _Reads and item.flat is None]
+        pending = [child for child in top.children if child.flat is None]
         if pending:
             stack.extend(pending)
             continue
-        tokens: set[Any] = set()
-        for item in top.items:
-            if type(item) is _Reads:
-                tokens |= item.flat or frozenset()
-            else:
-                tokens.add(item)
+        tokens = set(top.tokens)
+        for child in top.children:
+            tokens.update(child.flat or ())
         top.flat = frozenset(tokens)
         stack.pop()
     assert node.flat is not None
     return node.flat
 
 
-def reads_in(log: Iterable[Any], also: Iterable[Any] = ()) -> frozenset[Any]:
-    """The reads a tracked log holds (``PythonResolver.note_reads``): its tokens and,
-    through the entries that answered, theirs, as one set."""
+def reads_in(
+    log: Iterable[Any], answered: Iterable[_Reads] = (), also: Iterable[Any] = ()
+) -> frozenset[Any]:
+    """The reads a tracked computation holds (``PythonResolver.note_reads``): the tokens
+    of its ``log``, those of the entries that ``answered`` it, and ``also``, as one set."""
     tokens: set[Any] = set(also)
-    for item in log:
-        if type(item) is _Reads:
-            tokens |= _flat(item)
-        else:
-            tokens.add(item)
+    tokens.update(log)
+    for node in answered:
+        tokens |= _flat(node)
     return frozenset(tokens)
+
+
+_MARK_SPLIT = 1 << 40
+"""A mark is ``tokens logged * _MARK_SPLIT + entries that answered`` (two list lengths
+in one int; -1 when untracked)."""
 
 
 def _same(a: object, b: object) -> bool:
@@ -487,6 +490,7 @@ class PythonResolver(ResolverFrame):
         # each memo entry that answered); each entry kept for good keeps what computing
         # it read, so another module answered from it reads that too.
         self._log: list[Any] | None = None
+        self._answered: list[_Reads] = []
         self._reads_of: dict[tuple[int, object], _Reads] = {}
 
     def mro(self, cls: VSymbol) -> ClassOrder:
@@ -520,41 +524,49 @@ class PythonResolver(ResolverFrame):
         self._cut_at(self._in_progress[key])
         return self._assumed.get(key, ())
 
-    def note_reads(self, log: list[Any] | None) -> None:
+    def note_reads(self, log: list[Any] | None, answered: list[_Reads] | None = None) -> None:
         """Track reads into ``log`` (``cairn.codegraph.incremental`` gives the list its
-        watched tables append to; None stops): each memo entry kept for good keeps what
-        computing it read, and answering from it appends that to the log. Memos are
-        forgotten either way: entries made untracked know nothing of their reads."""
+        watched tables append to; None stops) and the entries that answered into
+        ``answered``: each memo entry kept for good keeps what computing it read, and
+        answering from it appends that to ``answered``. Memos are forgotten either way:
+        entries made untracked know nothing of their reads."""
         self.forget()
         self._log = log
+        self._answered = [] if answered is None else answered
 
     def _mark(self) -> int:
-        """Where a computation that may be memoised begins in the log (-1: untracked)."""
-        return -1 if self._log is None else len(self._log)
+        """Where a computation that may be memoised begins (-1: untracked)."""
+        if self._log is None:
+            return -1
+        return len(self._log) * _MARK_SPLIT + len(self._answered)
 
     def _noted(self, cache: object, key: object, mark: int, *also: object) -> None:
         """Keep what the computation begun at ``mark`` read (and ``also``) with its memo
-        entry; the log keeps that one set in its place."""
+        entry; ``answered`` keeps that one node in its place."""
         log = self._log
         if log is None or mark < 0:
             return
-        reads = _Reads((*log[mark:], *also))
-        del log[mark:]
-        log.append(reads)
+        logged, answered = divmod(mark, _MARK_SPLIT)
+        nested = self._answered
+        reads = _Reads((*log[logged:], *also), tuple(nested[answered:]))
+        del log[logged:]
+        del nested[answered:]
+        nested.append(reads)
         self._reads_of[(id(cache), key)] = reads
 
     def _cycle_reads(self, mark: int) -> _Reads | None:
         """What the computation begun at ``mark`` read so far (None: untracked)."""
         if self._log is None or mark < 0:
             return None
-        return _Reads(tuple(self._log[mark:]))
+        logged, answered = divmod(mark, _MARK_SPLIT)
+        return _Reads(tuple(self._log[logged:]), tuple(self._answered[answered:]))
 
     def _replayed(self, cache: object, key: object) -> None:
-        """An answer from a memo entry: log what computing it read."""
+        """An answer from a memo entry: note what computing it read."""
         if self._log is not None:
             reads = self._reads_of.get((id(cache), key))
             if reads is not None:
-                self._log.append(reads)
+                self._answered.append(reads)
 
     def _guarded(
         self, key: tuple[object, ...], compute: Callable[[], _V], mark: int = -1

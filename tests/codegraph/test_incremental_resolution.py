@@ -99,12 +99,21 @@ EDITS: list[tuple[str, str | None, str | None]] = [
     ("pkg/later.py", "->pkg/renamed.py", None),
     ("pkg/calls_later.py", "pkg.later", "pkg.renamed"),
     ("pkg/renamed.py", "return B()", None),
+    # A subclass, then its instances bind ``self.run``: A.go's ``self.run()`` may now
+    # call leaf.alone, though models.py read no name of late.py's scopes.
+    (
+        "pkg/late.py",
+        None,
+        "from pkg.models import A\nfrom pkg.leaf import alone\n\n"
+        "class E(A):\n    def __init__(self):\n        self.ready = alone\n",
+    ),
+    ("pkg/late.py", "self.ready = alone", "self.run = alone"),
     # Every line of models.py moves down: its readers read no range, so only it re-emits.
     ("pkg/models.py", "class A:", "# moved down\n\nclass A:"),
     # A new local in one function: no other module reads that name of its scope.
     ("pkg/make.py", "def drive(item):\n", "def drive(item):\n    done = 1\n"),
 ]
-MOVED, NEW_LOCAL = len(EDITS) - 2, len(EDITS) - 1
+SELF_RUN, MOVED, NEW_LOCAL = len(EDITS) - 3, len(EDITS) - 2, len(EDITS) - 1
 
 MODULES = 10
 
@@ -165,8 +174,10 @@ def test_each_round_is_a_clean_build_and_emits_only_what_the_edit_reaches(
     # reads re-emits only the edited module, though other modules read that module.
     assert by_step[MOVED][:2] == ("pkg/models.py", 1)
     assert by_step[NEW_LOCAL][:2] == ("pkg/make.py", 1)
-    # An edit of what others read re-emits them too: make()'s return changes use.py.
+    # An edit of what others read re-emits them too: make()'s return changes use.py,
+    # and a new ``self.run`` binding changes what models.py's ``self.run()`` may call.
     assert by_step[0][1] >= 2
+    assert by_step[SELF_RUN][1] >= 2
 
 
 def test_rounds_from_no_memo_are_clean_builds_too(

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cairn.codegraph.python import extract_python
-from cairn.codegraph.resolve import PythonResolver
+from cairn.codegraph.resolve import PythonResolver, self_attribute_table
 from cairn.codegraph.watched import ModuleView, WatchedModules, module_changes
 
 PATH = "pkg/tools.py"
@@ -138,3 +138,12 @@ def test_one_view_per_module_whether_found_by_path_or_by_name() -> None:
     assert list(by_path.values()) == [by_path[PATH]]
     assert log[:3] == [("p", PATH), ("n", "pkg.tools"), ("p", PATH)]
     assert ("*", "p") in log
+
+
+def test_the_self_attribute_table_names_every_scope_binding_one() -> None:
+    source = SOURCE + "\n    def start(self):\n        self.ready = True\n        self.run = None\n"
+    table = self_attribute_table([_module(source)])
+    assert table == {
+        "ready": frozenset({(PATH, "Thing")}),
+        "run": frozenset({(PATH, "Thing")}),
+    }

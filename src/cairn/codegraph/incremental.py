@@ -47,7 +47,7 @@ __all__ = [
     "take_round",
 ]
 
-_TABLES = ("p", "n", "f", "s")
+_TABLES = ("p", "n", "f", "s", "a")
 """The token tags of ``PythonResolver.tables()``, in its order (``cairn.codegraph.watched``)."""
 
 _WALKS = frozenset((ALL, tag) for tag in _TABLES)
@@ -89,6 +89,8 @@ class PythonRounds:
     """Module name -> path, as the resolver looked them up."""
     root_package: str | None
     subclasses: Mapping[str, tuple[Any, ...]]
+    attributes: Mapping[str, frozenset[tuple[str, str]]]
+    """The self-attribute table (``resolve.self_attribute_table``)."""
     flows: tuple[Mapping[Any, Any], Mapping[Any, Any]]
     """The flow table after each of its two rounds."""
     phases: Mapping[str, Mapping[str, ModuleRecord]]
@@ -181,13 +183,15 @@ def resolve_rounds(
     is allowed."""
     structure = _structure(resolver, previous)
     resolver.subclass_table()
-    subclasses = {key: tuple(value) for key, value in resolver.tables()[3].items()}
+    tables = resolver.tables()
+    subclasses = {key: tuple(value) for key, value in tables[3].items()}
+    attributes = tables[4]
     tops = frozenset(resolver.tops)
     usable = (
         previous is not None and previous.root_package == root_package and previous.tops == tops
     )
     before = previous if usable else None
-    changed = _changed(resolver, subclasses, before)
+    changed = _changed(resolver, subclasses, attributes, before)
     paths = sorted(resolver.by_path)
     phases: dict[str, dict[str, ModuleRecord]] = {}
     redone: dict[str, int] = {}
@@ -216,7 +220,15 @@ def resolve_rounds(
     resolver.finish()
     by_name = {name: module.path for name, module in resolver.by_name.items()}
     return PythonRounds(
-        tops, by_name, root_package, subclasses, (flows[0], flows[1]), phases, redone, structure
+        tops,
+        by_name,
+        root_package,
+        subclasses,
+        attributes,
+        (flows[0], flows[1]),
+        phases,
+        redone,
+        structure,
     )
 
 
@@ -289,12 +301,13 @@ def _phase(
     plain = resolver.tables()
     log: list[Any] = []
     views: dict[str, Any] = {}
-    by_path, by_name, flows, subclasses = plain
+    by_path, by_name, flows, subclasses, attributes = plain
     watched = (
         WatchedModules(by_path, "p", log, views),
         WatchedModules(by_name, "n", log, views),
         WatchedTable(flows, "f", log),
         WatchedTable(subclasses, "s", log),
+        WatchedTable(attributes, "a", log),
     )
     records: dict[str, ModuleRecord] = {}
     answered: list[Any] = []
@@ -346,9 +359,11 @@ def _table_changes(
 def _changed(
     resolver: PythonResolver,
     subclasses: Mapping[str, tuple[Any, ...]],
+    attributes: Mapping[str, frozenset[tuple[str, str]]],
     previous: PythonRounds | None,
 ) -> set[Token]:
-    """The parts of modules, the names and the subclass lists that differ from
+    """The parts of modules, the names, the subclass lists and the self-attribute
+    holders that differ from
     ``previous``'s round (nothing to compare with: none, and every module is computed
     anyway)."""
     changed: set[Token] = set()
@@ -366,6 +381,7 @@ def _changed(
         if found is None or found.path != previous.modules_by_name.get(name):
             changed.add(("n", name))
     changed |= _table_changes("s", previous.subclasses, subclasses)
+    changed |= _table_changes("a", previous.attributes, attributes)
     return changed
 
 

@@ -428,6 +428,18 @@ def python_node_specs(module_name: str, extract: FileExtract) -> list[NodeSpec]:
     return specs
 
 
+def self_attribute_table(modules: Iterable[_Module]) -> dict[str, frozenset[tuple[str, str]]]:
+    """Attribute name -> the scopes (``(path, qualname)``) that bind ``self.<name>``."""
+    table: dict[str, set[tuple[str, str]]] = {}
+    start = len(SELF_PREFIX)
+    for module in modules:
+        for qualname, names in module.scopes.items():
+            for name in names:
+                if name.startswith(SELF_PREFIX):
+                    table.setdefault(name[start:], set()).add((module.path, qualname))
+    return {attr: frozenset(holders) for attr, holders in table.items()}
+
+
 class PythonResolver(ResolverFrame):
     """Resolves every Python extract and emits its nodes and facts."""
 
@@ -473,6 +485,7 @@ class PythonResolver(ResolverFrame):
         self._changed: set[int] = set()
         self._tagged: dict[int, list[tuple[int, object]]] = {}
         self._subclasses: dict[str, list[VSymbol]] | None = None
+        self._self_attributes = self_attribute_table(self.by_path.values())
         self._overrides_cache: dict[tuple[str, str], list[str]] = {}
         self._instance_cache: dict[tuple[str, str], tuple[Value, ...]] = {}
         self._descendants_cache: dict[str, list[VSymbol]] = {}
@@ -1475,9 +1488,14 @@ class PythonResolver(ResolverFrame):
     def _assigned_on_instance(
         self, mro: Sequence[VSymbol | VExternal], attr: str
     ) -> tuple[Value, ...]:
+        # Only the scopes that bind ``self.attr`` at all are looked at: a class hierarchy
+        # of thousands (a test suite's TestCase) is not walked name by name for nothing.
+        holders = self._self_attributes.get(attr)
+        if not holders:
+            return ()
         values: list[Value] = []
         for entry in mro:
-            if isinstance(entry, VExternal):
+            if isinstance(entry, VExternal) or (entry.path, entry.qualname) not in holders:
                 continue
             module = self.by_path[entry.path]
             bindings = module.scopes.get(entry.qualname, {}).get(SELF_PREFIX + attr)
@@ -1687,13 +1705,20 @@ class PythonResolver(ResolverFrame):
 
     def tables(self) -> tuple[dict[Any, Any], ...]:
         """The whole-program tables a module's resolution reads, as ``(by_path, by_name,
-        flows, subclasses)`` (``cairn.codegraph.incremental`` watches them)."""
+        flows, subclasses, self attributes)`` (``cairn.codegraph.incremental`` watches
+        them)."""
         assert self._subclasses is not None, "prepare() builds the subclass table"
-        return self.by_path, self.by_name, self.flows, self._subclasses
+        return self.by_path, self.by_name, self.flows, self._subclasses, self._self_attributes
 
     def set_tables(self, tables: tuple[dict[Any, Any], ...]) -> None:
         """Put back (or in place of) what ``tables`` gave."""
-        self.by_path, self.by_name, self.flows, self._subclasses = tables
+        (
+            self.by_path,
+            self.by_name,
+            self.flows,
+            self._subclasses,
+            self._self_attributes,
+        ) = tables
 
     def _fact(
         self,
@@ -1870,8 +1895,10 @@ class PythonResolver(ResolverFrame):
                 values: tuple[Value, ...] = (
                     (self._vsymbol(defining, member),) if member.kind == "method" else ()
                 )
-            else:
+            elif self._self_attributes.get(attr):
                 values = self._instance_attribute(self.mro(sub), attr)
+            else:  # nothing binds ``self.attr``: no order to compute
+                values = ()
             for value in values:
                 if (
                     isinstance(value, VSymbol)

@@ -20,7 +20,8 @@ Tokens (``Token``):
   a walk of a whole table;
 - ``("wildcards", path)``: a module's ``import *``s; ``("e", path, field)``: one field
   of its extract; ``("m", path)``: anything of the module (changed by any edit of it);
-- ``("f", key)``, ``("s", key)``: one argument flow, one subclass list;
+- ``("f", key)``, ``("s", key)``, ``("a", name)``: one argument flow, one subclass list,
+  the scopes that bind ``self.<name>``;
   ``("*", table)``: a walk of a whole-program table.
 """
 

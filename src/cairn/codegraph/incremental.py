@@ -50,6 +50,9 @@ __all__ = [
 _TABLES = ("p", "n", "f", "s", "a")
 """The token tags of ``PythonResolver.tables()``, in its order (``cairn.codegraph.watched``)."""
 
+_MODULE_TABLES = ("p", "n")
+"""The tables whose values are modules (found as ``ModuleView``s while watched)."""
+
 _WALKS = frozenset((ALL, tag) for tag in _TABLES)
 """The tokens of a walk of a whole-program table."""
 
@@ -301,13 +304,11 @@ def _phase(
     plain = resolver.tables()
     log: list[Any] = []
     views: dict[str, Any] = {}
-    by_path, by_name, flows, subclasses, attributes = plain
-    watched = (
-        WatchedModules(by_path, "p", log, views),
-        WatchedModules(by_name, "n", log, views),
-        WatchedTable(flows, "f", log),
-        WatchedTable(subclasses, "s", log),
-        WatchedTable(attributes, "a", log),
+    watched = tuple(
+        WatchedModules(table, tag, log, views)
+        if tag in _MODULE_TABLES
+        else WatchedTable(table, tag, log)
+        for table, tag in zip(plain, _TABLES, strict=True)
     )
     records: dict[str, ModuleRecord] = {}
     answered: list[Any] = []

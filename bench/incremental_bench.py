@@ -17,7 +17,8 @@ With ``--watch``, each round also runs ``cairn watch TREE --json`` (one long-liv
 process, started after the clean build) through the same edits: the time from writing
 the edit to the round record after which the change is searchable in cairn.db (file
 events, the debounce, the round's re-index and load), and the round's own ``seconds``.
-The tree is then put back and the watcher's rounds for that are waited out (not timed).
+The tree is then put back and the watcher's rounds for that are waited out (not timed);
+each edit goes through the watcher ``--watch-samples`` times per round (default 3).
 
 Edits: ``body`` (one function body changes), ``call`` (a new function calling across
 modules), ``delete`` (a module is removed), ``rename`` (a module is renamed),
@@ -26,7 +27,7 @@ and CodeGraph, Cairn's ratio to its own clean build, and the issue's targets: on
 edits <= 1.0 s (django) / 2.0 s (django-sdist), ten files <= 0.1x a clean build.
 
     .venv/bin/python bench/incremental_bench.py [--only django,django-sdist] [--repeat 3]
-        [--workers 2] [--cache DIR] [--no-peers] [--watch]
+        [--workers 2] [--cache DIR] [--no-peers] [--watch] [--watch-samples 3]
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ TEN_FILES_TARGET_RATIO = 0.1
 ADDED = "bench_incremental_added"
 WATCH_TIMEOUT_S = 300.0
 """Longest wait for one ``cairn watch`` round record before the bench gives up."""
+WATCH_SAMPLES = 3
+"""Times each edit goes through the watcher per round (one sample per edit varied by up to
+0.4 s between runs of the same code on the 2-core development machine)."""
+
 WATCH_QUIET_S = 2.0
 """After the tree is put back, the watcher is idle once no record came for this long."""
 
@@ -227,12 +232,15 @@ class _Watcher:
             self.proc.wait()
 
 
-def _watch_rounds(exe: Path, tree: Path, pristine: Path, workers: int, timings: Timings) -> None:
-    """Each edit through one ``cairn watch``: edit written -> searchable round record."""
+def _watch_rounds(
+    exe: Path, tree: Path, pristine: Path, workers: int, timings: Timings, samples: int
+) -> None:
+    """Each edit through one ``cairn watch``, ``samples`` times (the tree put back in
+    between): edit written -> searchable round record."""
     watcher = _Watcher(exe, tree, workers)
     try:
         watcher.next()  # round 0: the index of the tree as it is
-        for edit in EDITS:
+        for edit in (edit for edit in EDITS for _ in range(samples)):
             started = time.perf_counter()
             edit.apply(tree)
             own = 0.0
@@ -292,6 +300,7 @@ def bench_corpus(
     workers: int,
     codegraph: Path | None,
     watch: bool = False,
+    watch_samples: int = WATCH_SAMPLES,
 ) -> Timings:
     """Every round of one corpus: clean builds, then each edit, interleaved by tool."""
     exe = ib.cairn_executable()
@@ -317,7 +326,7 @@ def bench_corpus(
                 if codegraph is not None:
                     _codegraph(codegraph, tree, "sync")
             if watch:
-                _watch_rounds(exe, tree, pristine, workers, timings)
+                _watch_rounds(exe, tree, pristine, workers, timings, watch_samples)
             print(f"  {name}: round {round_number + 1}/{repeat} done", flush=True)
     return timings
 
@@ -382,6 +391,12 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "cairn-index-bench")
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--watch", action="store_true", help="also time cairn watch rounds")
+    parser.add_argument(
+        "--watch-samples",
+        type=int,
+        default=WATCH_SAMPLES,
+        help="times each edit goes through the watcher per round",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     wanted = set(args.only.split(","))
@@ -395,7 +410,13 @@ def main() -> int:
         unpacked = ib.fetch_pypi(corpus.package, corpus.spec, args.cache)
         pristine = unpacked / corpus.sub if corpus.sub else unpacked
         timings = bench_corpus(
-            corpus.name, pristine, args.repeat, args.workers, codegraph, args.watch
+            corpus.name,
+            pristine,
+            args.repeat,
+            args.workers,
+            codegraph,
+            args.watch,
+            args.watch_samples,
         )
         results[corpus.name] = report(corpus.name, timings, codegraph is not None)
     if args.json is not None:

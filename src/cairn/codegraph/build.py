@@ -33,7 +33,13 @@ from cairn.codegraph.cache import (
 )
 from cairn.codegraph.deep import run_deep
 from cairn.codegraph.emit import Emitter, GraphEmitter, node_of
-from cairn.codegraph.incremental import code_round, keep_round, resolve_rounds, take_round
+from cairn.codegraph.incremental import (
+    code_round,
+    keep_round,
+    last_round,
+    resolve_rounds,
+    take_round,
+)
 from cairn.codegraph.limits import (
     ADAPTER_VERSION,
     DEFAULT_OUT_DIRNAME,
@@ -516,8 +522,13 @@ def _index(
     with closing(_extract_phases(planned, workers, progress, fresh, preparing)) as phases:
         pairs = next(phases)
         phase("resolving python")
+        last = last_round(str(cache.path)) if cache is not None and cache.remember else None
         python = PythonResolver(
-            _by_language([e for _, e in pairs], PYTHON), emitter, root_package, names
+            _by_language([e for _, e in pairs], PYTHON),
+            emitter,
+            root_package,
+            names,
+            known=last.module_tables if last is not None else None,
         )
         python_rounds = _resolve_python(python, root_package, cache)
         call_stats: dict[str, Counter[str]] = dict(python.call_stats)

@@ -101,6 +101,8 @@ class PythonRounds:
     """Modules each phase computed this round (the rest were reused)."""
     structure: Mapping[str, tuple[FileExtract, str, EmittedShare]]
     """Per module: the extract and name its nodes were made from, and what it emitted."""
+    module_tables: Mapping[str, Any]
+    """The resolver's tables of each module (``PythonResolver(known=...)``)."""
 
     @property
     def modules(self) -> Mapping[str, ModuleRecord]:
@@ -232,6 +234,7 @@ def resolve_rounds(
         phases,
         redone,
         structure,
+        dict(resolver.by_path),
     )
 
 
@@ -375,7 +378,7 @@ def _changed(
         module = resolver.by_path.get(path)
         record = held.get(path)
         if module is None or record is None or not _same_extract(record[0], module.extract):
-            before = None if record is None else PythonResolver.module_of(record[1], record[0])
+            before = None if record is None else previous.module_tables[path]
             changed |= module_changes(path, before, module)  # changed, added or removed
     for name in resolver.by_name.keys() | previous.modules_by_name.keys():
         found = resolver.by_name.get(name)

@@ -449,7 +449,11 @@ class PythonResolver(ResolverFrame):
         emitter: GraphEmitter,
         root_package: str | None = None,
         names: dict[str, str] | None = None,
+        known: Mapping[str, _Module] | None = None,
     ) -> None:
+        """``known``: module tables of an earlier resolver (``cairn watch``'s last round),
+        reused for the very same extract object under the same name (they are a
+        function of the two, and resolution never changes them)."""
         super().__init__()
         self.emit = emitter
         if names is None:  # the module names of these paths (passed in: already known)
@@ -461,7 +465,11 @@ class PythonResolver(ResolverFrame):
             name = names.get(extract.path)
             if name is None:
                 continue
-            module = self.module_of(name, extract)
+            held = known.get(extract.path) if known is not None else None
+            if held is not None and held.extract is extract and held.name == name:
+                module = held
+            else:
+                module = self.module_of(name, extract)
             self.by_path[extract.path] = module
             if name in self.by_name:
                 ambiguous.add(name)

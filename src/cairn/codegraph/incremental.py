@@ -99,10 +99,11 @@ class PythonRounds:
     phases: Mapping[str, Mapping[str, ModuleRecord]]
     redone: Mapping[str, int]
     """Modules each phase computed this round (the rest were reused)."""
-    structure: Mapping[str, tuple[FileExtract, str, EmittedShare]]
-    """Per module: the extract and name its nodes were made from, and what it emitted."""
+    structure: Mapping[str, EmittedShare]
+    """Per module: its nodes and ``contains`` facts, made from ``module_tables[path]``."""
     module_tables: Mapping[str, Any]
-    """The resolver's tables of each module (``PythonResolver(known=...)``)."""
+    """The resolver's tables of each module (``PythonResolver(known=...)``): its extract
+    and name too."""
 
     @property
     def modules(self) -> Mapping[str, ModuleRecord]:
@@ -219,7 +220,7 @@ def resolve_rounds(
         resolver, paths, held, changed, _emission_of, replay=_replay
     )
     resolver.emit.add_shares(
-        [structure[path][2] for path in paths] + [phases[EMISSION][path].output for path in paths]
+        [structure[path] for path in paths] + [phases[EMISSION][path].output for path in paths]
     )
     resolver.forget()  # the routes read from no memo made under another flow table
     resolver.finish()
@@ -238,25 +239,19 @@ def resolve_rounds(
     )
 
 
-def _structure(
-    resolver: PythonResolver, previous: PythonRounds | None
-) -> dict[str, tuple[FileExtract, str, EmittedShare]]:
+def _structure(resolver: PythonResolver, previous: PythonRounds | None) -> dict[str, EmittedShare]:
     """Every module's nodes and ``contains`` facts, emitted apart: a function of the
-    module alone (its extract and name), so a module with the same extract object and
-    name keeps what it emitted in the round before."""
-    held = previous.structure if previous is not None else {}
-    made: dict[str, tuple[FileExtract, str, EmittedShare]] = {}
+    module alone (its extract and name), so a module whose tables the resolver reused
+    (the same extract object under the same name) keeps what it emitted the round
+    before."""
+    tables = previous.module_tables if previous is not None else {}
+    made: dict[str, EmittedShare] = {}
     for path in sorted(resolver.by_path):
-        module = resolver.by_path[path]
-        record = held.get(path)
-        if record is not None and record[0] is module.extract and record[1] == module.name:
-            made[path] = record
+        if tables.get(path) is resolver.by_path[path]:
+            assert previous is not None
+            made[path] = previous.structure[path]
         else:
-            made[path] = (
-                module.extract,
-                module.name,
-                _apart(resolver, resolver.emit_structure, path),
-            )
+            made[path] = _apart(resolver, resolver.emit_structure, path)
     return made
 
 
@@ -367,18 +362,16 @@ def _changed(
     previous: PythonRounds | None,
 ) -> set[Token]:
     """The parts of modules, the names, the subclass lists and the self-attribute
-    holders that differ from
-    ``previous``'s round (nothing to compare with: none, and every module is computed
-    anyway)."""
+    holders that differ from ``previous``'s round (nothing to compare with: none, and
+    every module is computed anyway)."""
     changed: set[Token] = set()
     if previous is None:
         return changed
-    held = previous.structure
+    held = previous.module_tables
     for path in resolver.by_path.keys() | held.keys():
         module = resolver.by_path.get(path)
-        record = held.get(path)
-        if module is None or record is None or not _same_extract(record[0], module.extract):
-            before = None if record is None else previous.module_tables[path]
+        before = held.get(path)
+        if module is None or before is None or not _same_extract(before.extract, module.extract):
             changed |= module_changes(path, before, module)  # changed, added or removed
     for name in resolver.by_name.keys() | previous.modules_by_name.keys():
         found = resolver.by_name.get(name)

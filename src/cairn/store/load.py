@@ -527,9 +527,9 @@ def _gc_paused() -> Iterator[None]:
 
 
 _LENGTH = struct.Struct("<Q").pack
+"""A chunk's length as the digest frames it: 8 bytes, little-endian."""
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
-"""A chunk's length as the digest frames it: 8 bytes, little-endian."""
 
 
 class _Digest:

@@ -397,6 +397,15 @@ def _unembeddable(database: Any, collection: str) -> str | None:
     return found
 
 
+def _code_text_field(database: Any, collection: str) -> str:
+    """The text field ``cairn search`` ranks ``collection`` by."""
+    from cairn.search.present import code_text_field
+
+    with database.read_cut() as cut:
+        found: str = code_text_field(cut, collection)
+    return found
+
+
 @app.command("search")
 def search_command(
     text: Annotated[str | None, typer.Argument(help="Words to search for (BM25).")] = None,
@@ -464,6 +473,7 @@ def search_command(
                 paths=_tuple(path),
                 exclude_tests=exclude_tests,
                 fusion_k=fusion_k,
+                text_field=_code_text_field(database, collection),
             )
             if request.scope is None and request.retriever is None and request.expansion is None:
                 hits = database.search(request.search)

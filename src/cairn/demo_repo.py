@@ -30,6 +30,7 @@ from cairn.search.contracts import (
 )
 from cairn.search.impact import ImpactAnswer, ImpactRequest, impact, is_test_path
 from cairn.search.limits import SEARCH_REQUEST_VERSION
+from cairn.store.load import SEARCH_FIELDS
 
 __all__ = ["DEMO_QUERY", "DemoRun", "DemoSearch", "most_called", "run_repository_demo"]
 
@@ -122,7 +123,7 @@ def _text_search(db: Any) -> DemoSearch:
     request = SearchRequest(
         db.name,
         "symbols",
-        text_field="/text",
+        text_field=SEARCH_FIELDS,
         text=DEMO_QUERY,
         limit=DEMO_LIMIT,
         explain=True,
@@ -152,7 +153,7 @@ def _graph_search(db: Any, seed: EntityRef) -> DemoSearch:
 
 def _sql_search(db: Any, seed: EntityRef) -> DemoSearch:
     sql = (
-        'SEARCH FROM symbols TEXT "/text" MATCH @q '
+        f'SEARCH FROM symbols TEXT "{SEARCH_FIELDS}" MATCH @q '
         "RETRIEVE GRAPH code SEEDS ((files, @seed)) DEPTH 2 VERTICES 1000 EDGES 5000 "
         f"LIMIT {DEMO_LIMIT}"
     )

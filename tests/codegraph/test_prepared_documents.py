@@ -85,8 +85,7 @@ def test_a_prepared_document_unlike_its_node_is_not_used(tmp_path: Path) -> None
         attributes={**held.attributes, "name": "other"},
         body=forged_body,
         data=canonical_bytes(forged_body),
-        terms=["forged"],
-        counts=[1],
+        fields=[("/text", ["forged"], [1])],
     )
     forged = dataclasses.replace(result.prepared, documents=documents)
     _loaded(tmp_path / "a.db", result, forged)

@@ -21,6 +21,7 @@ from cairn.cli import app
 from cairn.codegraph.watch import file_changes, watch_repository
 from cairn.errors import ValidationError
 from cairn.search.contracts import SearchRequest
+from cairn.store.load import SEARCH_FIELDS
 
 ROUND_TIMEOUT_S = 60.0
 QUIET_S = 1.5
@@ -70,7 +71,9 @@ def test_an_edit_is_reindexed_and_an_open_handle_sees_it(watcher: Watcher) -> No
     assert python["emission"] == python["modules"] > 1  # the first round resolves them all
     db_path = watcher.repo / ".cairn" / "cairn.db"
     with cairn.open(db_path) as db:  # as a running `cairn serve` holds it
-        request = SearchRequest(db.name, "symbols", text_field="/text", text=NEW_NAME, limit=3)
+        request = SearchRequest(
+            db.name, "symbols", text_field=SEARCH_FIELDS, text=NEW_NAME, limit=3
+        )
         wanted = f"function:app/views.py#{NEW_NAME}"
         # Not there yet (other symbols may share a word of it: `users` says "new").
         assert wanted not in [hit.document.ref.id for hit in db.search(request)]

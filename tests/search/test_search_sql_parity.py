@@ -146,6 +146,16 @@ CASES: list[tuple[str, str, dict[str, Any], GraphSearchRequest]] = [
             scope=GraphScope(GraphWalkSpec(GRAPH, WALK.seeds, 2, 100, 100, ())),
         ),
     ),
+    (
+        "weighted text field list (BM25F)",
+        f"SEARCH FROM docs TEXT \"/text^2\" MATCH 'needle' SCOPE GRAPH code {SEEDS_SQL}",
+        {},
+        GraphSearchRequest(
+            1,
+            SearchRequest("main", "docs", text_field="/text^2", text="needle"),
+            scope=GraphScope(WALK),
+        ),
+    ),
 ]
 
 

@@ -27,7 +27,7 @@ from cairn.search.contracts import (
 )
 from cairn.search.impact import ImpactRequest
 from cairn.search.impact import impact as impact_of
-from cairn.search.present import CODE_FUSION_K
+from cairn.search.present import CODE_FUSION_K, CODE_VECTOR_WEIGHT
 from cairn.search.wire import to_json, to_wire
 from cairn.store import (
     CommandRequest,
@@ -36,6 +36,7 @@ from cairn.store import (
     PutDocument,
     PutFact,
 )
+from cairn.store.load import SEARCH_FIELDS
 
 
 def build_db(path: Path) -> None:
@@ -402,19 +403,27 @@ def test_search_defaults_to_hybrid_over_symbols_on_a_code_index(tmp_path: Path) 
         ],
     )
     with cairn.open(db_path) as db:
-        # The tool's requests: the code-search fusion k unless the agent names one.
+        # The tool's requests: the code-search fusion k and vector weight unless named.
         both = db.search(
             SearchRequest(
                 db.name,
                 "symbols",
-                "/text",
+                SEARCH_FIELDS,
                 "load user",
                 **query_vector("load user"),
                 fusion_k=CODE_FUSION_K,
+                vector_weight=CODE_VECTOR_WEIGHT,
             )
         )
         text_only = db.search(
-            SearchRequest(db.name, "symbols", "/text", "load user", fusion_k=CODE_FUSION_K)
+            SearchRequest(
+                db.name,
+                "symbols",
+                SEARCH_FIELDS,
+                "load user",
+                fusion_k=CODE_FUSION_K,
+                vector_weight=CODE_VECTOR_WEIGHT,
+            )
         )
     assert hybrid.structured_content == json.loads(json.dumps({"hits": [to_wire(h) for h in both]}))
     assert plain.structured_content == json.loads(

@@ -29,7 +29,7 @@ from cairn.index import Database as IndexedDatabase
 from cairn.index import open as open_indexed
 from cairn.index.graphs import out_edges
 from cairn.store import Capability, ConfigurePrincipal, Database, EntityRef, Grant, VectorSpace
-from cairn.store.load import load_semantic_graph, node_text
+from cairn.store.load import SEARCH_FIELDS, embedding_text, load_semantic_graph, node_body
 
 CALL = {"invocation": "call", "dispatch": "direct"}
 IMPORT = {"specifier": "requests", "binding_kind": "module", "phase": "runtime", "form": "static"}
@@ -140,8 +140,10 @@ def test_nodes_become_documents_in_their_family(db: Database) -> None:
     assert body["signature"] == "def getUserName(user_id: int) -> str"
     assert list(body["range"]) == [3, 1, 5, 20]
     assert len(body["snippet"]) == 2000
-    assert "get user name" in body["text"]
-    assert "app users get user name" in body["text"]
+    assert body["name"] == "getUserName"
+    # Names and the signature are text fields of their own; /text holds the other words.
+    assert "getUserName" not in body["text"]
+    assert "Return the user's name." in body["text"]
     assert db.get_document("files", USERS).body["path"] == "app/users.py"
     assert db.get_document("externals", REQUESTS).body["name"] == "requests"
     assert "pip install" in db.get_document("sections", SECTION).body["text"]
@@ -150,7 +152,11 @@ def test_nodes_become_documents_in_their_family(db: Database) -> None:
         "identity": "stable",
         "text": "",
     }
-    assert [h.ref.id for h in db.text_search("symbols", "/text", "user name")] == [GET, SERVICE]
+    assert [h.ref.id for h in db.text_search("symbols", SEARCH_FIELDS, "user name")] == [
+        GET,
+        SERVICE,
+    ]
+    assert [h.ref.id for h in db.text_search("symbols", "/name", "user name")] == [GET, SERVICE]
 
 
 def test_vectors_come_from_the_embedder(db: Database) -> None:
@@ -159,7 +165,8 @@ def test_vectors_come_from_the_embedder(db: Database) -> None:
     query = embedder.embed(["get user name"])[0]
     hits = db.vector_search("symbols", "embedding", tuple(query.tolist()), embedder.space)
     assert hits[0].ref.id == GET
-    text = node_text(build().node(GET))
+    text = embedding_text(node_body(build().node(GET)))
+    assert text.startswith("getUserName\nget user name\napp.users.getUserName\n")
     expected = float(embedder.embed([text])[0].astype(np.float64) @ query.astype(np.float64))
     assert hits[0].score == pytest.approx(expected, abs=1e-6)
 
@@ -311,7 +318,7 @@ def test_a_load_survives_reopening(db_path: Path) -> None:
         first = load_semantic_graph(db, build())
     with open_indexed(db_path) as db:
         assert load_semantic_graph(db, build()) == first
-        assert [h.ref.id for h in db.text_search("symbols", "/text", "service")] == [SERVICE]
+        assert [h.ref.id for h in db.text_search("symbols", SEARCH_FIELDS, "service")] == [SERVICE]
 
 
 def _many_functions(count: int) -> SemanticGraph:
@@ -335,14 +342,14 @@ def test_the_first_load_leaves_a_packed_file_and_later_loads_do_not_rewrite_it(
 ) -> None:
     with open_indexed(db_path) as db:
         load_semantic_graph(db, _many_functions(600))
-        found = [h.ref.id for h in db.text_search("symbols", "/text", "f17")]
+        found = [h.ref.id for h in db.text_search("symbols", SEARCH_FIELDS, "f17")]
     packed = tmp_path / "packed.db"
     with closing(sqlite3.connect(db_path)) as conn:
         assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
         conn.execute(f"VACUUM INTO '{packed}'")
     assert db_path.stat().st_size == packed.stat().st_size  # nothing left to pack
     with open_indexed(db_path) as db:
-        assert [h.ref.id for h in db.text_search("symbols", "/text", "f17")] == found
+        assert [h.ref.id for h in db.text_search("symbols", SEARCH_FIELDS, "f17")] == found
         assert found[0] == "function:app/users.py#f0017"
         vacuums: list[int] = []
         db.vacuum = lambda: vacuums.append(1)  # type: ignore[method-assign]
@@ -372,6 +379,6 @@ def test_a_load_through_the_store_alone_writes_no_column_snapshot(db_path: Path)
     assert steps == [step for step in LOAD_STEPS if step != "snapshot"]  # derives nothing
     with open_indexed(db_path) as db:
         assert db.stored_snapshot_position is None
-        assert [h.ref.id for h in db.text_search("symbols", "/text", "service")] == [SERVICE]
+        assert [h.ref.id for h in db.text_search("symbols", SEARCH_FIELDS, "service")] == [SERVICE]
         load_semantic_graph(db, build())  # the same graph again, through a handle that derives
         assert db.stored_snapshot_position == db.position  # the missing snapshot is written

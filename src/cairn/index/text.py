@@ -3,23 +3,32 @@
 It reads the postings the columns hold at one read cut's position and scores them with
 ``cairn.index.bm25``; visibility and allowed-ID masks narrow the candidates before
 ranking, never the corpus statistics.
+
+A text field names one declared field (plain BM25) or, when it is not one, several with
+weights: ``"/name^2 /qualified_name^0.5 /signature /text"`` (each ``pointer[^weight]``,
+separated by spaces, weight 1 when left out). Several fields rank by BM25F: per term,
+each field's frequency is scaled by its weight and by its own length normalisation, the
+scaled frequencies are summed and saturated once (``k1``), and the IDF counts the live
+documents holding the term in any of the fields. A short name that matches then weighs
+more than the same word among a body's many.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import math
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from cairn.errors import PermissionDeniedError, ValidationError
-from cairn.index.bm25 import CorpusStats, bm25_norms, bm25_sum, bm25_weights
+from cairn.index.bm25 import BM25_K1, CorpusStats, bm25_norms, bm25_sum, bm25_weights
 from cairn.index.columns import TextFieldView
 from cairn.index.cut import IndexCut
 from cairn.index.masks import slot_mask, visible_everything, visible_mask
 from cairn.index.ranking import DenseRanking, SlotRanking
-from cairn.store.commands import EntityRef
+from cairn.store.commands import ConfigureCollection, EntityRef
 from cairn.store.limits import check_identifier, check_json_pointer
 from cairn.store.policy import field_allowed
 from cairn.store.reads import (
@@ -29,7 +38,20 @@ from cairn.store.reads import (
 )
 from cairn.store.text import analyze
 
-__all__ = ["TextHit", "text_branch", "text_ranking"]
+__all__ = [
+    "FIELD_WEIGHT_MARK",
+    "MAX_TEXT_FIELDS",
+    "TextHit",
+    "text_branch",
+    "text_ranking",
+    "weighted_fields",
+]
+
+FIELD_WEIGHT_MARK = "^"
+"""Between a field's pointer and its weight in a weighted field list (``/name^2``)."""
+
+MAX_TEXT_FIELDS = 16
+"""Upper bound on the fields one weighted text field list names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +81,15 @@ def _text_stats(
     return view.memo(("bm25", collection, field, cut.position), compute)
 
 
-def _check_text_field(cut: IndexCut, collection: str, field: str) -> str:
-    """The text branch's admission (collection, read grant, declared field, use grant):
-    the collection's analyzer."""
+def _text_collection(cut: IndexCut, collection: str) -> ConfigureCollection:
     check_identifier(collection, "collection")
-    check_json_pointer(field, "text field")
-    config = require_collection(cut, collection, *READ_CAPABILITIES)
+    return require_collection(cut, collection, *READ_CAPABILITIES)
+
+
+def _check_declared(
+    cut: IndexCut, collection: str, config: ConfigureCollection, field: str
+) -> None:
+    """``field`` is a declared text field of ``collection`` the principal may use."""
     if field not in config.text_fields:
         raise ValidationError(
             f"collection {collection!r} has no text field {field!r}",
@@ -76,7 +101,64 @@ def _check_text_field(cut: IndexCut, collection: str, field: str) -> str:
             f"principal {cut.principal.id!r} may not use field {field} of {collection!r}",
             details={"principal": cut.principal.id, "resource": collection, "field": field},
         )
-    return config.analyzer
+
+
+def weighted_fields(spec: str) -> tuple[tuple[str, float], ...]:
+    """The ``(pointer, weight)`` pairs of a weighted field list, sorted by pointer
+    (``"/text /name^2"`` -> ``(("/name", 2.0), ("/text", 1.0))``); ``ValidationError``
+    for a bad pointer, a weight that is not a positive finite number, a field named
+    twice, or more than ``MAX_TEXT_FIELDS`` fields."""
+    found: dict[str, float] = {}
+    items = spec.split()
+    if not items:
+        raise ValidationError("text field must not be blank", details={"field": spec})
+    if len(items) > MAX_TEXT_FIELDS:
+        raise ValidationError(
+            f"text field names {len(items)} fields; at most {MAX_TEXT_FIELDS} are allowed",
+            details={"field": spec, "limit": MAX_TEXT_FIELDS},
+        )
+    for item in items:
+        pointer, mark, given = item.rpartition(FIELD_WEIGHT_MARK)
+        if not mark:
+            pointer, given = item, ""
+        check_json_pointer(pointer, "text field")
+        weight = _weight(given, item) if mark else 1.0
+        if pointer in found:
+            raise ValidationError(
+                f"text field {pointer!r} is named twice in {spec!r}", details={"field": spec}
+            )
+        found[pointer] = weight
+    return tuple(sorted(found.items()))
+
+
+def _weight(text: str, item: str) -> float:
+    try:
+        weight = float(text)
+    except ValueError:
+        weight = math.nan
+    if not math.isfinite(weight) or weight <= 0:
+        raise ValidationError(
+            f"the weight in text field {item!r} must be a positive number",
+            details={"field": item},
+        )
+    return weight
+
+
+def _check_fields(
+    cut: IndexCut, collection: str, field: str
+) -> tuple[str, tuple[tuple[str, float], ...]]:
+    """The admission of a text field that is a declared field or a weighted list of
+    them: the analyzer and the ``(pointer, weight)`` pairs (one pair of weight 1 for a
+    declared field named as it is)."""
+    config = _text_collection(cut, collection)
+    if field in config.text_fields:
+        check_json_pointer(field, "text field")
+        fields: tuple[tuple[str, float], ...] = ((field, 1.0),)
+    else:
+        fields = weighted_fields(field)
+    for pointer, _ in fields:
+        _check_declared(cut, collection, config, pointer)
+    return config.analyzer, fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,35 +207,153 @@ def text_ranking(
     *,
     allowed: npt.NDArray[np.bool_] | None = None,
 ) -> SlotRanking:
-    """The complete BM25 ranking of the text branch (masks applied before ranking).
+    """The complete BM25 ranking of the text branch (masks applied before ranking):
+    plain BM25 over one declared field, BM25F over a weighted list of them.
 
     Corpus statistics (N, df, average length) are over every live document of the
     collection at the cut, never narrowed by visibility or ``allowed`` (a slot mask).
     """
-    analyzer = _check_text_field(cut, collection, field)
+    analyzer, fields = _check_fields(cut, collection, field)
     view = cut.columns
     alive = view.alive(collection)
     size = len(alive)
-    index = view.text_field(collection, field)
-    stats = _text_stats(cut, collection, field, alive)
-    if index is None:
-        return SlotRanking(np.empty(0, np.int64), np.empty(0, np.float64), view.ids)
     keep = allowed
     if not visible_everything(cut, collection):
         visible = visible_mask(cut, collection, size)
         keep = visible if keep is None else keep & visible
-    prepared = _text_field_state(cut, collection, field, index, alive, stats)
+    if len(fields) == 1 and fields[0][1] == 1.0:
+        if view.text_field(collection, fields[0][0]) is None:
+            return SlotRanking(np.empty(0, np.int64), np.empty(0, np.float64), view.ids)
+        terms = _field_terms(cut, collection, fields[0][0], analyzer, text, alive)
+    else:
+        terms = _fields_terms(cut, collection, fields, analyzer, text, alive)
     weighted: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = []
-    for term in dict.fromkeys(analyze(text, analyzer)):
-        term_id = view.terms.get(term)
-        if term_id is None:
-            continue
-        slots, weights = _term_weights(cut, collection, field, index, term_id, prepared, stats)
+    for slots, weights in terms:
         if keep is not None:  # after df and weights: statistics are never narrowed
             chosen = keep[slots]
             slots, weights = slots[chosen], weights[chosen]
         weighted.append((slots, weights))
     return DenseRanking(bm25_sum(weighted, size), view.ids)
+
+
+_Weighted = list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]
+
+
+def _field_terms(
+    cut: IndexCut,
+    collection: str,
+    field: str,
+    analyzer: str,
+    text: str,
+    alive: npt.NDArray[np.bool_],
+) -> _Weighted:
+    """Each known query term's live postings and exact BM25 weights in one field."""
+    view = cut.columns
+    index = view.text_field(collection, field)
+    if index is None:
+        return []
+    stats = _text_stats(cut, collection, field, alive)
+    prepared = _text_field_state(cut, collection, field, index, alive, stats)
+    found: _Weighted = []
+    for term in dict.fromkeys(analyze(text, analyzer)):
+        term_id = view.terms.get(term)
+        if term_id is not None:
+            found.append(_term_weights(cut, collection, field, index, term_id, prepared, stats))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class _FieldState:
+    """One field of a weighted list at the cut: its view, weight and length norms."""
+
+    field: str
+    weight: float
+    index: TextFieldView
+    state: _TextFieldState
+
+
+def _fields_terms(
+    cut: IndexCut,
+    collection: str,
+    fields: Sequence[tuple[str, float]],
+    analyzer: str,
+    text: str,
+    alive: npt.NDArray[np.bool_],
+) -> _Weighted:
+    """Each known query term's live postings in any of ``fields`` and their BM25F
+    weights."""
+    view = cut.columns
+    states: list[_FieldState] = []
+    for field, weight in fields:
+        index = view.text_field(collection, field)
+        if index is None:
+            continue
+        stats = _text_stats(cut, collection, field, alive)
+        state = _text_field_state(cut, collection, field, index, alive, stats)
+        states.append(_FieldState(field, weight, index, state))
+    documents = int(np.count_nonzero(alive))
+    if not states or documents == 0:
+        return []
+    found: _Weighted = []
+    for term in dict.fromkeys(analyze(text, analyzer)):
+        term_id = view.terms.get(term)
+        if term_id is not None:
+            found.append(_term_fields(cut, collection, states, term_id, documents))
+    return found
+
+
+def _term_fields(
+    cut: IndexCut,
+    collection: str,
+    states: Sequence[_FieldState],
+    term_id: int,
+    documents: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """A term's BM25F weights: ``idf * x * (k1 + 1) / (x + k1)`` over the live slots
+    holding it in any field, where ``x`` sums ``weight * tf / (1 - b + b * len / avg)``
+    over the fields (added in pointer order, so the same float every time) and ``idf``
+    counts those slots (memoised per position, as ``_term_weights``)."""
+    alive = states[0].state.alive
+    size = len(alive)
+
+    def compute() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        slot_parts: list[npt.NDArray[np.int64]] = []
+        scaled: list[npt.NDArray[np.float64]] = []
+        for item in states:
+            slots, tfs = _live_postings(item.index, term_id, item.state)
+            slot_parts.append(slots)
+            # ``norms`` holds k1 * (1 - b + b * len / avg); BM25F divides by the bracket.
+            scaled.append(item.weight * BM25_K1 * tfs / item.state.norms[slots])
+        held, inverse = np.unique(np.concatenate(slot_parts), return_inverse=True)
+        frequency = np.bincount(inverse, weights=np.concatenate(scaled), minlength=len(held))
+        df = len(held)
+        idf = math.log1p((documents - df + 0.5) / (df + 0.5))
+        weights = idf * frequency * (BM25_K1 + 1.0) / (frequency + BM25_K1)
+        held = held.astype(np.int64, copy=False)
+        held.flags.writeable = False
+        weights.flags.writeable = False
+        return held, weights
+
+    shape = tuple((item.field, item.weight, len(item.index.lengths)) for item in states)
+    key = ("bm25f-weights", collection, shape, cut.position, size, term_id)
+    found = cut.columns.memo_arrays(key, compute)
+    return found  # type: ignore[return-value]
+
+
+def _live_postings(
+    index: TextFieldView, term_id: int, prepared: _TextFieldState
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """A term's postings in one field, narrowed to the cut's live slots."""
+    alive = prepared.alive
+    size = len(alive)
+    slots, tfs = index.postings(term_id)
+    if len(slots) and (not prepared.all_live or int(slots.max()) >= size):
+        inside = slots < size
+        if not inside.all():
+            slots, tfs = slots[inside], tfs[inside]
+        live = alive[slots]
+        slots, tfs = slots[live], tfs[live]
+    return slots, tfs
 
 
 def _term_weights(
@@ -171,13 +371,7 @@ def _term_weights(
     size = len(alive)
 
     def compute() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-        slots, tfs = index.postings(term_id)
-        if len(slots) and (not prepared.all_live or int(slots.max()) >= size):
-            inside = slots < size
-            if not inside.all():
-                slots, tfs = slots[inside], tfs[inside]
-            live = alive[slots]
-            slots, tfs = slots[live], tfs[live]
+        slots, tfs = _live_postings(index, term_id, prepared)
         weights = bm25_weights(slots, tfs, len(slots), stats, prepared.norms)
         weights.flags.writeable = False
         return slots, weights

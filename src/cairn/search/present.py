@@ -7,7 +7,7 @@ other human-facing surfaces.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.search.contracts import (
     EntityRef,
@@ -21,19 +21,32 @@ from cairn.search.contracts import (
     SearchRequest,
 )
 from cairn.search.limits import SEARCH_REQUEST_VERSION
+from cairn.store.load import SEARCH_FIELDS, TEXT_FIELD
+from cairn.store.reads import collection_config
+
+if TYPE_CHECKING:
+    from cairn.store.reads import ReadCut
 
 __all__ = [
     "CODE_FUSION_K",
+    "CODE_VECTOR_WEIGHT",
     "DEFAULT_TEXT_FIELD",
+    "PLAIN_TEXT_FIELD",
     "build_cli_request",
+    "code_text_field",
     "context_rows",
     "display_name",
     "hit_rows",
     "query_vector",
 ]
 
-DEFAULT_TEXT_FIELD = "/text"
-"""The text field every collection loaded by ``cairn index`` has."""
+DEFAULT_TEXT_FIELD = SEARCH_FIELDS
+"""What code search ranks text by: the weighted fields (BM25F) every collection loaded
+by ``cairn index`` has (``cairn.store.load.SEARCH_FIELDS``)."""
+
+PLAIN_TEXT_FIELD = TEXT_FIELD
+"""What code search ranks a collection without those fields by (a database loaded
+before they existed, or configured by hand): its ``/text`` field."""
 
 CODE_FUSION_K = 10
 """The RRF ``k`` the doors for people and agents (``cairn search``, MCP ``cairn_search``)
@@ -41,7 +54,28 @@ use for code search; the request's own default stays the spec's 60. Chosen on th
 bench's tuning projects (Flask, Click) among 5, 10, 20, 30 and 60: a small ``k`` trusts
 each branch's top hits, which is what a code search is for (docs/benchmarks.md)."""
 
+CODE_VECTOR_WEIGHT = 0.5
+"""The vector branch's RRF weight on the same doors (the text branch's stays 1.0): with
+BM25F over the name fields the text branch is the stronger one, and on the search
+bench's tuning projects (Flask, Click) hybrid MRR@10 peaks at 0.5 among 0.25-1.5 for
+both the default hashing embedder and WordLlama (docs/benchmarks.md)."""
+
 _NAME_FIELDS = ("qualified_name", "name", "path", "title")
+
+
+def code_text_field(cut: ReadCut, collection: str) -> str:
+    """The text field code search ranks ``collection`` by: ``DEFAULT_TEXT_FIELD`` when
+    the collection declares every field it names, else ``PLAIN_TEXT_FIELD`` when it
+    declares that one, else ``DEFAULT_TEXT_FIELD`` (the search then names what is
+    missing)."""
+    config = collection_config(cut, collection)
+    if config is None:
+        return DEFAULT_TEXT_FIELD
+    declared = set(config.text_fields)
+    wanted = {item.partition("^")[0] for item in DEFAULT_TEXT_FIELD.split()}
+    if wanted <= declared or PLAIN_TEXT_FIELD not in declared:
+        return DEFAULT_TEXT_FIELD
+    return PLAIN_TEXT_FIELD
 
 
 def build_cli_request(
@@ -62,6 +96,7 @@ def build_cli_request(
     paths: tuple[str, ...] | None = None,
     exclude_tests: bool = False,
     fusion_k: int = CODE_FUSION_K,
+    text_field: str = DEFAULT_TEXT_FIELD,
 ) -> GraphSearchRequest:
     """The request ``cairn search`` means; admission still checks every value.
 
@@ -71,7 +106,7 @@ def build_cli_request(
     search = SearchRequest(
         database,
         collection,
-        text_field=DEFAULT_TEXT_FIELD if text else None,
+        text_field=text_field if text else None,
         text=text or None,
         limit=limit,
         explain=explain,
@@ -80,6 +115,7 @@ def build_cli_request(
         exclude_tests=exclude_tests,
         embed=embed and bool(text),
         fusion_k=fusion_k,
+        vector_weight=CODE_VECTOR_WEIGHT,
     )
 
     def walk(refs: Sequence[tuple[str, str]]) -> GraphWalkSpec:

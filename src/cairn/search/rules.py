@@ -144,6 +144,8 @@ RULES: dict[str, dict[str, Rule]] = {
 DESCRIPTIONS: dict[str, dict[str, str]] = {
     "SearchRequest": {
         "text": f"At most {MAX_TEXT_BYTES} UTF-8 bytes; given together with text_field.",
+        "text_field": "A declared text field (BM25), or several with weights, "
+        "'/name^2 /qualified_name^0.5 /signature /text' (BM25F; weight 1 when left out).",
         "vector": "As many values as the space's dimension; given with vector_field and space.",
     },
     "GraphWalkSpec": {"seeds": "At most max_vertices seeds."},

@@ -23,7 +23,7 @@ from cairn.search.contracts import (
     SqlGraphSearchRequest,
 )
 from cairn.search.limits import SEARCH_REQUEST_VERSION
-from cairn.search.present import CODE_FUSION_K
+from cairn.search.present import CODE_FUSION_K, CODE_VECTOR_WEIGHT, code_text_field
 from cairn.search.schema import json_schema
 from cairn.search.wire import from_json, from_wire, to_json, to_wire
 
@@ -117,14 +117,13 @@ def _with_database(arguments: Mapping[str, Any], db: Database) -> dict[str, Any]
 
 # ------------------------------------------------------------------ handlers
 DEFAULT_COLLECTION = "symbols"
-DEFAULT_TEXT_FIELD = "/text"
 _VECTOR_KEYS = frozenset({"vector", "vector_field", "space"})
 
 
 def _search_arguments(
     db: Database, who: PrincipalLike, arguments: Mapping[str, Any]
 ) -> tuple[dict[str, Any], bool, str | None]:
-    """Agent defaults: the symbols collection, its ``/text`` field, and (``hybrid``,
+    """Agent defaults: the symbols collection, its weighted text fields, and (``hybrid``,
     default true, when no vector was given) the query embedded by the database like the
     collection's vectors (``embed``); when it cannot be, why (the search is text only)."""
     from cairn.search.embedding import embedding_unavailable
@@ -135,14 +134,15 @@ def _search_arguments(
         raise ValidationError("hybrid must be a boolean", details={"field": "hybrid"})
     given.setdefault("collection", DEFAULT_COLLECTION)
     given.setdefault("fusion_k", CODE_FUSION_K)
+    given.setdefault("vector_weight", CODE_VECTOR_WEIGHT)
     text = given.get("text")
-    if isinstance(text, str) and "text_field" not in given:
-        given["text_field"] = DEFAULT_TEXT_FIELD
-    if given.get("embed") is True or not hybrid or not isinstance(text, str):
-        return given, given.get("embed") is True, None
-    if _VECTOR_KEYS & set(given):
-        return given, False, None  # the agent brought its own vector
     with db.read_cut(who) as cut:
+        if isinstance(text, str) and "text_field" not in given:
+            given["text_field"] = code_text_field(cut, str(given["collection"]))
+        if given.get("embed") is True or not hybrid or not isinstance(text, str):
+            return given, given.get("embed") is True, None
+        if _VECTOR_KEYS & set(given):
+            return given, False, None  # the agent brought its own vector
         reason = embedding_unavailable(cut, str(given["collection"]))
     given["embed"] = reason is None
     return given, reason is None, reason
@@ -396,6 +396,11 @@ _SEARCH_SCHEMA["properties"]["fusion_k"] = {
     **_SEARCH_SCHEMA["properties"]["fusion_k"],
     "default": CODE_FUSION_K,
     "description": "RRF k of the fusion: small trusts each branch's top hits (code search).",
+}
+_SEARCH_SCHEMA["properties"]["vector_weight"] = {
+    **_SEARCH_SCHEMA["properties"]["vector_weight"],
+    "default": CODE_VECTOR_WEIGHT,
+    "description": "RRF weight of the embedding branch (the text branch's is 1.0).",
 }
 _SEARCH_SCHEMA["properties"]["hybrid"] = {
     "type": "boolean",

@@ -72,10 +72,13 @@ class BulkDocument:
     body: dict[str, Any]
     data: bytes
     analysed: list[tuple[str, list[str], list[int]]] | None = None
-    """Its text fields' terms and counts when made ahead (``_analyse`` gives the same);
-    used only when they name exactly the collection's text fields and its analyzer."""
+    """Its text fields' terms and counts when made ahead (``_analyse`` gives the same: a
+    field without text is left out); used only when made for exactly the collection's
+    text fields and analyzer."""
     analyzer: str | None = None
     """The analyzer ``analysed`` was made with."""
+    fields: tuple[str, ...] | None = None
+    """The text fields ``analysed`` was made for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,9 +342,7 @@ class BulkApplier(Applier):
         held = item.analysed
         if held is not None:
             config = self._collection(item.collection)
-            if item.analyzer == config.analyzer and tuple(
-                pointer for pointer, _, _ in held
-            ) == tuple(config.text_fields):
+            if item.analyzer == config.analyzer and item.fields == tuple(config.text_fields):
                 return held
         return self._analyse(item)
 

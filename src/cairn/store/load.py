@@ -136,7 +136,9 @@ __all__ = [
     "LOAD_CACHE_KIB",
     "LOAD_STEPS",
     "OTHER_COLLECTION",
+    "SEARCH_FIELDS",
     "TEXT_FIELD",
+    "TEXT_FIELDS",
     "VECTOR_FIELD",
     "GraphAgreement",
     "LoadProgress",
@@ -145,6 +147,7 @@ __all__ = [
     "RepairReport",
     "collection_of",
     "compare_semantic_graph",
+    "embedding_text",
     "load_semantic_graph",
     "load_summary",
     "loaded_space",
@@ -157,7 +160,7 @@ __all__ = [
 
 _Item = TypeVar("_Item")
 
-LOADER_VERSION = "cairn.store.load/2"
+LOADER_VERSION = "cairn.store.load/3"
 """Part of every load's fingerprint: bump it when the document shape changes."""
 
 DEFAULT_GRAPH = "code"
@@ -182,7 +185,18 @@ OTHER_COLLECTION = "nodes"
 """Where nodes of kinds outside ``FAMILIES`` go (configured only when used)."""
 
 TEXT_FIELD = "/text"
-"""The BM25 text field of every loaded document."""
+"""The text field of a loaded document's words: a file's path, the docstring and the
+words of the body (``node_text``)."""
+
+TEXT_FIELDS = ("/name", "/qualified_name", "/signature", TEXT_FIELD)
+"""The BM25 text fields of every loaded document: three name fields (body attributes
+kept anyway) and ``TEXT_FIELD``; searched together by ``SEARCH_FIELDS``."""
+
+SEARCH_FIELDS = "/name^2 /qualified_name^0.5 /signature /text"
+"""The weighted field list (BM25F, ``cairn.index.text``) code search ranks by on every
+door. The weights were chosen on the search bench's tuning projects (Flask, Click) only
+(docs/benchmarks.md): a name that matches counts twice a body word, a class or module
+name in the qualified name half."""
 LOAD_ANALYZER = CODE_ANALYZER
 """The analyzer of every collection a load configures: code and English words."""
 
@@ -211,7 +225,7 @@ LOAD_CACHE_KIB = 64 * 1024
 264 MiB of pages and lifted ``cairn index``'s peak RSS past 1.2 GB for no measured gain
 (sdist load as fast or faster, Django package unchanged in interleaved pairs)."""
 
-_TEXT_ATTRIBUTES = ("signature", "docstring", "body_terms", "text", "snippet_text")
+_TEXT_ATTRIBUTES = ("docstring", "body_terms", "text", "snippet_text")
 _FINGERPRINT_NAMESPACE = uuid.UUID("6a0f3c2e-8d5b-4c1e-9f27-1b2d3e4f5a60")
 
 
@@ -227,15 +241,10 @@ def _bounded(value: Any, limit: int) -> Any:
 
 
 def node_text(node: Node) -> str:
-    """The ``/text`` of a node: its name in words, qualified name, signature, docs, text."""
+    """The ``/text`` of a node: a file's path, its docstring and the words of its body
+    (its names and signature are fields of their own)."""
     attributes = node.attributes
     parts: list[str] = []
-    name = attributes.get("name")
-    if isinstance(name, str):
-        parts.extend((name, identifier_words(name)))
-    qualified = attributes.get("qualified_name")
-    if isinstance(qualified, str):
-        parts.extend((qualified, identifier_words(qualified)))
     if node.kind == "file" and isinstance(attributes.get("path"), str):
         parts.append(attributes["path"])
     for key in _TEXT_ATTRIBUTES:
@@ -244,6 +253,34 @@ def node_text(node: Node) -> str:
             parts.append(value)
     text = "\n".join(dict.fromkeys(part for part in parts if part))
     return text[:MAX_LOAD_FIELD_CHARS]
+
+
+def embedding_text(body: Mapping[str, Any]) -> str:
+    """What a document's vector embeds: its name and qualified name (each also in
+    words), signature and ``/text``, in that order, each once."""
+    parts: list[str] = []
+    for key in ("name", "qualified_name"):
+        value = body.get(key)
+        if isinstance(value, str):
+            parts.extend((value, identifier_words(value)))
+    for key in ("signature", "text"):
+        value = field_text(body.get(key))
+        if value:
+            parts.append(value)
+    text = "\n".join(dict.fromkeys(part for part in parts if part))
+    return text[:MAX_LOAD_FIELD_CHARS]
+
+
+def _analyse_fields(body: Mapping[str, Any]) -> list[tuple[str, list[str], list[int]]]:
+    """Per ``TEXT_FIELDS`` field with text, its distinct terms and their counts under
+    ``LOAD_ANALYZER``: what the store's own analysis of the body gives."""
+    fields: list[tuple[str, list[str], list[int]]] = []
+    for pointer in TEXT_FIELDS:
+        text = field_text(body.get(pointer[1:]))
+        if text is not None:
+            terms, counts = term_counts(analyze(text, LOAD_ANALYZER))
+            fields.append((pointer, terms, counts))
+    return fields
 
 
 def node_body(node: Node) -> dict[str, Any]:
@@ -273,8 +310,7 @@ class PreparedDocument:
     attributes: dict[str, Any]
     body: dict[str, Any]
     data: bytes
-    terms: list[str]
-    counts: list[int]
+    fields: list[tuple[str, list[str], list[int]]]  # ``TEXT_FIELDS``' analysis
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,7 +379,6 @@ def prepare_documents(nodes: Sequence[Node], embedder: Embedder) -> PreparedDocu
     analysed: list[tuple[list[str], list[int]]] = []  # the embedder's own analysis
     for node in nodes:
         body = node_body(node)
-        terms, counts = term_counts(analyze(body["text"], LOAD_ANALYZER))
         made[node.id] = PreparedDocument(
             node.id,
             node.kind,
@@ -351,10 +386,9 @@ def prepare_documents(nodes: Sequence[Node], embedder: Embedder) -> PreparedDocu
             thaw(node.attributes),
             body,
             _record_bytes(body),
-            terms,
-            counts,
+            _analyse_fields(body),
         )
-        analysed.append(term_counts(analyze(body["text"])))
+        analysed.append(term_counts(analyze(embedding_text(body))))
     if type(embedder) is not HashingEmbedder or not made:
         return PreparedDocuments(made)
     rows = [
@@ -569,7 +603,7 @@ def _wanted(graph: SemanticGraph, graph_name: str, space: VectorSpace) -> _Wante
     names = {ref.collection for ref in refs.values()} | set(FAMILY_COLLECTIONS)
     vector = (VectorField(VECTOR_FIELD, space),)
     collections = tuple(
-        ConfigureCollection(name, (TEXT_FIELD,), vector, LOAD_ANALYZER) for name in sorted(names)
+        ConfigureCollection(name, TEXT_FIELDS, vector, LOAD_ANALYZER) for name in sorted(names)
     )
     return _Wanted(graph_name, space, collections, graph, refs, order)
 
@@ -875,6 +909,7 @@ class _Plan:
                     doc.data,
                     _analysed(doc),
                     LOAD_ANALYZER,
+                    TEXT_FIELDS,
                 )
                 for doc in documents
                 if stored.get(doc.ref, _NOT_STORED)[0] != doc.data
@@ -1145,7 +1180,7 @@ class _Plan:
         """
         prepared = self.prepared
         if prepared is None:
-            return self.embedder.embed([doc.body["text"] for doc in batch])
+            return self.embedder.embed([embedding_text(doc.body) for doc in batch])
         space = self.wanted.space
         rows = [
             prepared.vector(doc.ref.id, space) if doc.prepared is not None else None
@@ -1153,9 +1188,9 @@ class _Plan:
         ]
         missing = [index for index, row in enumerate(rows) if row is None]
         if len(missing) == len(batch):
-            return self.embedder.embed([doc.body["text"] for doc in batch])
+            return self.embedder.embed([embedding_text(doc.body) for doc in batch])
         if missing:
-            made = self.embedder.embed([batch[index].body["text"] for index in missing])
+            made = self.embedder.embed([embedding_text(batch[index].body) for index in missing])
             if made.shape != (len(missing), space.dimension):
                 return made  # the caller names the wrong shape
             for index, row in zip(missing, made, strict=True):
@@ -1333,9 +1368,9 @@ def _collection_of(document: _Document) -> str:
 
 
 def _analysed(document: _Document) -> list[tuple[str, list[str], list[int]]] | None:
-    """The analysed text field of a prepared document (None: the applier analyses it)."""
+    """The analysed text fields of a prepared document (None: the applier analyses it)."""
     held = document.prepared
-    return None if held is None else [(TEXT_FIELD, held.terms, held.counts)]
+    return None if held is None else held.fields
 
 
 AGREEMENT_KINDS = (

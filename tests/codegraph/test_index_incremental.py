@@ -215,3 +215,38 @@ def test_only_a_remembering_index_keeps_its_extracts_in_the_process(
     assert last.cache is not None and last.cache.hits == first.cache.misses
     assert unpickled == []  # answered from memory
     assert last.graph.fact_count == first.graph.fact_count
+
+
+def test_a_first_remembering_index_leaves_its_load_keys_beside_the_new_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The memo writes the keys file on a thread; a slow write must still end beside the
+    # database the aside build moved in place, or the next round compares every record.
+    import threading
+
+    from rich.console import Console
+
+    from cairn.codegraph.console import index_once
+    from cairn.store import loadkeys
+    from cairn.store.load import COMPARED_BY_KEYS
+
+    written = loadkeys.write_keys
+
+    def slow(path: Path, keys: loadkeys.LoadKeys) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            threading.Event().wait(0.3)
+        written(path, keys)
+
+    monkeypatch.setattr(loadkeys, "write_keys", slow)
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", repo)
+    quiet = Console(quiet=True)
+    index_once(repo, console=quiet, workers=1, remember=True)
+    folder = repo / ".cairn"
+    assert (folder / ("cairn.db" + loadkeys.LOAD_KEYS_SUFFIX)).is_file()
+    assert not list(folder.glob("*.building*"))
+    (repo / "app" / "views.py").write_text(
+        (repo / "app" / "views.py").read_text() + "\n\ndef added():\n    return 1\n"
+    )
+    summary, _ = index_once(repo, console=quiet, workers=1, remember=True)
+    assert summary["load"]["compared"] == COMPARED_BY_KEYS

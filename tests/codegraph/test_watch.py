@@ -21,7 +21,7 @@ from cairn.cli import app
 from cairn.codegraph.watch import file_changes, watch_repository
 from cairn.errors import ValidationError
 from cairn.search.contracts import SearchRequest
-from cairn.store.load import SEARCH_FIELDS
+from cairn.store.load import COMPARED_BY_KEYS, SEARCH_FIELDS
 
 ROUND_TIMEOUT_S = 60.0
 QUIET_S = 1.5
@@ -83,6 +83,9 @@ def test_an_edit_is_reindexed_and_an_open_handle_sees_it(watcher: Watcher) -> No
         assert second["round"] == 1
         assert second["files"] == {"added": [], "removed": [], "changed": ["app/views.py"]}
         assert second["load"]["position"] == 2 and second["load"]["changes"] > 0
+        # The first round built the database aside; its load keys came along with it,
+        # so this round compares by keys and rewrites only what changed.
+        assert second["load"]["compared"] == COMPARED_BY_KEYS
         # Only the edited module and those that read it are resolved again.
         assert 1 <= second["python_rounds"]["emission"] < python["modules"]
         spent = second["phase_seconds"]

@@ -292,11 +292,8 @@ def _load(
     repaired: list[dict[str, str]] = []
     compared: list[str] = []
     # A first index writes each page once, aside, and moves the whole file in place.
-    opened = (
-        open_database(db_path)
-        if db_path.exists()
-        else building(db_path, sidecars=(LOAD_KEYS_SUFFIX,))
-    )
+    aside = not db_path.exists()
+    opened = building(db_path, sidecars=(LOAD_KEYS_SUFFIX,)) if aside else open_database(db_path)
     with opened as db:
         before = db.position
         # A code index is rebuilt often and read by search: a column snapshot and a packed
@@ -315,6 +312,10 @@ def _load(
             on_compare=compared.append,
             key_memo=key_memo,
         )
+        if aside and key_memo is not None:
+            # The memo writes the keys file on a thread: the build moves it beside the
+            # new database only if it is there when the build ends.
+            key_memo.settle()
     summary = load_summary(receipt, before=before)
     return {"db": str(db_path), **summary, "repaired": repaired, "compared": compared[0]}
 

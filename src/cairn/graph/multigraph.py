@@ -72,6 +72,7 @@ __all__ = [
 ]
 
 _K = TypeVar("_K")
+_Record = TypeVar("_Record")
 
 DIAGNOSTIC_METADATA_CONFLICT = "metadata_conflict"
 DIAGNOSTIC_ADAPTER_VERSION_CONFLICT = "adapter_version_conflict"
@@ -205,6 +206,9 @@ class SemanticGraph:
         self._built_index: _Indexes | None = None
         self._admissions: Counter[str] = Counter()
         self._unregistered: Counter[str] = Counter()
+        # The last sorted listing of each table, checked before it is reused: a write
+        # path that forgets to drop it can only cost a sort, never give a stale answer.
+        self._listed: dict[str, tuple[list[str], tuple[Any, ...]]] = {}
 
     @property
     def _index(self) -> _Indexes:
@@ -261,7 +265,24 @@ class SemanticGraph:
 
     def nodes(self) -> tuple[Node, ...]:
         """Every node, ordered by ID."""
-        return tuple(map(self._nodes.__getitem__, sorted(self._nodes)))
+        return self._listing("nodes", self._nodes)
+
+    def _listing(self, name: str, table: Mapping[str, _Record]) -> tuple[_Record, ...]:
+        """``table``'s values ordered by key: the last listing when every key still
+        holds the very object listed (one C-level pass), else a new sort (~0.1 s for
+        the 168,000 facts of the Django sdist, and a build asks several times)."""
+        held = self._listed.get(name)
+        if held is not None and len(held[0]) == len(table):
+            keys, values = held
+            try:
+                if all(map(is_, values, map(table.__getitem__, keys))):
+                    return values
+            except KeyError:
+                pass
+        keys = sorted(table)
+        listed = tuple(map(table.__getitem__, keys))
+        self._listed[name] = (keys, listed)
+        return listed
 
     def node_ids(self) -> tuple[str, ...]:
         """Every node ID, sorted."""
@@ -515,11 +536,11 @@ class SemanticGraph:
 
     def facts(self) -> tuple[SemanticFact, ...]:
         """Every fact, ordered by ID."""
-        return self._sorted_facts(self._facts)
+        return self._listing("facts", self._facts)
 
     def occurrences(self) -> tuple[EvidenceOccurrence, ...]:
         """Every occurrence, ordered by ID."""
-        return tuple(map(self._occurrences.__getitem__, sorted(self._occurrences)))
+        return self._listing("occurrences", self._occurrences)
 
     def hyperedges(self) -> tuple[Hyperedge, ...]:
         """Every hyperedge, ordered by ID."""

@@ -32,7 +32,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import chain, groupby
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -535,6 +535,21 @@ def _plain_identifier(value: str) -> bool:
     )
 
 
+def _plain_identifiers(values: Collection[str]) -> bool:
+    """``_plain_identifier`` of every value, checked over all of them at once in C."""
+    joined = "".join(values)
+    return (
+        joined.isascii()
+        and joined.isprintable()
+        and max(map(len, values), default=0) <= MAX_IDENTIFIER_BYTES
+        and all(map(str.strip, values))
+    )
+
+
+_NODE_ID = attrgetter("id")
+_NODE_KIND = attrgetter("kind")
+
+
 def _validate_ref(ref: EntityRef) -> None:
     """``ref.validate()``, without the per-character scan for plain ASCII identifiers."""
     if not (_plain_identifier(ref.collection) and _plain_identifier(ref.id)):
@@ -594,13 +609,19 @@ def _wanted(graph: SemanticGraph, graph_name: str, space: VectorSpace) -> _Wante
     _check_bounds(graph)
     check_identifier(graph_name, "graph")
     space.validate()
-    refs: dict[str, EntityRef] = {}
-    for node in graph.nodes():
-        ref = EntityRef(collection_of(node.kind), node.id)
-        _validate_ref(ref)
-        refs[node.id] = ref
-    order = tuple(sorted(refs, key=lambda node_id: (refs[node_id].collection, node_id)))
-    names = {ref.collection for ref in refs.values()} | set(FAMILY_COLLECTIONS)
+    nodes = graph.nodes()
+    ids = list(map(_NODE_ID, nodes))
+    homes = list(map(collection_of, map(_NODE_KIND, nodes)))
+    if _plain_identifiers(ids) and _plain_identifiers(set(homes)):
+        refs = dict(zip(ids, map(EntityRef, homes, ids), strict=True))
+    else:  # the per-reference checks name the first bad one
+        refs = {}
+        for ref in map(EntityRef, homes, ids):
+            _validate_ref(ref)
+            refs[ref.id] = ref
+    # Tuples compare in C: ~10x faster than a key function over ~10^5 nodes.
+    order = tuple(map(_SECOND, sorted(zip(homes, ids, strict=True))))
+    names = set(homes) | set(FAMILY_COLLECTIONS)
     vector = (VectorField(VECTOR_FIELD, space),)
     collections = tuple(
         ConfigureCollection(name, TEXT_FIELDS, vector, LOAD_ANALYZER) for name in sorted(names)
@@ -1274,19 +1295,8 @@ class _KeyState:
                 for fact in graph.facts()
             }
         else:
-            documents = {
-                node_id: (ref.collection, memo.node_key(graph.node(node_id)))
-                for node_id, ref in refs.items()
-            }
-            facts = {
-                fact.id: memo.fact_key(
-                    fact,
-                    (refs[fact.source].collection, refs[fact.target].collection),
-                    occurrences_of,
-                )
-                for fact in graph.facts()
-            }
-            memo.turn()
+            collections = {node_id: ref.collection for node_id, ref in refs.items()}
+            documents, facts = memo.keys(graph, collections)
         return cls(header, incarnation, documents, facts, kept)
 
     def stale(self, position: int) -> str | None:

@@ -30,15 +30,19 @@ import hashlib
 import os
 import threading
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from operator import is_
+from itertools import compress
+from operator import attrgetter, is_not
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from cairn.graph.model import EndpointIdentity, EvidenceOccurrence, Node, SemanticFact, thaw
+
+if TYPE_CHECKING:
+    from cairn.graph.multigraph import SemanticGraph
 
 __all__ = [
     "LOAD_KEYS_FORMAT",
@@ -154,7 +158,9 @@ def fact_key(
     return _digest("\x00".join(parts).encode())
 
 
-_HeldFact = tuple[SemanticFact, tuple[str, str], tuple[EvidenceOccurrence, ...], bytes | None]
+_ID = attrgetter("id")
+
+_HeldFact = tuple[SemanticFact, tuple[str, str], bytes | None]
 
 
 class KeyMemo:
@@ -168,48 +174,58 @@ class KeyMemo:
     def __init__(self) -> None:
         self._nodes: dict[str, tuple[Node, bytes]] = {}
         self._facts: dict[str, _HeldFact] = {}
-        self._next_nodes: dict[str, tuple[Node, bytes]] = {}
-        self._next_facts: dict[str, _HeldFact] = {}
+        self._occurrences: dict[str, EvidenceOccurrence] = {}
+        self._collections: dict[str, str] = {}
         self._written: tuple[tuple[int, int, int], LoadKeys] | None = None
         self._writing: threading.Thread | None = None
 
-    def node_key(self, node: Node) -> bytes:
-        """``node_key(node)``, derived again only for a node not held."""
-        held = self._nodes.get(node.id)
-        if held is not None and held[0] is node:
-            self._next_nodes[node.id] = held
-            return held[1]
-        key = node_key(node)
-        self._next_nodes[node.id] = (node, key)
-        return key
+    def keys(
+        self, graph: SemanticGraph, collections: dict[str, str]
+    ) -> tuple[dict[str, tuple[str, bytes]], dict[str, bytes | None]]:
+        """``node_key`` of every node (with its collection) and ``fact_key`` of every fact
+        of ``graph`` (``collections``: node ID -> the collection its document is in),
+        derived again only for a node, or a fact, its collections or an occurrence,
+        that is not the object the last call derived it from; held for the next call.
 
-    def fact_key(
-        self,
-        fact: SemanticFact,
-        collections: tuple[str, str],
-        occurrences_of: Callable[[str], tuple[EvidenceOccurrence, ...]],
-    ) -> bytes | None:
-        """``fact_key`` of ``fact`` (its occurrences by ``occurrences_of``), derived
-        again only when the fact, its collections or an occurrence object differ."""
-        occurrences = occurrences_of(fact.id)
-        held = self._facts.get(fact.id)
-        # The same fact object lists the same occurrence IDs: only the objects can differ.
-        if (
-            held is not None
-            and held[0] is fact
-            and held[1] == collections
-            and all(map(is_, held[2], occurrences))
-        ):
-            self._next_facts[fact.id] = held
-            return held[3]
-        key = fact_key(fact, collections, occurrences)
-        self._next_facts[fact.id] = (fact, collections, occurrences, key)
-        return key
-
-    def turn(self) -> None:
-        """Hold what this load derived (and only that) for the next one."""
-        self._nodes, self._next_nodes = self._next_nodes, {}
-        self._facts, self._next_facts = self._next_facts, {}
+        One pass over plain loops: a method call per record cost ~0.25 s a round on the
+        Django package's 40,000 facts.
+        """
+        held_nodes = self._nodes
+        documents: dict[str, tuple[str, bytes]] = {}
+        next_nodes: dict[str, tuple[Node, bytes]] = {}
+        for node in graph.nodes():
+            node_id = node.id
+            held = held_nodes.get(node_id)
+            if held is None or held[0] is not node:
+                held = (node, node_key(node))
+            next_nodes[node_id] = held
+            documents[node_id] = (collections[node_id], held[1])
+        occurrences = graph.occurrences()
+        occurrence_ids = list(map(_ID, occurrences))
+        before = map(self._occurrences.get, occurrence_ids)
+        # A fact object lists the same occurrence IDs: only the objects can differ.
+        moved = {item.fact_id for item in compress(occurrences, map(is_not, before, occurrences))}
+        same_collections = collections == self._collections
+        held_facts = self._facts
+        facts: dict[str, bytes | None] = {}
+        next_facts: dict[str, _HeldFact] = {}
+        for fact in graph.facts():
+            fact_id = fact.id
+            found = held_facts.get(fact_id)
+            ends = (collections[fact.source], collections[fact.target])
+            if (
+                found is None
+                or found[0] is not fact
+                or fact_id in moved
+                or not (same_collections or found[1] == ends)
+            ):
+                found = (fact, ends, fact_key(fact, ends, graph.occurrences_of(fact_id)))
+            next_facts[fact_id] = found
+            facts[fact_id] = found[2]
+        self._nodes, self._facts = next_nodes, next_facts
+        self._occurrences = dict(zip(occurrence_ids, occurrences, strict=True))
+        self._collections = collections
+        return documents, facts
 
     def read(self, path: Path) -> LoadKeys | None:
         """``read_keys(path)``, or the keys this memo last wrote there while the file is

@@ -397,6 +397,12 @@ _SEARCH_SCHEMA["properties"]["fusion_k"] = {
     "default": CODE_FUSION_K,
     "description": "RRF k of the fusion: small trusts each branch's top hits (code search).",
 }
+_SEARCH_SCHEMA["properties"]["text_field"] = {
+    **_SEARCH_SCHEMA["properties"]["text_field"],
+    "description": _SEARCH_SCHEMA["properties"]["text_field"]["description"]
+    + " Default: the code index's weighted name, signature and text fields (or /text on"
+    " an index loaded before they existed).",
+}
 _SEARCH_SCHEMA["properties"]["vector_weight"] = {
     **_SEARCH_SCHEMA["properties"]["vector_weight"],
     "default": CODE_VECTOR_WEIGHT,

@@ -50,10 +50,6 @@ POLL_STEP_MS = 50
 IDLE_YIELD_MS = 250
 """How long the watcher waits, idle, before handing control back (a quiet pass)."""
 
-YOUNG_GENERATION = 1
-"""The oldest generation collected right after a round (``gc.collect(1)``: the round's
-new objects, not the long-lived heap; a full collection waits for a quiet pass)."""
-
 RoundReport = Callable[[Mapping[str, Any]], None]
 """Told every round's record (round 0 is the first, full index)."""
 
@@ -194,12 +190,8 @@ def _rounds(
     with gc_paused():
         idle(result)
     done = 0
-    pending = False  # a round ran since the last full collection
     for batch in batches:
         if not batch:  # a quiet pass: nothing changed for IDLE_YIELD_MS
-            if pending:
-                _collect()
-                pending = False
             continue
         with gc_paused():
             started = time.perf_counter()
@@ -210,26 +202,18 @@ def _rounds(
             done += 1
             on_round(_record(done, len(batch), changes, summary, _since(started)))
             idle(result)
-        _collect_young()
-        pending = True
+        _collect()
         if rounds is not None and done >= rounds:
             break
     return done
 
 
 def _collect() -> None:
-    """A full collection: after the first index (before its report), and on the first
-    quiet pass after later rounds (0.6-0.7 s on the Django package, 2.6-3.0 s on the
-    whole sdist, freeing ~10 cyclic objects a round): an edit that comes right after a
-    round does not wait for it."""
+    """Collect cycles between rounds, once the round is reported: a round allocates
+    ~10^6 objects with the collector paused, and the first allocation after it is back
+    on would run a full collection (~0.1 s on the Django package) inside the next
+    thing timed."""
     gc.collect()
-
-
-def _collect_young() -> None:
-    """Collect what a round allocated, once it is reported (~0.04 s on the Django
-    package): with the collector paused through the round, the first allocation after
-    it is back on would otherwise run a collection inside the next thing timed."""
-    gc.collect(YOUNG_GENERATION)
 
 
 def _since(started: float) -> float:

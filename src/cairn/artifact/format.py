@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from itertools import chain, repeat
 from operator import attrgetter, methodcaller
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -58,9 +58,6 @@ from cairn.graph.model import (
     thaw,
 )
 from cairn.graph.multigraph import SemanticGraph
-
-if TYPE_CHECKING:
-    from cairn.artifact.rows import PrintedRows
 
 __all__ = [
     "DEFAULT_PROVENANCE",
@@ -122,38 +119,16 @@ def encode_artifact(
 
 
 def _artifact_pieces(
-    graph: SemanticGraph,
-    meta: dict[str, Any],
-    *,
-    parallel: bool,
-    rows: PrintedRows | None = None,
+    graph: SemanticGraph, meta: dict[str, Any], *, parallel: bool
 ) -> list[bytes | memoryview]:
-    """The artifact as buffers to concatenate: header, sealed body pieces, newline
-    (``rows``: the printed rows of a process that writes the artifact again and again)."""
+    """The artifact as buffers to concatenate: header, sealed body pieces, newline."""
     with gc_paused():
-        if rows is None:
-            pieces, ascii_only, tail = _fast_body(graph, meta, parallel=parallel)
-        else:
-            payload = rows.payload(graph, meta)
-            body = _sorted_dumps(payload)
-            tail = digest_tail(payload, _sorted_dumps)
-            # The digest member lies in the last piece: a short one, so sealing copies
-            # only it, not the whole body. It starts at an ASCII byte, as every piece
-            # does (``_normalized`` cuts its windows there).
-            cut = max(0, len(body) - len(tail) - _SEAL_SPAN)
-            while cut > 0 and body[cut] >= 0x80:
-                cut -= 1
-            view = memoryview(body)
-            pieces, ascii_only = [view[:cut], view[cut:]], body.isascii()
+        pieces, ascii_only, tail = _fast_body(graph, meta, parallel=parallel)
         if not ascii_only and not _normalized(pieces):
             plain = _payload(graph, meta, fast=False)
             pieces, tail = [canonical_bytes(plain)], digest_tail(plain)
         return [ARTIFACT_HEADER, *sealed_pieces(pieces, tail), b"\n"]
 
-
-_SEAL_SPAN = 256
-"""Bytes before the digest tail kept in the body's last piece: the digest member and
-the byte before it (``seal._value_offset`` needs ~90)."""
 
 _ASCII_BYTE = re.compile(rb"[\x00-\x7f]")
 
@@ -323,18 +298,15 @@ def write_artifact(
     directed: bool = True,
     provenance: Mapping[str, Any] | None = None,
     parallel: bool = False,
-    rows: PrintedRows | None = None,
 ) -> int:
     """Write ``graph`` to ``path`` atomically (temp file, fsync, rename); returns the size.
 
     One process by default: a forked helper starts with a copy of this process's page
     tables, so the process tree's resident size doubles while it runs (whole Django
-    sdist: 1.43 GiB against 1.23), for a gain within the noise of the same run. With
-    ``rows`` (``cairn.artifact.rows``) only the records it does not hold are printed;
-    the bytes are the same.
+    sdist: 1.43 GiB against 1.23), for a gain within the noise of the same run.
     """
     meta = _metadata(repository_revision, generation_mode, generated_at, directed, provenance)
-    pieces = _artifact_pieces(graph, meta, parallel=parallel, rows=rows)
+    pieces = _artifact_pieces(graph, meta, parallel=parallel)
     atomic_write_pieces(path, pieces)
     return sum(len(piece) for piece in pieces)
 
@@ -814,44 +786,19 @@ def _payload(
     source_rows = identity_rows[node_count : node_count + fact_count]
     target_rows = identity_rows[node_count + fact_count :]
     discriminators, discriminator_rows = _discriminator_table(fact_columns[8])
-    payload = _members(graph, meta, writer, identities, source_rows, target_rows)
-    payload["discriminators"] = writer.table(discriminators)
-    payload["nodes"] = writer.node_columns(node_columns, node_rows)
-    payload["facts"] = writer.fact_columns(
-        fact_columns, source_rows, target_rows, discriminator_rows
-    )
-    if with_occurrences:
-        occurrences = graph.occurrences()
-        owners, owner_rows = _table(
-            list(map(_OWNER, occurrences)), _OWNER_KEY, OccurrenceOwner.to_json
-        )
-        payload["occurrence_owners"] = writer.table(owners)
-        payload["occurrences"] = writer.occurrence_columns(occurrences, owner_rows)
-    return payload
-
-
-def _members(
-    graph: SemanticGraph,
-    meta: dict[str, Any],
-    writer: _Writer,
-    identities: list[bytes],
-    source_rows: Sequence[int],
-    target_rows: Sequence[int],
-) -> dict[str, Any]:
-    """Every top-level member but the node, fact and occurrence sections and the
-    discriminator and owner tables: versions, metadata, the identity table, hyperedges,
-    labels, counts, admission, the receipt (from each fact's endpoint identity rows),
-    provenance and the digest placeholder."""
     pairs = Counter(zip(source_rows, target_rows, strict=True))
     table_identities = [EndpointIdentity.from_json(orjson.loads(entry)) for entry in identities]
     provenance, provenance_safe = _walk_free(meta["provenance"], lambda: "provenance")
-    return {
+    payload = {
         "versions": expected_versions(graph.registry.identifier),
         "repository_revision": meta["repository_revision"],
         "generation_mode": meta["generation_mode"],
         "generated_at": meta["generated_at"],
         "directed": meta["directed"],
         "endpoint_identities": writer.table(identities),
+        "discriminators": writer.table(discriminators),
+        "nodes": writer.node_columns(node_columns, node_rows),
+        "facts": writer.fact_columns(fact_columns, source_rows, target_rows, discriminator_rows),
         "hyperedges": [writer.hyperedge(item) for item in graph.hyperedges()],
         "community_labels": dict(graph.community_labels),
         "counts": graph.counts().to_json(),
@@ -864,11 +811,19 @@ def _members(
         ),
         "provenance": (
             orjson.Fragment(canonical_bytes(provenance))
-            if writer.fast and not provenance_safe
+            if fast and not provenance_safe
             else provenance
         ),
         DIGEST_KEY: DIGEST_PLACEHOLDER,
     }
+    if with_occurrences:
+        occurrences = graph.occurrences()
+        owners, owner_rows = _table(
+            list(map(_OWNER, occurrences)), _OWNER_KEY, OccurrenceOwner.to_json
+        )
+        payload["occurrence_owners"] = writer.table(owners)
+        payload["occurrences"] = writer.occurrence_columns(occurrences, owner_rows)
+    return payload
 
 
 _OWNER = attrgetter("owner")

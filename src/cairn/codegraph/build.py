@@ -65,7 +65,6 @@ from cairn.errors import CairnError, ValidationError, os_error
 from cairn.graph import Node, SemanticGraph, build_receipt, fully_stable_facts
 
 if TYPE_CHECKING:
-    from cairn.artifact.rows import PrintedRows
     from cairn.embed import Embedder
     from cairn.store.load import PreparedDocuments
 
@@ -667,7 +666,6 @@ def write_index(
     out_dir: Path | str | None = None,
     *,
     generated_at: str | None = None,
-    rows: PrintedRows | None = None,
 ) -> WrittenIndex:
     """Activate ``graph.cairn`` and write the manifest in ``out_dir`` (default ``ROOT/.cairn``).
 
@@ -679,8 +677,7 @@ def write_index(
     folder named ``.cairn`` without a ``.gitignore`` gets one that ignores everything
     in it (the index is derived; a user's own ``.gitignore`` is never touched).
     ``generated_at`` is injected for reproducible output; when omitted the writer uses
-    ``SOURCE_DATE_EPOCH`` or now. ``rows`` (``cairn.artifact.rows``) prints only the
-    records it does not hold (``cairn watch``).
+    ``SOURCE_DATE_EPOCH`` or now.
     """
     from cairn.artifact.atomic import atomic_write_bytes
     from cairn.artifact.folder import activate_folder
@@ -699,7 +696,6 @@ def write_index(
         repository_revision=repository_revision(result.root),
         generated_at=generated_at,
         provenance={"producer": "cairn.codegraph", "adapter_version": ADAPTER_VERSION},
-        rows=rows,
     )
     graph_bytes = activated.artifact_bytes
     manifest = canonical_bytes(result.manifest.to_json()) + b"\n"

@@ -40,7 +40,6 @@ from cairn.codegraph.wire import gc_paused
 from cairn.store.locate import DATABASE_FILE
 
 if TYPE_CHECKING:
-    from cairn.artifact.rows import PrintedRows
     from cairn.embed import Embedder
     from cairn.store.load import LoadProgress
     from cairn.store.loadkeys import KeyMemo
@@ -50,7 +49,6 @@ __all__ = [
     "index_and_write",
     "index_folder",
     "index_once",
-    "keep_printed_rows",
     "print_repairs",
     "print_summary",
 ]
@@ -190,10 +188,7 @@ def index_once(
         # doubles the tree's resident size while the load touches every page.
         beside = remember and chosen is not None
         _settle_key_memos()
-        # Kept rows are brought up to date by the writer (a forked one prints this
-        # round's new records itself) and by this process once the round is reported.
-        rows = _PRINTED_ROWS.get(folder.resolve()) if remember else None
-        with SharedWork((result, out, generated_at, rows), 1, parallel=beside) as artifact:
+        with SharedWork((result, out, generated_at), 1, parallel=beside) as artifact:
             steps.phase("writing graph.cairn")
             artifact.submit(_write_artifact)
             written: WrittenIndex | None = None if beside else artifact.drain()[0]
@@ -220,26 +215,10 @@ def index_once(
     return summary, result
 
 
-def _write_artifact(
-    state: tuple[IndexResult, str | Path | None, str | None, PrintedRows | None],
-) -> WrittenIndex:
+def _write_artifact(state: tuple[IndexResult, str | Path | None, str | None]) -> WrittenIndex:
     """``write_index`` of an index result (the task ``index_once`` may fork)."""
-    result, out, generated_at, rows = state
-    return write_index(result, out, generated_at=generated_at, rows=rows)
-
-
-_PRINTED_ROWS: dict[Path, PrintedRows] = {}
-"""The printed rows of each index folder this process writes again (``cairn watch``)."""
-
-
-def keep_printed_rows(result: IndexResult, out: str | Path | None = None) -> None:
-    """Print and keep every record of ``result``'s graph for the next ``graph.cairn`` of
-    its folder (``cairn watch``, between rounds: ~1 s for the Django package, ~70 MiB;
-    a later round then prints only the records it made)."""
-    from cairn.artifact.rows import PrintedRows
-
-    folder = index_folder(result.root, out).resolve()
-    _PRINTED_ROWS.setdefault(folder, PrintedRows()).update(result.graph)
+    result, out, generated_at = state
+    return write_index(result, out, generated_at=generated_at)
 
 
 def choose_embedder(name: str | None, database: Path) -> Embedder:

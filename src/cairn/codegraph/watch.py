@@ -24,7 +24,7 @@ from typing import Any
 from rich.console import Console
 
 from cairn.codegraph.build import IndexResult
-from cairn.codegraph.console import index_folder, index_once, keep_printed_rows
+from cairn.codegraph.console import index_folder, index_once
 from cairn.codegraph.limits import DEFAULT_EXCLUDED_DIRS
 from cairn.codegraph.wire import gc_paused
 from cairn.errors import ValidationError
@@ -159,7 +159,7 @@ def watch_repository(
         yield_on_timeout=True,
     )
     try:
-        return _rounds(batches, once, on_round, rounds, lambda made: keep_printed_rows(made, out))
+        return _rounds(batches, once, on_round, rounds)
     finally:
         batches.close()
 
@@ -169,10 +169,8 @@ def _rounds(
     once: Callable[[], tuple[dict[str, Any], IndexResult]],
     on_round: RoundReport,
     rounds: int | None,
-    idle: Callable[[IndexResult], None] = lambda made: None,
 ) -> int:
-    """Round 0 (the full index) once the watcher is subscribed, then one round per batch;
-    ``idle`` gets each round's result once it is reported (work for the next round)."""
+    """Round 0 (the full index) once the watcher is subscribed, then one round per batch."""
     # The watcher subscribes before the first index, so an edit made while (or right
     # after) round 0 runs is seen by a later round instead of being lost; what came
     # before the subscription is in round 0's own scan.
@@ -187,8 +185,6 @@ def _rounds(
     # must not wait for it. Later rounds collect after their report (~0.1 s, while idle).
     _collect()
     on_round(_record(0, 0, FileChanges(), summary, _since(started)))
-    with gc_paused():
-        idle(result)
     done = 0
     for batch in batches:
         if not batch:  # a quiet pass: nothing changed for IDLE_YIELD_MS
@@ -201,7 +197,6 @@ def _rounds(
             previous = current
             done += 1
             on_round(_record(done, len(batch), changes, summary, _since(started)))
-            idle(result)
         _collect()
         if rounds is not None and done >= rounds:
             break

@@ -388,22 +388,16 @@ def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
     return None if not values else tuple(values)
 
 
-def _unembeddable(database: Any, collection: str) -> str | None:
-    """Why the database cannot embed a query of ``collection`` here (None: it can)."""
+def _search_defaults(database: Any, collection: str, hybrid: bool) -> tuple[str, str | None]:
+    """The text field ``cairn search`` ranks ``collection`` by, and (when ``hybrid``) why
+    the database cannot embed a query of it here (None: it can), from one read cut."""
     from cairn.search.embedding import embedding_unavailable
-
-    with database.read_cut() as cut:
-        found: str | None = embedding_unavailable(cut, collection)
-    return found
-
-
-def _code_text_field(database: Any, collection: str) -> str:
-    """The text field ``cairn search`` ranks ``collection`` by."""
     from cairn.search.present import code_text_field
 
     with database.read_cut() as cut:
-        found: str = code_text_field(cut, collection)
-    return found
+        field: str = code_text_field(cut, collection)
+        reason: str | None = embedding_unavailable(cut, collection) if hybrid else None
+    return field, reason
 
 
 @app.command("search")
@@ -454,7 +448,7 @@ def search_command(
         target = resolve_database(db)
         with open_database(target) as database:
             # Hybrid unless asked not to; text only, said so, where no embedder fits.
-            reason = _unembeddable(database, collection) if text and not text_only else None
+            field, reason = _search_defaults(database, collection, bool(text) and not text_only)
             embed = bool(text) and not text_only and reason is None
             request = build_cli_request(
                 database=database.name,
@@ -473,7 +467,7 @@ def search_command(
                 paths=_tuple(path),
                 exclude_tests=exclude_tests,
                 fusion_k=fusion_k,
-                text_field=_code_text_field(database, collection),
+                text_field=field,
             )
             if request.scope is None and request.retriever is None and request.expansion is None:
                 hits = database.search(request.search)

@@ -6,6 +6,7 @@ import json
 import re
 import sys
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -404,30 +405,19 @@ def test_search_defaults_to_hybrid_over_symbols_on_a_code_index(tmp_path: Path) 
     )
     with cairn.open(db_path) as db:
         # The tool's requests: the code-search fusion k and vector weight unless named.
-        both = db.search(
-            SearchRequest(
-                db.name,
-                "symbols",
-                SEARCH_FIELDS,
-                "load user",
-                **query_vector("load user"),
-                fusion_k=CODE_FUSION_K,
-                vector_weight=CODE_VECTOR_WEIGHT,
-            )
+        text_only = SearchRequest(
+            db.name,
+            "symbols",
+            SEARCH_FIELDS,
+            "load user",
+            fusion_k=CODE_FUSION_K,
+            vector_weight=CODE_VECTOR_WEIGHT,
         )
-        text_only = db.search(
-            SearchRequest(
-                db.name,
-                "symbols",
-                SEARCH_FIELDS,
-                "load user",
-                fusion_k=CODE_FUSION_K,
-                vector_weight=CODE_VECTOR_WEIGHT,
-            )
-        )
+        both = db.search(replace(text_only, **query_vector("load user")))
+        text_only_hits = db.search(text_only)
     assert hybrid.structured_content == json.loads(json.dumps({"hits": [to_wire(h) for h in both]}))
     assert plain.structured_content == json.loads(
-        json.dumps({"hits": [to_wire(h) for h in text_only]})
+        json.dumps({"hits": [to_wire(h) for h in text_only_hits]})
     )
     assert json.loads(hybrid.content[0].text)["hybrid"] is True
     assert json.loads(plain.content[0].text)["hybrid"] is False

@@ -8,6 +8,7 @@ allowed-ID masks to the candidates before ranking, never to the statistics.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ __all__ = [
     "bm25_scores",
     "bm25_sum",
     "bm25_weights",
+    "bm25f_weights",
 ]
 
 BM25_K1 = 1.2
@@ -107,6 +109,17 @@ def bm25_weights(
     ``tf``, live document frequency ``df``): ``idf * tf * (k1 + 1) / (tf + norm)``."""
     idf = np.log1p((stats.documents - df + 0.5) / (df + 0.5))
     weights: npt.NDArray[np.float64] = idf * tf * (BM25_K1 + 1.0) / (tf + norms[slots])
+    return weights
+
+
+def bm25f_weights(frequencies: npt.NDArray[np.float64], documents: int) -> npt.NDArray[np.float64]:
+    """One term's BM25F contribution at each slot holding it in any field, from its
+    pseudo-frequencies (each field's ``weight * tf / (1 - b + b * len / avg_len)``
+    summed): ``idf * x * (k1 + 1) / (x + k1)``, with ``df`` the number of slots and
+    ``documents`` the live documents."""
+    df = len(frequencies)
+    idf = math.log1p((documents - df + 0.5) / (df + 0.5))
+    weights: npt.NDArray[np.float64] = idf * frequencies * (BM25_K1 + 1.0) / (frequencies + BM25_K1)
     return weights
 
 

@@ -23,7 +23,14 @@ import numpy as np
 import numpy.typing as npt
 
 from cairn.errors import PermissionDeniedError, ValidationError
-from cairn.index.bm25 import BM25_K1, CorpusStats, bm25_norms, bm25_sum, bm25_weights
+from cairn.index.bm25 import (
+    BM25_K1,
+    CorpusStats,
+    bm25_norms,
+    bm25_sum,
+    bm25_weights,
+    bm25f_weights,
+)
 from cairn.index.columns import TextFieldView
 from cairn.index.cut import IndexCut
 from cairn.index.masks import slot_mask, visible_everything, visible_mask
@@ -222,9 +229,10 @@ def text_ranking(
         visible = visible_mask(cut, collection, size)
         keep = visible if keep is None else keep & visible
     if len(fields) == 1 and fields[0][1] == 1.0:
-        if view.text_field(collection, fields[0][0]) is None:
+        index = view.text_field(collection, fields[0][0])
+        if index is None:
             return SlotRanking(np.empty(0, np.int64), np.empty(0, np.float64), view.ids)
-        terms = _field_terms(cut, collection, fields[0][0], analyzer, text, alive)
+        terms = _field_terms(cut, collection, fields[0][0], index, analyzer, text, alive)
     else:
         terms = _fields_terms(cut, collection, fields, analyzer, text, alive)
     weighted: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = []
@@ -243,15 +251,13 @@ def _field_terms(
     cut: IndexCut,
     collection: str,
     field: str,
+    index: TextFieldView,
     analyzer: str,
     text: str,
     alive: npt.NDArray[np.bool_],
 ) -> _Weighted:
     """Each known query term's live postings and exact BM25 weights in one field."""
     view = cut.columns
-    index = view.text_field(collection, field)
-    if index is None:
-        return []
     stats = _text_stats(cut, collection, field, alive)
     prepared = _text_field_state(cut, collection, field, index, alive, stats)
     found: _Weighted = []
@@ -325,10 +331,10 @@ def _term_fields(
             # ``norms`` holds k1 * (1 - b + b * len / avg); BM25F divides by the bracket.
             scaled.append(item.weight * BM25_K1 * tfs / item.state.norms[slots])
         held, inverse = np.unique(np.concatenate(slot_parts), return_inverse=True)
-        frequency = np.bincount(inverse, weights=np.concatenate(scaled), minlength=len(held))
-        df = len(held)
-        idf = math.log1p((documents - df + 0.5) / (df + 0.5))
-        weights = idf * frequency * (BM25_K1 + 1.0) / (frequency + BM25_K1)
+        frequency = np.bincount(
+            inverse, weights=np.concatenate(scaled), minlength=len(held)
+        ).astype(np.float64, copy=False)
+        weights = bm25f_weights(frequency, documents)
         held = held.astype(np.int64, copy=False)
         held.flags.writeable = False
         weights.flags.writeable = False

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cairn.index.text import weighted_fields
 from cairn.search.contracts import (
     EntityRef,
     GraphContextDocument,
@@ -72,7 +73,7 @@ def code_text_field(cut: ReadCut, collection: str) -> str:
     if config is None:
         return DEFAULT_TEXT_FIELD
     declared = set(config.text_fields)
-    wanted = {item.partition("^")[0] for item in DEFAULT_TEXT_FIELD.split()}
+    wanted = {pointer for pointer, _ in weighted_fields(DEFAULT_TEXT_FIELD)}
     if wanted <= declared or PLAIN_TEXT_FIELD not in declared:
         return DEFAULT_TEXT_FIELD
     return PLAIN_TEXT_FIELD

@@ -12,7 +12,7 @@ preconditions first, then writes its rows, one ``changes`` entry and one outcome
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +85,7 @@ from cairn.store.vectorstore import (
 __all__ = [
     "Applier",
     "DocumentRow",
+    "analyse_fields",
     "apply_command",
     "field_text",
     "load_collection",
@@ -183,6 +184,20 @@ def field_text(value: Any) -> str | None:
     if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
         return " ".join(value)
     return None
+
+
+def analyse_fields(
+    body: Any, pointers: Sequence[str], analyzer: str
+) -> list[tuple[str, list[str], list[int]]]:
+    """Per text field of ``pointers`` that ``body`` holds text in: the pointer, its
+    distinct terms and their counts (what every write path indexes)."""
+    fields: list[tuple[str, list[str], list[int]]] = []
+    for pointer in pointers:
+        text = field_text(get_at(body, pointer))
+        if text is not None:
+            terms, counts = term_counts(analyze(text, analyzer))
+            fields.append((pointer, terms, counts))
+    return fields
 
 
 def vector_pointer(field: str) -> str:
@@ -371,11 +386,7 @@ class Applier:
     def _index_text(self, collection: str, slot: int, body: dict[str, Any]) -> None:
         """Analyse every declared text field of the new slot into packed term arrays."""
         config = self._collection(collection)
-        for pointer in config.text_fields:
-            text = field_text(get_at(body, pointer))
-            if text is None:
-                continue
-            terms, counts = term_counts(analyze(text, config.analyzer))
+        for pointer, terms, counts in analyse_fields(body, config.text_fields, config.analyzer):
             ids = np.asarray([self._term_id(term) for term in terms], dtype="<u4").tobytes()
             packed = np.asarray(counts, "<u4").tobytes()
             length = sum(counts)

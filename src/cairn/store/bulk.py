@@ -30,7 +30,7 @@ import numpy.typing as npt
 from cairn.canonical import canonical_bytes
 from cairn.errors import ConflictError, CorruptionError, MissingEndpointError, ValidationError
 from cairn.graph.model import SemanticFact
-from cairn.store.apply import Applier, _denied, field_text, vector_pointer
+from cairn.store.apply import Applier, _denied, analyse_fields, vector_pointer
 from cairn.store.checksums import (
     document_checksum,
     fact_checksum,
@@ -52,10 +52,8 @@ from cairn.store.limits import (
     check_depth,
     check_size,
 )
-from cairn.store.pointer import get_at
 from cairn.store.policy import Capability, field_allowed, require, row_visible
 from cairn.store.records import StoredFact
-from cairn.store.text import analyze, term_counts
 from cairn.store.vectorstore import end_vector_rows, next_vector_row, space_id, write_vectors
 
 __all__ = ["BulkApplier", "BulkDocument", "BulkFact", "BulkVector", "lookup_chunks"]
@@ -348,15 +346,8 @@ class BulkApplier(Applier):
 
     def _analyse(self, item: BulkDocument) -> list[tuple[str, list[str], list[int]]]:
         """Per declared text field with text: its distinct terms and their counts."""
-        fields: list[tuple[str, list[str], list[int]]] = []
         config = self._collection(item.collection)
-        for pointer in config.text_fields:
-            text = field_text(get_at(item.body, pointer))
-            if text is None:
-                continue
-            terms, counts = term_counts(analyze(text, config.analyzer))
-            fields.append((pointer, terms, counts))
-        return fields
+        return analyse_fields(item.body, config.text_fields, config.analyzer)
 
     def _next_slots(self, count: int) -> int:
         """Reserve ``count`` consecutive slots; return the first."""

@@ -57,7 +57,7 @@ from cairn.errors import (
 from cairn.graph.identity import FACT_ID_PREFIX, fact_identity_payload, id_from_payload
 from cairn.graph.model import EndpointIdentity, EvidenceOccurrence, Node, SemanticFact, thaw
 from cairn.graph.multigraph import SemanticGraph
-from cairn.store.apply import field_text, load_collection
+from cairn.store.apply import analyse_fields, field_text, load_collection
 from cairn.store.bulk import BulkApplier, BulkDocument, BulkFact, BulkVector, lookup_chunks
 from cairn.store.checksums import (
     document_checksum,
@@ -271,18 +271,6 @@ def embedding_text(body: Mapping[str, Any]) -> str:
     return text[:MAX_LOAD_FIELD_CHARS]
 
 
-def _analyse_fields(body: Mapping[str, Any]) -> list[tuple[str, list[str], list[int]]]:
-    """Per ``TEXT_FIELDS`` field with text, its distinct terms and their counts under
-    ``LOAD_ANALYZER``: what the store's own analysis of the body gives."""
-    fields: list[tuple[str, list[str], list[int]]] = []
-    for pointer in TEXT_FIELDS:
-        text = field_text(body.get(pointer[1:]))
-        if text is not None:
-            terms, counts = term_counts(analyze(text, LOAD_ANALYZER))
-            fields.append((pointer, terms, counts))
-    return fields
-
-
 def node_body(node: Node) -> dict[str, Any]:
     """The document body of a node: kind, identity, descriptive attributes, ``text``."""
     body: dict[str, Any] = {"kind": node.kind, "identity": node.identity.status.value}
@@ -386,7 +374,7 @@ def prepare_documents(nodes: Sequence[Node], embedder: Embedder) -> PreparedDocu
             thaw(node.attributes),
             body,
             _record_bytes(body),
-            _analyse_fields(body),
+            analyse_fields(body, TEXT_FIELDS, LOAD_ANALYZER),
         )
         analysed.append(term_counts(analyze(embedding_text(body))))
     if type(embedder) is not HashingEmbedder or not made:

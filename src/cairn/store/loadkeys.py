@@ -212,13 +212,13 @@ class KeyMemo:
         for fact in graph.facts():
             fact_id = fact.id
             found = held_facts.get(fact_id)
-            ends = (collections[fact.source], collections[fact.target])
             if (
                 found is None
                 or found[0] is not fact
                 or fact_id in moved
-                or not (same_collections or found[1] == ends)
+                or not (same_collections or found[1] == _ends(fact, collections))
             ):
+                ends = _ends(fact, collections)
                 found = (fact, ends, fact_key(fact, ends, graph.occurrences_of(fact_id)))
             next_facts[fact_id] = found
             facts[fact_id] = found[2]
@@ -257,6 +257,11 @@ class KeyMemo:
         if self._writing is not None:
             self._writing.join()
             self._writing = None
+
+
+def _ends(fact: SemanticFact, collections: Mapping[str, str]) -> tuple[str, str]:
+    """The collections of a fact's source and target documents."""
+    return collections[fact.source], collections[fact.target]
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:

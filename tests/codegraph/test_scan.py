@@ -143,6 +143,31 @@ def test_symlinks_are_not_followed(tmp_path: Path) -> None:
     assert skipped == {"link.py": "skipped:symlink"}
 
 
+def test_ignore_files_apply_only_as_regular_files(tmp_path: Path) -> None:
+    # A symlinked ignore file is not read (it may point outside the repository), and
+    # a directory named like one is walked as a directory; a real one deeper down
+    # applies to its own subtree only.
+    _write(
+        tmp_path,
+        {
+            "rules.txt": "*.py\n",
+            "a/x.py": "x = 1\n",
+            "b/.cairnignore/inner.py": "i = 1\n",
+            "c/.gitignore": "drop_*.py\n",
+            "c/drop_me.py": "d = 1\n",
+            "c/keep.py": "k = 1\n",
+            "drop_top.py": "t = 1\n",
+        },
+    )
+    (tmp_path / "a" / ".gitignore").symlink_to(tmp_path / "rules.txt")
+    result = scan_repository(tmp_path)
+    accepted = sorted(f.path for f in result.files)
+    assert accepted == ["a/x.py", "b/.cairnignore/inner.py", "c/keep.py", "drop_top.py"]
+    skipped = {s.path: s.outcome for s in result.skipped}
+    assert skipped["a/.gitignore"] == "skipped:symlink"
+    assert skipped["c/drop_me.py"] == "skipped:ignored"
+
+
 def test_bad_input_raises_typed_errors(tmp_path: Path) -> None:
     with pytest.raises(ValidationError):
         scan_repository(tmp_path / "missing")

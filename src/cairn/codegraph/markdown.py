@@ -189,7 +189,8 @@ class MarkdownResolver:
         """Emit everything for every document, in path order."""
         for extract in self.extracts:
             self._sections(extract)
-        index = self._mention_index()
+        wanted = {text for e in self.extracts for text in _mention_texts(e) if text is not None}
+        index = self._mention_index(wanted)
         for extract in self.extracts:
             self._links(extract)
             self._mentions(extract, index)
@@ -307,26 +308,31 @@ class MarkdownResolver:
                 return node, "file_section"
         return file_id(normal), "file"
 
-    def _mention_index(self) -> dict[str, dict[str, set[str]]]:
+    def _mention_index(self, wanted: set[str]) -> dict[str, dict[str, set[str]]]:
+        """The nodes each of the ``wanted`` mention texts names, by qualified name, local
+        ID and name (only those texts: a repository's few code spans need not index its
+        every symbol, and most have none)."""
         index: dict[str, dict[str, set[str]]] = {"qualified": {}, "local": {}, "name": {}}
+        if not wanted:
+            return index
         for node in self.emit.graph.nodes():
             if node.kind not in MENTION_KINDS:
                 continue
             attrs = node.attributes
             qualified = attrs.get("qualified_name")
-            if isinstance(qualified, str):
+            if isinstance(qualified, str) and qualified in wanted:
                 index["qualified"].setdefault(qualified, set()).add(node.id)
             local = node.id.split("#", 1)[-1]
-            index["local"].setdefault(local, set()).add(node.id)
+            if local in wanted:
+                index["local"].setdefault(local, set()).add(node.id)
             name = attrs.get("name")
-            if isinstance(name, str):
+            if isinstance(name, str) and name in wanted:
                 index["name"].setdefault(name, set()).add(node.id)
         return index
 
     def _mentions(self, extract: FileExtract, index: dict[str, dict[str, set[str]]]) -> None:
-        for mention in extract.mentions:
-            text = mention.text.removesuffix("()")
-            if not (_IDENTIFIER_PATH.match(text) or _ROUTE_TEXT.match(text)):
+        for mention, text in zip(extract.mentions, _mention_texts(extract), strict=True):
+            if text is None:
                 continue
             target = None
             for level in ("qualified", "local", "name"):
@@ -348,3 +354,14 @@ class MarkdownResolver:
                 "mention",
                 "code_span",
             )
+
+
+def _mention_texts(extract: FileExtract) -> list[str | None]:
+    """Each mention's text as a symbol could be named by it (``()`` dropped), or None
+    where it cannot name one (not an identifier path or route)."""
+    texts: list[str | None] = []
+    for mention in extract.mentions:
+        text = mention.text.removesuffix("()")
+        named = _IDENTIFIER_PATH.match(text) or _ROUTE_TEXT.match(text)
+        texts.append(text if named else None)
+    return texts

@@ -163,12 +163,21 @@ class _IgnoreChain:
 
     layers: tuple[tuple[str, pathspec.GitIgnoreSpec], ...] = ()
 
-    def extended(self, base: str, directory: Path) -> _IgnoreChain:
+    def extended(self, base: str, entries: Sequence[os.DirEntry[str]]) -> _IgnoreChain:
+        """The chain with the ignore files among a directory's ``entries`` (regular
+        files only, never symlinks) as its deepest layers, in ``IGNORE_FILES`` order.
+
+        Found in the listing the walk reads anyway: stating each possible ignore file
+        of every directory cost ~40 ms a scan of the Django package (600 directories).
+        """
+        found = {entry.name: entry for entry in entries if entry.name in IGNORE_FILES}
+        if not found:
+            return self
         layers = list(self.layers)
         for name in IGNORE_FILES:
-            spec_file = directory / name
-            if spec_file.is_file() and not spec_file.is_symlink():
-                lines = spec_file.read_text("utf-8", errors="replace").splitlines()
+            entry = found.get(name)
+            if entry is not None and entry.is_file(follow_symlinks=False):
+                lines = Path(entry.path).read_text("utf-8", errors="replace").splitlines()
                 layers.append((base, pathspec.GitIgnoreSpec.from_lines(lines)))
         return _IgnoreChain(tuple(layers)) if len(layers) != len(self.layers) else self
 
@@ -197,12 +206,12 @@ def scan_repository(root: Path | str, *, excludes: Sequence[str] = ()) -> ScanRe
     exclude = _exclude_spec(excludes)
     files: list[ScannedFile] = []
     skipped: list[FileOutcome] = []
-    _walk(base, "", _IgnoreChain().extended("", base), exclude, files, skipped)
+    _walk(str(base), "", _IgnoreChain(), exclude, files, skipped)
     return ScanResult(base, tuple(files), tuple(skipped))
 
 
 def _walk(
-    directory: Path,
+    directory: str,
     rel_dir: str,
     chain: _IgnoreChain,
     exclude: pathspec.GitIgnoreSpec | None,
@@ -214,6 +223,7 @@ def _walk(
     except OSError as exc:
         skipped.append(FileOutcome(rel_dir + "/", OTHER_LANGUAGE, f"failed:{type(exc).__name__}"))
         return
+    chain = chain.extended(rel_dir, entries)
     for entry in entries:
         rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
         if entry.is_dir(follow_symlinks=False):
@@ -221,8 +231,7 @@ def _walk(
             if outcome is not None:
                 skipped.append(FileOutcome(rel + "/", OTHER_LANGUAGE, outcome))
                 continue
-            sub = Path(entry.path)
-            _walk(sub, rel, chain.extended(rel, sub), exclude, files, skipped)
+            _walk(entry.path, rel, chain, exclude, files, skipped)
             continue
         scanned, skip = _file_outcome(entry, rel, chain, exclude)
         if scanned is not None:

@@ -221,7 +221,11 @@ def watch_command(
     workers: WorkersOption = None,
     exclude: ExcludeOption = None,
     debounce: Annotated[
-        int, typer.Option("--debounce", help="Milliseconds of quiet that end a batch.")
+        int,
+        typer.Option(
+            "--debounce",
+            help="Longest a batch of file events gathers, in ms (20 ms with no event end it).",
+        ),
     ] = 100,
     no_load: NoLoadOption = False,
     embedder: EmbedderOption = None,

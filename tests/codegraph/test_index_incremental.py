@@ -250,3 +250,25 @@ def test_a_first_remembering_index_leaves_its_load_keys_beside_the_new_database(
     )
     summary, _ = index_once(repo, console=quiet, workers=1, remember=True)
     assert summary["load"]["compared"] == COMPARED_BY_KEYS
+
+
+def test_a_remembering_index_leaves_out_the_tallies_a_watch_round_never_reports(
+    tmp_path: Path,
+) -> None:
+    # A watch round reports counts, load, problems and phases; the per-kind and
+    # per-relation tallies and the stable share walk every record, so it skips them.
+    from rich.console import Console
+
+    from cairn.codegraph.console import index_once
+
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", repo)
+    quiet = Console(quiet=True)
+    once, result = index_once(repo, console=quiet, workers=1, load=False)
+    kept, _ = index_once(repo, console=quiet, workers=1, load=False, remember=True)
+    tallies = {"nodes_by_kind", "facts_by_relation", "stable_fact_share"}
+    assert tallies <= set(once) and not tallies & set(kept)
+    assert set(once) - set(kept) == tallies
+    assert kept["counts"] == once["counts"] == result.graph.counts().to_json()
+    assert sum(once["nodes_by_kind"].values()) == result.graph.node_count
+    assert kept["problems"] == once["problems"]

@@ -164,7 +164,8 @@ def index_once(
 ) -> tuple[dict[str, Any], IndexResult]:
     """One index, write and load (with the extraction cache), without printing the
     summary: the summary and the index result (``cairn index`` and ``cairn watch``;
-    ``remember`` keeps the extracts in this process for the next round)."""
+    ``remember`` keeps the extracts in this process for the next round, and leaves out
+    the summary's tallies, which a watch round does not report: ``index_summary``)."""
     count = workers if workers is not None else default_workers()
     folder = index_folder(path, out)
     chosen = choose_embedder(embedder, folder / DATABASE_FILE) if load else None
@@ -200,7 +201,7 @@ def index_once(
             # After the load: the change is searchable first (and in a round whose
             # helper still writes graph.cairn, the summary fills the wait for it).
             steps.phase("summarising")
-            summary = index_summary(result)
+            summary = index_summary(result, tallies=not remember)
             summary["workers"] = count
             if chosen is not None:
                 summary["embedder"] = chosen.space.to_json()

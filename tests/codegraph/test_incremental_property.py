@@ -18,6 +18,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 from codegraph_expect import FIXTURES
 from hypothesis import HealthCheck, given, settings
@@ -28,6 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
 from store_helpers import current_vectors, fact_records, occurrence_records, rows
 
 import cairn
+from cairn.artifact import segments
+from cairn.artifact.segments import PrintedSegments
 from cairn.codegraph import index_repository, write_index
 from cairn.codegraph.cache import CACHE_FILENAME
 from cairn.store.load import load_semantic_graph
@@ -171,24 +174,35 @@ def test_every_step_matches_a_clean_build(edits: list[tuple[str, int]]) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         repo = _repository(root)
-        cache = root / CACHE_FILENAME
-        living = root / "living"
-        index_repository(repo, cache=cache, remember=True)  # the first build fills the cache
-        for step, (name, pick) in enumerate(edits):
-            EDITS[name](repo, step, pick)
-            # Most steps remember, as `cairn watch` does (Python modules an edit cannot
-            # reach are replayed from the round before); every third is a one-shot run,
-            # so a remembering step may start from a round several edits old.
-            remember = step % 3 != 2
-            cached = index_repository(repo, workers=1 + step % 2, cache=cache, remember=remember)
-            ours = write_index(cached, living, generated_at=FIXED_TIME)
-            with cairn.open(living / "cairn.db") as db:  # as `cairn index` loads: by keys
-                load_semantic_graph(db, cached.graph, incremental=True)
-            clean = index_repository(repo)
-            fresh = root / f"clean{step}"
-            theirs = write_index(clean, fresh, generated_at=FIXED_TIME)
-            assert ours.graph_path.read_bytes() == theirs.graph_path.read_bytes(), (step, name)
-            assert ours.manifest_path.read_bytes() == theirs.manifest_path.read_bytes(), name
-            with cairn.open(fresh / "cairn.db") as db:
-                load_semantic_graph(db, clean.graph)
-            assert _state(living / "cairn.db") == _state(fresh / "cairn.db"), (step, name)
+        index_repository(repo, cache=root / CACHE_FILENAME, remember=True)  # fills the cache
+        # graph.cairn as `cairn watch` writes it: from the segments printed in earlier
+        # steps (small segments, so an edit leaves most of them to reuse).
+        printed = PrintedSegments()
+        with mock.patch.object(segments, "SEGMENT_RECORDS", 8):
+            _steps(repo, root, edits, printed)
+
+
+def _steps(repo: Path, root: Path, edits: list[tuple[str, int]], printed: PrintedSegments) -> None:
+    """Apply ``edits`` in turn; after each, the remembering build equals a clean one."""
+    cache = root / CACHE_FILENAME
+    living = root / "living"
+    for step, (name, pick) in enumerate(edits):
+        EDITS[name](repo, step, pick)
+        # Most steps remember, as `cairn watch` does (Python modules an edit cannot
+        # reach are replayed from the round before); every third is a one-shot run,
+        # so a remembering step may start from a round several edits old.
+        remember = step % 3 != 2
+        cached = index_repository(repo, workers=1 + step % 2, cache=cache, remember=remember)
+        if step % 2:
+            printed.update(cached.graph)  # as the watching process does before its fork
+        ours = write_index(cached, living, generated_at=FIXED_TIME, printed=printed)
+        with cairn.open(living / "cairn.db") as db:  # as `cairn index` loads: by keys
+            load_semantic_graph(db, cached.graph, incremental=True)
+        clean = index_repository(repo)
+        fresh = root / f"clean{step}"
+        theirs = write_index(clean, fresh, generated_at=FIXED_TIME)
+        assert ours.graph_path.read_bytes() == theirs.graph_path.read_bytes(), (step, name)
+        assert ours.manifest_path.read_bytes() == theirs.manifest_path.read_bytes(), name
+        with cairn.open(fresh / "cairn.db") as db:
+            load_semantic_graph(db, clean.graph)
+        assert _state(living / "cairn.db") == _state(fresh / "cairn.db"), (step, name)

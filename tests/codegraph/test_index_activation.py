@@ -217,6 +217,62 @@ def test_a_remembering_round_writes_graph_cairn_beside_the_load(
     assert phases.index("loading: committing") < phases.index("summarising")
 
 
+def test_watch_rounds_write_graph_cairn_from_the_segments_earlier_rounds_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the third round on, the forked helper joins segments printed by earlier
+    rounds (handed back to the watching process): every round's graph.cairn still has
+    a one-shot index's bytes, and a round prints again only segments it changed."""
+    import shutil
+
+    from codegraph_expect import FIXTURES
+    from rich.console import Console
+
+    import cairn.codegraph.console as console_module
+    from cairn.artifact import segments
+    from cairn.codegraph.console import index_once, settle_printed
+
+    settle_printed()  # another test's last round, not this one's
+    monkeypatch.setattr(segments, "SEGMENT_RECORDS", 4)  # many segments in a small tree
+    handed: list[int] = []
+    adopt = segments.PrintedSegments.adopt
+
+    def recording(self, graph, handback):  # type: ignore[no-untyped-def]
+        handed.append(sum(len(fresh) for _, fresh in handback.values()))
+        adopt(self, graph, handback)
+
+    monkeypatch.setattr(segments.PrintedSegments, "adopt", recording)
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", root)
+    # A module no edit reaches: its records stay the very objects round after round.
+    tools = "".join(f"def tool_{n}(value):\n    return value + {n}\n\n\n" for n in range(60))
+    (root / "tools.py").write_text(tools)
+    views = root / "app" / "views.py"
+    quiet = Console(quiet=True)
+    fixed = "2026-01-01T00:00:00Z"
+    watched = tmp_path / "watched"
+    for step in range(4):
+        if step:
+            views.write_text(views.read_text() + f"\n\ndef later_{step}():\n    return {step}\n")
+        _, result = index_once(
+            root, console=quiet, out=watched, workers=1, generated_at=fixed, remember=True
+        )
+        if step % 2:
+            settle_printed()  # as `cairn watch` does after its report; else the next round
+        plain = tmp_path / f"plain{step}"
+        index_once(root, console=quiet, out=plain, workers=1, generated_at=fixed)
+        for name in ("graph.cairn", "manifest.json"):
+            assert (watched / name).read_bytes() == (plain / name).read_bytes(), (step, name)
+    settle_printed()
+    printed = console_module._PRINTED[watched.resolve()]
+    total = sum(len(held) for held in printed._held.values())
+    assert len(handed) == 3  # rounds 1-3 were written by a helper from held segments
+    assert all(0 < count < total / 2 for count in handed), (handed, total)
+    # What the last helper printed is held here now: the same graph prints nothing.
+    monkeypatch.setattr(segments, "_printed", lambda *_: pytest.fail("printed again"))
+    printed.update(result.graph)
+
+
 def test_an_artifact_error_in_the_forked_writer_is_raised_as_itself(tmp_path: Path) -> None:
     from rich.console import Console
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.artifact.atomic import atomic_write_bytes, read_bounded, read_prefix
 from cairn.artifact.format import write_artifact
@@ -42,6 +42,9 @@ from cairn.artifact.reader import read_artifact
 from cairn.artifact.result import LoadedArtifact
 from cairn.errors import ArtifactCorruptError, ArtifactError, ArtifactMovedError, NotFoundError
 from cairn.graph.multigraph import SemanticGraph
+
+if TYPE_CHECKING:
+    from cairn.artifact.segments import PrintedSegments
 
 __all__ = [
     "TOMBSTONE",
@@ -205,13 +208,15 @@ def activate_folder(
     generated_at: str | datetime | None = None,
     directed: bool = True,
     provenance: dict[str, Any] | None = None,
+    printed: PrintedSegments | None = None,
 ) -> ActivationResult:
     """Write ``graph`` as ``folder/graph.cairn`` and move any v1 ``graph.json`` aside safely.
 
     Only a folder that already has a ``graph.json`` gets the tombstone in its place. A
     ``graph.json`` that is neither a valid (bounded) v1 graph nor a tombstone is never
     overwritten: activation refuses before writing anything. An existing
-    ``graph.v1.json`` with other bytes is never overwritten either.
+    ``graph.v1.json`` with other bytes is never overwritten either. ``printed``: as for
+    ``write_artifact``.
     """
     root = Path(folder)
     root.mkdir(parents=True, exist_ok=True)
@@ -235,6 +240,7 @@ def activate_folder(
         generated_at=generated_at,
         directed=directed,
         provenance=provenance,
+        printed=printed,
     )
     # A tombstone only replaces a graph.json that was there: a folder that never had one
     # has no old reader to stop, and a new file would only be clutter.

@@ -65,6 +65,7 @@ from cairn.errors import CairnError, ValidationError, os_error
 from cairn.graph import Node, SemanticGraph, build_receipt, fully_stable_facts
 
 if TYPE_CHECKING:
+    from cairn.artifact.segments import PrintedSegments
     from cairn.embed import Embedder
     from cairn.store.load import PreparedDocuments
 
@@ -676,6 +677,7 @@ def write_index(
     out_dir: Path | str | None = None,
     *,
     generated_at: str | None = None,
+    printed: PrintedSegments | None = None,
 ) -> WrittenIndex:
     """Activate ``graph.cairn`` and write the manifest in ``out_dir`` (default ``ROOT/.cairn``).
 
@@ -687,7 +689,8 @@ def write_index(
     folder named ``.cairn`` without a ``.gitignore`` gets one that ignores everything
     in it (the index is derived; a user's own ``.gitignore`` is never touched).
     ``generated_at`` is injected for reproducible output; when omitted the writer uses
-    ``SOURCE_DATE_EPOCH`` or now.
+    ``SOURCE_DATE_EPOCH`` or now. ``printed`` reuses an earlier write's printed
+    segments (``cairn.artifact.segments``; the same bytes).
     """
     from cairn.artifact.atomic import atomic_write_bytes
     from cairn.artifact.folder import activate_folder
@@ -706,6 +709,7 @@ def write_index(
         repository_revision=repository_revision(result.root),
         generated_at=generated_at,
         provenance={"producer": "cairn.codegraph", "adapter_version": ADAPTER_VERSION},
+        printed=printed,
     )
     graph_bytes = activated.artifact_bytes
     manifest = canonical_bytes(result.manifest.to_json()) + b"\n"

@@ -8,6 +8,7 @@ readable tables unless JSON was asked for.
 from __future__ import annotations
 
 import gc
+import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -40,7 +41,9 @@ from cairn.codegraph.wire import gc_paused
 from cairn.store.locate import DATABASE_FILE
 
 if TYPE_CHECKING:
+    from cairn.artifact.segments import Handback, PrintedSegments
     from cairn.embed import Embedder
+    from cairn.graph.multigraph import SemanticGraph
     from cairn.store.load import LoadProgress
     from cairn.store.loadkeys import KeyMemo
 
@@ -51,6 +54,7 @@ __all__ = [
     "index_once",
     "print_repairs",
     "print_summary",
+    "settle_printed",
 ]
 
 
@@ -189,10 +193,19 @@ def index_once(
         # doubles the tree's resident size while the load touches every page.
         beside = remember and chosen is not None
         _settle_key_memos()
-        with SharedWork((result, out, generated_at), 1, parallel=beside) as artifact:
-            steps.phase("writing graph.cairn")
+        steps.phase("writing graph.cairn")
+        # graph.cairn from the segments earlier rounds printed (``cairn.artifact.
+        # segments``): the helper prints only those holding a changed record and hands
+        # them back, and this process holds them for the next round once this one is
+        # reported (``settle_printed``). The first round has none to reuse: its helper
+        # prints in full while this process, once its load is done, prints the
+        # segments for the next round instead of waiting.
+        printed = _printed_segments(folder) if remember else None
+        warm = printed is not None and not printed.empty
+        state = (result, out, generated_at, printed if warm else None, os.getpid())
+        with SharedWork(state, 1, parallel=beside) as artifact:
             artifact.submit(_write_artifact)
-            written: WrittenIndex | None = None if beside else artifact.drain()[0]
+            done: _Written | None = None if beside else artifact.drain()[0]
             loaded: dict[str, Any] | None = None
             if chosen is not None:
                 database = index_folder(result.root, out) / DATABASE_FILE
@@ -206,9 +219,14 @@ def index_once(
             if chosen is not None:
                 summary["embedder"] = chosen.space.to_json()
                 summary["load"] = loaded
-            if written is None:
+            if printed is not None and not warm:
+                printed.update(result.graph)
+            if done is None:
                 steps.phase("writing graph.cairn")
-                written = artifact.drain()[0]
+                done = artifact.drain()[0]
+        written, handback = done
+        if printed is not None and handback is not None:
+            _PENDING[printed] = (result.graph, handback)
         summary["graph_path"] = str(written.graph_path)
         summary["manifest_path"] = str(written.manifest_path)
         summary["graph_bytes"] = written.graph_bytes
@@ -216,10 +234,45 @@ def index_once(
     return summary, result
 
 
-def _write_artifact(state: tuple[IndexResult, str | Path | None, str | None]) -> WrittenIndex:
+_Written = tuple[WrittenIndex, "Handback | None"]
+"""What the artifact task gives back: the written index, and the segments a forked
+helper printed (None when it ran in this process, or printed nothing to keep)."""
+
+
+def _write_artifact(
+    state: tuple[IndexResult, str | Path | None, str | None, PrintedSegments | None, int],
+) -> _Written:
     """``write_index`` of an index result (the task ``index_once`` may fork)."""
-    result, out, generated_at = state
-    return write_index(result, out, generated_at=generated_at)
+    result, out, generated_at, printed, parent = state
+    written = write_index(result, out, generated_at=generated_at, printed=printed)
+    forked = printed is not None and os.getpid() != parent
+    return written, printed.handback() if forked and printed is not None else None
+
+
+_PRINTED: dict[Path, PrintedSegments] = {}
+"""The printed graph.cairn segments of each folder this process re-indexes (``cairn
+watch``; ``cairn.artifact.segments``)."""
+
+_PENDING: dict[PrintedSegments, tuple[SemanticGraph, Handback]] = {}
+"""Segments a forked helper printed, not held yet (``settle_printed``)."""
+
+
+def _printed_segments(folder: Path) -> PrintedSegments:
+    """This process's printed segments of ``folder``'s graph.cairn (made on first use),
+    holding what the last round's helper printed."""
+    from cairn.artifact.segments import PrintedSegments
+
+    settle_printed()
+    return _PRINTED.setdefault(folder.resolve(), PrintedSegments())
+
+
+def settle_printed() -> None:
+    """Hold the segments the last rounds' forked helpers printed (``cairn watch`` calls
+    it once a round is reported, while it waits for edits; the next round would
+    otherwise do it first)."""
+    while _PENDING:
+        printed, (graph, handback) = _PENDING.popitem()
+        printed.adopt(graph, handback)
 
 
 def choose_embedder(name: str | None, database: Path) -> Embedder:

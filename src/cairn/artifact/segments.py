@@ -1,0 +1,422 @@
+"""Printed graph.cairn sections kept between writes, a segment of records at a time, for
+a process that writes the artifact again and again (``cairn watch``).
+
+A watch round builds its graph again from the records of the modules it did not resolve
+again, so almost every node, fact and occurrence is the very object the last round
+wrote. ``PrintedSegments`` cuts each section's sorted records into segments that end
+after a record whose ID hashes to a multiple of ``SEGMENT_RECORDS`` (so an edit moves no
+boundary but its own) and keeps, per segment, the JSON each column prints for it and its
+rows' entries in the shared tables (endpoint identities, discriminators, occurrence
+owners) as a small local table. A write prints only the segments holding a record it
+has not printed, numbers the tables again from the local ones (a new entry moves the
+rows of later entries) and joins the columns from the kept pieces, without copying them.
+
+The bytes equal ``encode_artifact``'s: a JSON array printed whole is its elements'
+texts joined by commas, which is what the kept pieces are; a property test compares the
+two over edits. Memory: about one more copy of the printed sections (the size of
+graph.cairn), in a few thousand buffers, so a forked writer that joins them touches few
+objects (each object it reads is copied into the fork when its count changes).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from operator import attrgetter, is_
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from cairn.artifact.format import (
+    _FACT_FIELDS,
+    _IDENTITY_KEY,
+    _NODE_FIELDS,
+    _OWNER,
+    _OWNER_KEY,
+    _SOURCE,
+    _TARGET,
+    _columns_of,
+    _discriminator_table,
+    _members,
+    _normalized,
+    _sorted_dumps,
+    _table,
+    _Writer,
+)
+from cairn.artifact.seal import digest_tail
+from cairn.graph.model import EndpointIdentity, OccurrenceOwner
+from cairn.graph.multigraph import SemanticGraph
+
+__all__ = ["SEGMENT_RECORDS", "Handback", "PrintedSegments"]
+
+SEGMENT_RECORDS = 32
+"""Records per segment on average (a power of two): fewer makes more buffers, more
+prints more records again per edit (an edit's records are scattered over the sorted
+order: fact and occurrence IDs are hashes)."""
+
+_ID = attrgetter("id")
+_MARK = orjson.Fragment(b"\x00")
+"""Stands in for a section while the rest prints (orjson escapes every NUL in strings)."""
+
+_Rows = npt.NDArray[np.int64]
+_Local = tuple[tuple[bytes, ...], _Rows]
+"""A segment's local table (sorted entries) and each record's row in it."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Section:
+    """How one record section prints: its printed columns, its table columns (each
+    naming the shared table it points into) and the function printing a segment."""
+
+    name: str
+    printed: tuple[str, ...]
+    tables: tuple[tuple[str, str], ...]
+    print_segment: Callable[[Sequence[Any]], tuple[dict[str, Any], tuple[_Local, ...]]]
+
+
+@dataclass(slots=True)
+class _Segment:
+    """One segment's records, the inner text each printed column has for them (between
+    the brackets), their local tables, whether all that text is proven NFC (ASCII, or
+    checked: each text starts with an ASCII byte, where no normalisation reaches across),
+    and each table column's rows as last mapped into a shared table."""
+
+    records: tuple[Any, ...]
+    texts: tuple[bytes, ...]
+    locals: tuple[_Local, ...]
+    nfc: bool
+    mapped: list[tuple[object, _Rows] | None]
+
+
+def _local(entries: list[bytes], rows: list[int]) -> _Local:
+    return tuple(entries), np.asarray(rows, dtype=np.int64)
+
+
+def _print_nodes(records: Sequence[Any]) -> tuple[dict[str, Any], tuple[_Local, ...]]:
+    columns = _columns_of(records, _NODE_FIELDS)
+    identity = _table(list(columns[2]), _IDENTITY_KEY, EndpointIdentity.to_json)
+    return _Writer(fast=True).node_columns(columns, []), (_local(*identity),)
+
+
+def _print_facts(records: Sequence[Any]) -> tuple[dict[str, Any], tuple[_Local, ...]]:
+    columns = _columns_of(records, _FACT_FIELDS)
+    ends = columns[7]
+    source = _table(list(map(_SOURCE, ends)), _IDENTITY_KEY, EndpointIdentity.to_json)
+    target = _table(list(map(_TARGET, ends)), _IDENTITY_KEY, EndpointIdentity.to_json)
+    discriminator = _discriminator_table(columns[8])
+    printed = _Writer(fast=True).fact_columns(columns, [], [], [])
+    return printed, (_local(*discriminator), _local(*source), _local(*target))
+
+
+def _print_occurrences(records: Sequence[Any]) -> tuple[dict[str, Any], tuple[_Local, ...]]:
+    owner = _table(list(map(_OWNER, records)), _OWNER_KEY, OccurrenceOwner.to_json)
+    return _Writer(fast=True).occurrence_columns(records, []), (_local(*owner),)
+
+
+_NODES = _Section(
+    "nodes", ("attributes", "id", "kind"), (("identity", "identities"),), _print_nodes
+)
+_FACTS = _Section(
+    "facts",
+    ("annotation_variants", "direction", "id", "occurrence_ids", "relation", "source", "target"),
+    (
+        ("discriminator", "discriminators"),
+        ("source_identity", "identities"),
+        ("target_identity", "identities"),
+    ),
+    _print_facts,
+)
+_OCCURRENCES = _Section(
+    "occurrences",
+    (
+        "adapter_evidence_key",
+        "confidence_observations",
+        "diagnostics",
+        "fact_id",
+        "id",
+        "metadata_variants",
+        "provenance",
+        "site_kind",
+        "source_file",
+        "source_range",
+        "target_file",
+        "target_range",
+    ),
+    (("owner", "owners"),),
+    _print_occurrences,
+)
+_SECTIONS = (_FACTS, _NODES, _OCCURRENCES)
+"""In the order their members print (sorted keys: facts, nodes, occurrences)."""
+
+Handback = dict[
+    str,
+    tuple[
+        tuple[str, ...],
+        dict[str, tuple[int, int, tuple[bytes, ...], tuple[_Local, ...], bool]],
+    ],
+]
+"""Per section: every segment's key in order, and the printed segments' bounds and parts."""
+
+_Prepared = tuple[dict[str, list[_Segment]], dict[str, list[bytes]], dict[tuple[str, str], _Rows]]
+"""Each section's segments, each shared table, each table column's rows."""
+
+
+class PrintedSegments:
+    """The printed segments of the last graph written, per section (see the module)."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, dict[str, _Segment]] = {}
+        self._tables: dict[str, list[bytes]] = {}
+        self._last: tuple[tuple[tuple[Any, ...], ...], _Prepared] | None = None
+        self._fresh: dict[str, dict[str, tuple[int, int]]] = {}
+        self._reset()
+
+    def _reset(self) -> None:
+        """Hold nothing: the next write prints every segment."""
+        self._held = {section.name: {} for section in _SECTIONS}
+        self._tables = {}
+        self._last = None
+        self._fresh = {section.name: {} for section in _SECTIONS}
+
+    @property
+    def empty(self) -> bool:
+        """Whether nothing is held yet (no graph printed)."""
+        return not any(self._held.values())
+
+    def update(self, graph: SemanticGraph) -> None:
+        """Print the segments of ``graph`` not held yet, drop those it no longer has and
+        number the tables (``body`` does it too; a forked writer's work dies with it, so
+        the writing process updates first and the writer only joins)."""
+        self._prepared(graph)
+
+    def body(
+        self, graph: SemanticGraph, meta: dict[str, Any]
+    ) -> tuple[list[bytes | memoryview], bool, bytes]:
+        """What ``format._fast_body`` gives for ``graph``: the body as pieces, whether
+        all of it is proven NFC (``_fast_body`` says whether it is ASCII: either spares
+        the whole-body check), and the digest tail."""
+        segments, tables, rows = self._prepared(graph)
+        identities = tables["identities"]
+        width = max(1, len(identities))
+        keys = rows["facts", "source_identity"] * width + rows["facts", "target_identity"]
+        found, counts = np.unique(keys, return_counts=True)
+        pairs = Counter(
+            {
+                (key // width, key % width): count
+                for key, count in zip(found.tolist(), counts.tolist(), strict=True)
+            }
+        )
+        writer = _Writer(fast=True)
+        payload = _members(graph, meta, writer, identities, pairs)
+        payload["discriminators"] = writer.table(tables["discriminators"])
+        payload["occurrence_owners"] = writer.table(tables["owners"])
+        for section in _SECTIONS:
+            payload[section.name] = _MARK
+        rest = _sorted_dumps(payload)
+        view = memoryview(rest)
+        pieces: list[bytes | memoryview] = []
+        start = 0
+        for section in _SECTIONS:
+            mark = rest.index(b"\x00", start)
+            pieces.append(view[start:mark])
+            pieces.extend(_section_pieces(section, segments[section.name], rows))
+            start = mark + 1
+        pieces.append(view[start:])
+        proven = (rest.isascii() or _normalized([rest])) and all(
+            segment.nfc for section in _SECTIONS for segment in segments[section.name]
+        )
+        return pieces, proven, digest_tail(payload, _sorted_dumps)
+
+    def _prepared(self, graph: SemanticGraph) -> _Prepared:
+        """Each section's segments, each shared table, and each table column's rows (the
+        last ones again while the graph lists the very same records: a forked writer
+        then only joins what the writing process prepared before the fork)."""
+        listings = tuple(_records(graph, section.name) for section in _SECTIONS)
+        last = self._last
+        if last is not None and all(map(is_, last[0], listings)):
+            return last[1]
+        segments = {
+            section.name: self._segments(section, records)
+            for section, records in zip(_SECTIONS, listings, strict=True)
+        }
+        tables = {name: self._table(name, segments) for name in _TABLE_SOURCES}
+        rows = {
+            (section.name, column): _global_rows(segments[section.name], index, tables[table])
+            for section in _SECTIONS
+            for index, (column, table) in enumerate(section.tables)
+        }
+        self._last = (listings, (segments, tables, rows))
+        return segments, tables, rows
+
+    def _segments(self, section: _Section, records: tuple[Any, ...]) -> list[_Segment]:
+        """The segments of ``records`` in order, held ones reused; the held set becomes
+        exactly these."""
+        held = self._held[section.name]
+        kept: dict[str, _Segment] = {}
+        found: list[_Segment] = []
+        fresh: dict[str, tuple[int, int]] = {}
+        for begin, end in _bounds(records):
+            part = records[begin:end]
+            key = part[0].id
+            segment = held.get(key)
+            # Only the very records: equal ones can still print apart (True == 1 == 1.0,
+            # 0.0 == -0.0), so a record built again prints its segment again.
+            if segment is None or not (
+                len(segment.records) == len(part) and all(map(is_, segment.records, part))
+            ):
+                segment = _printed(section, part)
+                fresh[key] = (begin, end)
+            kept[key] = segment
+            found.append(segment)
+        self._held[section.name] = kept
+        self._fresh[section.name] = fresh
+        return found
+
+    def handback(self) -> Handback:
+        """What the last ``update`` or ``body`` printed, for the process this one was
+        forked from (``adopt``): each section's segment keys in order, and the bounds
+        and printed parts of the segments it printed. Small for an edit: only the
+        segments holding a changed record."""
+        return {
+            name: (
+                tuple(self._held[name]),
+                {
+                    key: (begin, end, *_parts(self._held[name][key]))
+                    for key, (begin, end) in self._fresh[name].items()
+                },
+            )
+            for name in self._held
+        }
+
+    def adopt(self, graph: SemanticGraph, handback: Handback) -> None:
+        """Hold what a forked writer printed for ``graph`` (its ``handback``), as if
+        this process had printed it: the next write reuses those segments. Anything
+        that does not fit (it cannot, from a fork of this very state) empties the
+        held segments instead, so the next write prints every segment."""
+        held: dict[str, dict[str, _Segment]] = {}
+        for section in _SECTIONS:
+            records = _records(graph, section.name)
+            keys, fresh = handback[section.name]
+            before = self._held[section.name]
+            kept: dict[str, _Segment] = {}
+            for key in keys:
+                if key in fresh:
+                    begin, end, texts, locals_, nfc = fresh[key]
+                    part = records[begin:end]
+                    if not part or part[0].id != key:
+                        self._reset()
+                        return
+                    kept[key] = _Segment(part, texts, locals_, nfc, [None] * len(locals_))
+                elif key in before:
+                    kept[key] = before[key]
+                else:
+                    self._reset()
+                    return
+            held[section.name] = kept
+        self._held = held
+        self._fresh = {section.name: {} for section in _SECTIONS}
+        self._last = None
+
+    def _table(self, name: str, segments: dict[str, list[_Segment]]) -> list[bytes]:
+        """The shared table ``name``: the sorted union of the local entries of the
+        columns pointing into it; the last one's very list when the entries are the
+        same, so the rows mapped into it stay valid."""
+        union: set[bytes] = set()
+        for section, index in _TABLE_SOURCES[name]:
+            for segment in segments[section]:
+                union.update(segment.locals[index][0])
+        entries = sorted(union)
+        last = self._tables.get(name)
+        if last is not None and last == entries:
+            return last
+        self._tables[name] = entries
+        return entries
+
+
+def _records(graph: SemanticGraph, name: str) -> tuple[Any, ...]:
+    if name == "nodes":
+        return graph.nodes()
+    if name == "facts":
+        return graph.facts()
+    return graph.occurrences()
+
+
+def _bounds(records: tuple[Any, ...]) -> list[tuple[int, int]]:
+    """``[begin, end)`` of each segment: each ends after a record whose ID's hash is a
+    multiple of ``SEGMENT_RECORDS`` (the hash of a string is kept in it: no rehash)."""
+    count = len(records)
+    if not count:
+        return []
+    hashes = np.fromiter(map(hash, map(_ID, records)), dtype=np.int64, count=count)
+    ends = np.flatnonzero((hashes & (SEGMENT_RECORDS - 1)) == 0) + 1
+    edges = [0, *ends.tolist()]
+    if edges[-1] != count:
+        edges.append(count)
+    return list(pairwise(edges))
+
+
+def _printed(section: _Section, part: tuple[Any, ...]) -> _Segment:
+    columns, locals_ = section.print_segment(part)
+    texts = tuple(_sorted_dumps(columns[name])[1:-1] for name in section.printed)
+    nfc = all(text.isascii() for text in texts) or _normalized(texts)
+    return _Segment(part, texts, locals_, nfc, [None] * len(locals_))
+
+
+def _table_sources() -> dict[str, list[tuple[str, int]]]:
+    """Each shared table's columns, as (section, index of the column's local table)."""
+    sources: dict[str, list[tuple[str, int]]] = {}
+    for section in _SECTIONS:
+        for index, (_, table) in enumerate(section.tables):
+            sources.setdefault(table, []).append((section.name, index))
+    return sources
+
+
+_TABLE_SOURCES = _table_sources()
+
+
+def _global_rows(segments: Sequence[_Segment], index: int, table: list[bytes]) -> _Rows:
+    """Every record's row in ``table`` for one table column, segment after segment
+    (a segment's rows are mapped once per table list)."""
+    row_of: dict[bytes, int] | None = None
+    arrays: list[_Rows] = []
+    for segment in segments:
+        mapped = segment.mapped[index]
+        if mapped is None or mapped[0] is not table:
+            if row_of is None:
+                row_of = {entry: row for row, entry in enumerate(table)}
+            entries, local = segment.locals[index]
+            lookup = np.asarray([row_of[entry] for entry in entries], dtype=np.int64)
+            mapped = (table, lookup[local])
+            segment.mapped[index] = mapped
+        arrays.append(mapped[1])
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+
+
+def _section_pieces(
+    section: _Section, segments: Sequence[_Segment], rows: dict[tuple[str, str], _Rows]
+) -> list[bytes]:
+    """The section's object, ``{"column":[...],...}`` in sorted key order, as pieces."""
+    columns: dict[str, list[bytes]] = {}
+    for position, name in enumerate(section.printed):
+        # One buffer per column: hashing and writing tens of thousands of small pieces
+        # cost more than copying them once.
+        inner = b",".join(text for segment in segments if (text := segment.texts[position]))
+        columns[name] = [b"[", inner, b"]"]
+    for column, _ in section.tables:
+        printed = orjson.dumps(rows[section.name, column], option=orjson.OPT_SERIALIZE_NUMPY)
+        columns[column] = [printed]
+    pieces: list[bytes] = [b"{"]
+    for name in sorted(columns):
+        pieces.append(b'"%s":' % name.encode())
+        pieces.extend(columns[name])
+        pieces.append(b",")
+    pieces[-1] = b"}"
+    return pieces
+
+
+def _parts(segment: _Segment) -> tuple[tuple[bytes, ...], tuple[_Local, ...], bool]:
+    return segment.texts, segment.locals, segment.nfc

@@ -9,13 +9,14 @@ boundary but its own) and keeps, per segment, the JSON each column prints for it
 rows' entries in the shared tables (endpoint identities, discriminators, occurrence
 owners) as a small local table. A write prints only the segments holding a record it
 has not printed, numbers the tables again from the local ones (a new entry moves the
-rows of later entries) and joins the columns from the kept pieces, without copying them.
+rows of later entries) and joins each column from the kept pieces (one copy per column:
+hashing and writing many small pieces costs more).
 
 The bytes equal ``encode_artifact``'s: a JSON array printed whole is its elements'
 texts joined by commas, which is what the kept pieces are; a property test compares the
 two over edits. Memory: about one more copy of the printed sections (the size of
-graph.cairn), in a few thousand buffers, so a forked writer that joins them touches few
-objects (each object it reads is copied into the fork when its count changes).
+graph.cairn), in some thousands of buffers, so a forked writer that joins them touches
+few objects (each object it reads is copied into the fork when its count changes).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from cairn.graph.multigraph import SemanticGraph
 
 __all__ = ["SEGMENT_RECORDS", "Handback", "PrintedSegments"]
 
-SEGMENT_RECORDS = 32
+SEGMENT_RECORDS = 16
 """Records per segment on average (a power of two): fewer makes more buffers, more
 prints more records again per edit (an edit's records are scattered over the sorted
 order: fact and occurrence IDs are hashes)."""

@@ -189,11 +189,11 @@ class MarkdownResolver:
         """Emit everything for every document, in path order."""
         for extract in self.extracts:
             self._sections(extract)
-        wanted = {text for e in self.extracts for text in _mention_texts(e) if text is not None}
-        index = self._mention_index(wanted)
-        for extract in self.extracts:
+        texts = [_mention_texts(extract) for extract in self.extracts]
+        index = self._mention_index({text for each in texts for text in each if text is not None})
+        for extract, named in zip(self.extracts, texts, strict=True):
             self._links(extract)
-            self._mentions(extract, index)
+            self._mentions(extract, named, index)
 
     def _fact(
         self,
@@ -330,8 +330,15 @@ class MarkdownResolver:
                 index["name"].setdefault(name, set()).add(node.id)
         return index
 
-    def _mentions(self, extract: FileExtract, index: dict[str, dict[str, set[str]]]) -> None:
-        for mention, text in zip(extract.mentions, _mention_texts(extract), strict=True):
+    def _mentions(
+        self,
+        extract: FileExtract,
+        texts: Sequence[str | None],
+        index: dict[str, dict[str, set[str]]],
+    ) -> None:
+        """A ``mentions`` fact for each mention whose text (``texts``, as
+        ``_mention_texts`` gives them) names one symbol."""
+        for mention, text in zip(extract.mentions, texts, strict=True):
             if text is None:
                 continue
             target = None

@@ -214,3 +214,47 @@ def test_a_round_runs_with_the_collector_paused_and_collects_after_its_report(
         "report 2, collector off",
         "collect",
     ]
+
+
+def test_the_heap_collector_searches_what_rounds_leave_and_the_whole_heap_on_growth() -> None:
+    """Between rounds only the survivors of the last round are searched for cycles (a full
+    search of the sdist's heap takes longer than a round); cycles among older objects are
+    found once the kept objects grow by the set share, and the watch hands every frozen
+    object back when it ends."""
+    import gc
+    import weakref
+
+    from cairn.codegraph.watch import HeapCollector
+
+    class Node:
+        me: object
+
+    def cycle() -> Node:
+        node = Node()
+        node.me = node
+        return node
+
+    was = gc.isenabled()
+    gc.disable()
+    heap = HeapCollector(growth=0.1)
+    try:
+        heap.collect()  # the first search is of the whole heap
+        kept = cycle()
+        heap.collect()  # ``kept`` survives this round: frozen from here on
+        old = weakref.ref(kept)
+        del kept  # now garbage, but only a search of the whole heap can find it
+        young = weakref.ref(cycle())
+        assert heap.collect() >= 1  # the young cycle
+        assert young() is None
+        assert old() is not None
+        growth = [[] for _ in range(int(gc.get_freeze_count() * 0.2) + 1)]
+        heap.collect()  # the growth is frozen: the next search is of the whole heap
+        heap.collect()
+        assert old() is None
+        assert gc.get_freeze_count() > 0
+    finally:
+        heap.release()
+        if was:
+            gc.enable()
+    assert gc.get_freeze_count() == 0
+    assert growth

@@ -54,6 +54,13 @@ the start of its re-index)."""
 IDLE_YIELD_MS = 250
 """How long the watcher waits, idle, before handing control back (a quiet pass)."""
 
+FULL_COLLECT_GROWTH = 0.25
+"""Between rounds only the objects a round left behind are searched for garbage cycles;
+the whole heap is searched again once the objects kept since its last full search have
+grown by this share (the rule CPython applies to its oldest generation). A full search
+of the whole Django sdist's heap takes ~2.5 s, longer than a round, and finds almost
+nothing: rounds free what they replace by reference counting."""
+
 RoundReport = Callable[[Mapping[str, Any]], None]
 """Told every round's record (round 0 is the first, full index)."""
 
@@ -180,40 +187,68 @@ def _rounds(
     # before the subscription is in round 0's own scan.
     if next(batches, None) is None:
         return 0
-    with gc_paused():
-        started = time.perf_counter()
-        summary, result = once()
-        previous = _hashes(result)
-    # The first index's garbage is collected before it is reported (a full collection
-    # of its heap takes ~1 s on the Django package): an edit made right after the report
-    # must not wait for it. Later rounds collect after their report (~0.1 s, while idle).
-    _collect()
-    on_round(_record(0, 0, FileChanges(), summary, _since(started)))
-    done = 0
-    for batch in batches:
-        if not batch:  # a quiet pass: nothing changed for IDLE_YIELD_MS
-            continue
+    heap = HeapCollector()
+    try:
         with gc_paused():
             started = time.perf_counter()
             summary, result = once()
-            current = _hashes(result)
-            changes = file_changes(previous, current)
-            previous = current
-            done += 1
-            on_round(_record(done, len(batch), changes, summary, _since(started)))
-        settle_printed()  # what the round's graph.cairn helper printed, for the next round
-        _collect()
-        if rounds is not None and done >= rounds:
-            break
-    return done
+            previous = _hashes(result)
+        # The first index's garbage is collected before it is reported (a full
+        # collection of its heap takes ~0.5 s on the Django package): an edit made
+        # right after the report must not wait for it.
+        heap.collect()
+        on_round(_record(0, 0, FileChanges(), summary, _since(started)))
+        done = 0
+        for batch in batches:
+            if not batch:  # a quiet pass: nothing changed for IDLE_YIELD_MS
+                continue
+            with gc_paused():
+                started = time.perf_counter()
+                summary, result = once()
+                current = _hashes(result)
+                changes = file_changes(previous, current)
+                previous = current
+                done += 1
+                on_round(_record(done, len(batch), changes, summary, _since(started)))
+            settle_printed()  # what the round's graph.cairn helper printed, for the next
+            heap.collect()
+            if rounds is not None and done >= rounds:
+                break
+        return done
+    finally:
+        heap.release()
 
 
-def _collect() -> None:
-    """Collect cycles between rounds, once the round is reported: a round allocates
-    ~10^6 objects with the collector paused, and the first allocation after it is back
-    on would run a full collection (~0.1 s on the Django package) inside the next
-    thing timed."""
-    gc.collect()
+class HeapCollector:
+    """Garbage-cycle collection between watch rounds, in time with what a round allocates.
+
+    A round runs with the collector paused and allocates ~10^6 objects; collected after
+    its report (while idle), so the first allocation after the pause does not run a
+    collection inside the next thing timed. What survives is frozen (``gc.freeze``):
+    the next collection searches only what later rounds leave, and the whole heap only
+    once the frozen objects have grown by ``growth`` since its last full search.
+    """
+
+    def __init__(self, growth: float = FULL_COLLECT_GROWTH) -> None:
+        self.growth = growth
+        self.searched: int | None = None  # frozen objects after the last full search
+
+    def collect(self) -> int:
+        """Collect cycles among the objects left since the last call (or in the whole
+        heap, see the class); returns how many unreachable objects were found."""
+        full = self.searched is None or gc.get_freeze_count() > self.searched * (1 + self.growth)
+        if full:
+            gc.unfreeze()
+        found = gc.collect()
+        gc.freeze()
+        if full:
+            self.searched = gc.get_freeze_count()
+        return found
+
+    def release(self) -> None:
+        """Hand every frozen object back to the collector (the watch is over)."""
+        gc.unfreeze()
+        self.searched = None
 
 
 def _since(started: float) -> float:

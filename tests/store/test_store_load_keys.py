@@ -16,7 +16,7 @@ from types import MappingProxyType
 
 import pytest
 from store_helpers import cmd, rows
-from test_store_load import GET, build, build_moved, state
+from test_store_load import GET, SERVICE, build, build_moved, state
 
 import cairn.store.load as load_module
 import cairn.store.loadkeys as loadkeys
@@ -167,6 +167,15 @@ def _reobserved(graph: SemanticGraph) -> SemanticGraph:
     return patched
 
 
+def _external(graph: SemanticGraph, node_id: str) -> SemanticGraph:
+    """``graph`` with every record the same object but ``node_id``'s node, now of kind
+    ``external`` (its document moves to another collection; the facts at it do not
+    change, but their keys name their ends' collections)."""
+    moved = graph.copy()
+    moved._nodes[node_id] = dataclasses.replace(graph.node(node_id), kind="external")
+    return moved
+
+
 def test_a_key_memo_derives_only_new_records_and_changes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -174,7 +183,8 @@ def test_a_key_memo_derives_only_new_records_and_changes_nothing(
     keys, and derive keys only for records that are new objects."""
     first = build(extra=True)
     patched = _patched(first, "Changed.")
-    graphs = [first, first, patched, _reobserved(patched), build()]
+    last = build()
+    graphs = [first, first, patched, _reobserved(patched), last, _external(last, SERVICE), last]
     memo = KeyMemo()
     derived: list[str] = []
     original_node_key, original_fact_key = loadkeys.node_key, loadkeys.fact_key
@@ -212,6 +222,9 @@ def test_a_key_memo_derives_only_new_records_and_changes_nothing(
                 assert set(derived) == changed
             if step == 3:  # the same fact object over a new occurrence object
                 assert derived == [first.facts_to(GET)[0].id]
+            if step in (5, 6):  # one node in another collection: the facts at it
+                at = {fact.id for fact in (*last.facts_from(SERVICE), *last.facts_to(SERVICE))}
+                assert at and set(derived) == {SERVICE, *at}, step
     assert state(tmp_path / "memo.db") == state(tmp_path / "plain.db")
 
 
@@ -238,7 +251,8 @@ def test_a_key_memo_reads_its_own_keys_only_while_the_file_is_its_own(tmp_path: 
 def test_the_keys_fingerprint_frames_every_key_in_id_order() -> None:
     """The fingerprint of a load named by its keys, against the framing written out by
     hand: SHA-256 over (8-byte little-endian length, bytes) of the header parts, then
-    each document's collection, ID and key, then each fact's ID and key, by ID."""
+    columns in ID order (documents' collections, IDs, keys; facts' IDs, keys), each as
+    its count, every length (8-byte little-endian) and its bytes joined."""
     import hashlib
     import random
     import struct
@@ -257,11 +271,20 @@ def test_the_keys_fingerprint_frames_every_key_in_id_order() -> None:
         for chunk in chunks:
             expected.update(struct.pack("<Q", len(chunk)) + chunk)
 
+    def column(chunks: list[bytes]) -> None:
+        expected.update(struct.pack("<Q", len(chunks)))
+        for chunk in chunks:
+            expected.update(struct.pack("<Q", len(chunk)))
+        for chunk in chunks:
+            expected.update(chunk)
+
     frame(b"keys", b"header", b"walked")
-    for node_id in sorted(documents):
-        collection, key = documents[node_id]
-        frame(collection.encode(), node_id.encode(), key)
-    for fact_id in sorted(facts):
-        frame(fact_id.encode(), facts[fact_id] or b"")
+    node_ids = sorted(documents)
+    column([documents[node_id][0].encode() for node_id in node_ids])
+    column([node_id.encode() for node_id in node_ids])
+    column([documents[node_id][1] for node_id in node_ids])
+    fact_ids = sorted(facts)
+    column([fact_id.encode() for fact_id in fact_ids])
+    column([facts[fact_id] or b"" for fact_id in fact_ids])
     state = _KeyState("header", "incarnation", documents, facts, None)
     assert state.fingerprint("walked") == expected.hexdigest()

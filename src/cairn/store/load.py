@@ -587,6 +587,15 @@ class _Digest:
         lengths = map(_LENGTH, map(len, listed))
         self._hash.update(b"".join(chain.from_iterable(zip(lengths, listed, strict=True))))
 
+    def feed_column(self, chunks: Sequence[bytes]) -> None:
+        """One column of chunks: their count, each length, then their bytes joined (all
+        lengths 8-byte little-endian). Three C-level updates, where framing each chunk
+        apart cost ~0.25 s for the 168,000 fact keys of the Django sdist."""
+        update = self._hash.update
+        update(_LENGTH(len(chunks)))
+        update(struct.pack(f"<{len(chunks)}Q", *map(len, chunks)))
+        update(b"".join(chunks))
+
     def hexdigest(self) -> str:
         return self._hash.hexdigest()
 
@@ -1335,21 +1344,18 @@ class _KeyState:
 
     def fingerprint(self, walked: str) -> str:
         """Names a load that skipped records: every key, and the digest of the records
-        it did walk (``walked``: those compared whole)."""
+        it did walk (``walked``: those compared whole). The keys go in as columns, in ID
+        order: documents' collections, IDs and keys, then facts' IDs and keys."""
         digest = _Digest()
         digest.feed(b"keys", self.header.encode(), walked.encode())
-        # Column by column in C (a generator over ~10^5 records cost ~0.1 s a load).
-        node_ids = sorted(self.documents)
+        node_ids = sorted(self.documents)  # in ID order already: a linear pass
         held = list(map(self.documents.__getitem__, node_ids))
-        collections = map(str.encode, map(_FIRST, held))
-        digest.feed_all(
-            chain.from_iterable(
-                zip(collections, map(str.encode, node_ids), map(_SECOND, held), strict=True)
-            )
-        )
+        digest.feed_column(list(map(str.encode, map(_FIRST, held))))
+        digest.feed_column(list(map(str.encode, node_ids)))
+        digest.feed_column(list(map(_SECOND, held)))
         fact_ids = sorted(self.facts)
-        keys = [key or b"" for key in map(self.facts.__getitem__, fact_ids)]
-        digest.feed_all(chain.from_iterable(zip(map(str.encode, fact_ids), keys, strict=True)))
+        digest.feed_column(list(map(str.encode, fact_ids)))
+        digest.feed_column([key or b"" for key in map(self.facts.__getitem__, fact_ids)])
         return digest.hexdigest()
 
     def for_position(self, position: int) -> LoadKeys:

@@ -161,7 +161,11 @@ OutOption = Annotated[
     str | None, typer.Option("--out", help="Output folder (default PATH/.cairn).")
 ]
 WorkersOption = Annotated[
-    int | None, typer.Option("--workers", help="Extraction processes (default: CPUs).")
+    int | None,
+    typer.Option(
+        "--workers",
+        help="Extraction processes (default: CPUs; batches under 512 KiB parse in-process).",
+    ),
 ]
 ExcludeOption = Annotated[
     list[str] | None, typer.Option("--exclude", help="Gitignore-style glob to skip.")

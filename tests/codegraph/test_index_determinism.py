@@ -8,19 +8,29 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from codegraph_expect import FIXTURES, canonical_content
 from typer.testing import CliRunner
 
+import cairn.codegraph.build as build
 from cairn.cli import app
 from cairn.codegraph import index_repository, write_index
 
 FIXED_TIME = "2024-01-01T00:00:00Z"
 SCRIPT = (
     "import sys\n"
+    "import cairn.codegraph.build as build\n"
     "from cairn.codegraph import index_repository, write_index\n"
+    "build.IN_PROCESS_MAX_BYTES = 0  # the fixtures are small: through workers all the same\n"
     "result = index_repository(sys.argv[1], workers=int(sys.argv[3]))\n"
     "write_index(result, sys.argv[2], generated_at='" + FIXED_TIME + "')\n"
 )
+
+
+@pytest.fixture(autouse=True)
+def _through_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fixtures are small enough to be parsed in this process: send them to workers."""
+    monkeypatch.setattr(build, "IN_PROCESS_MAX_BYTES", 0)
 
 
 def test_worker_count_does_not_change_the_graph_or_the_artifact(tmp_path: Path) -> None:
@@ -102,3 +112,27 @@ def test_moving_a_function_changes_only_occurrence_ids(tmp_path: Path) -> None:
     assert {o.id for o in unchanged} <= {o.id for o in after.occurrences()}
     load_user = after.node("function:app/services.py#load_user")
     assert load_user.attributes["range"][0] == before.node(load_user.id).attributes["range"][0] + 4
+
+
+def test_a_few_small_files_are_parsed_here_whatever_the_worker_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Starting workers costs more than parsing a few hundred KiB in this process: files
+    that add up to no more than ``IN_PROCESS_MAX_BYTES`` start no pool, more do, and
+    the graph is the same either way."""
+    started: list[int] = []
+    pool = build.ProcessPoolExecutor
+
+    def counting(*args: object, **kwargs: object) -> object:
+        started.append(1)
+        return pool(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build, "ProcessPoolExecutor", counting)
+    size = sum(path.stat().st_size for path in FIXTURES.rglob("*") if path.is_file())
+    monkeypatch.setattr(build, "IN_PROCESS_MAX_BYTES", size)  # every file together is less
+    here = index_repository(FIXTURES, workers=2)
+    assert started == []
+    monkeypatch.setattr(build, "IN_PROCESS_MAX_BYTES", 0)
+    pooled = index_repository(FIXTURES, workers=2)
+    assert started == [1]
+    assert canonical_content(here.graph) == canonical_content(pooled.graph)

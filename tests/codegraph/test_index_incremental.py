@@ -17,6 +17,7 @@ import pytest
 from codegraph_expect import FIXTURES
 from typer.testing import CliRunner
 
+import cairn.codegraph.build as build
 from cairn.cli import app
 from cairn.codegraph import index_repository, write_index
 from cairn.codegraph.cache import CACHE_FILENAME, ExtractCache, load_extract
@@ -50,7 +51,10 @@ def _edit(repo: Path) -> None:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_a_cached_reindex_is_byte_identical_to_a_clean_build(tmp_path: Path, workers: int) -> None:
+def test_a_cached_reindex_is_byte_identical_to_a_clean_build(
+    tmp_path: Path, workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(build, "IN_PROCESS_MAX_BYTES", 0)  # small files: to workers all the same
     repo = _copy(tmp_path)
     cache = tmp_path / CACHE_FILENAME
     first = index_repository(repo, workers=workers, cache=cache)

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
 
 from test_store_load import dump
 
+import cairn.codegraph.build as build
 import cairn.store
 from cairn.canonical import canonical_bytes
 from cairn.codegraph import index_repository
@@ -28,6 +29,14 @@ from cairn.store.load import (
 )
 
 REPOS = ("flask_app", "django_site")
+
+
+@pytest.fixture(autouse=True)
+def _through_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fixtures are small enough to be parsed in this process: send them to workers."""
+    monkeypatch.setattr(build, "IN_PROCESS_MAX_BYTES", 0)
+
+
 PER_FILE = ("commands", "meta")
 """Tables that differ between any two databases: commit times, the database's own ID."""
 

@@ -290,3 +290,80 @@ def test_a_round_whose_code_files_did_not_change_reuses_their_resolution(
         assert _index_bytes(ours, tmp_path / f"ours{step}") == _index_bytes(
             clean, tmp_path / f"clean{step}"
         ), step
+
+
+def _share(nodes: dict[str, dict[str, object]], calls: list[tuple[str, str, int]]) -> object:
+    """A share as a module's emission makes it: these nodes, one call fact per entry."""
+    from cairn.codegraph.emit import EmittedShare
+    from cairn.graph import EndpointIdentity, Node, OccurrenceInput, SourceRange
+    from cairn.graph.multigraph import admit_apart
+
+    made = tuple(
+        Node(node_id, "function", EndpointIdentity.stable(), attributes)
+        for node_id, attributes in nodes.items()
+    )
+    candidates = [
+        (
+            source,
+            target,
+            "calls",
+            {"invocation": "call", "resolution": "resolved"},
+            OccurrenceInput(
+                "python", "ast", source_file="m.py", source_range=SourceRange(line, 1, line, 4)
+            ),
+        )
+        for source, target, line in calls
+    ]
+    return EmittedShare(made, admit_apart(candidates))
+
+
+def test_a_module_emitted_again_keeps_its_exactly_unchanged_records() -> None:
+    """Re-emitted records that are exactly as before (equal, and the same JSON) are the
+    last round's very objects, and a share with nothing changed is the last one itself;
+    ``True`` and ``1`` are equal but print apart, so such a record is not kept."""
+    from cairn.codegraph.emit import interned
+
+    nodes = {"f": {"async": True, "line": 1}, "g": {"async": False, "line": 5}}
+    before = _share(nodes, [("f", "g", 2)])
+    again = _share(nodes, [("f", "g", 2)])
+    assert interned(again, before) is before  # type: ignore[arg-type]
+    assert interned(again, None) is again  # type: ignore[arg-type]
+    edited = _share({**nodes, "h": {"async": False, "line": 9}}, [("f", "g", 2), ("h", "f", 10)])
+    kept = interned(edited, before)  # type: ignore[arg-type]
+    held = {node.id: node for node in before.nodes}  # type: ignore[attr-defined]
+    assert [node is held.get(node.id) for node in kept.nodes] == [True, True, False]
+    old_fact, old_occurrence = before.piece.facts, before.piece.occurrences  # type: ignore[attr-defined]
+    for fact_id, fact in kept.piece.facts.items():
+        assert (fact is old_fact.get(fact_id)) == (fact_id in old_fact)
+    for key, item in kept.piece.occurrences.items():
+        assert (item is old_occurrence.get(key)) == (key in old_occurrence)
+    assert len(kept.piece.facts) == 2 and len(kept.piece.occurrences) == 2
+    as_one = _share(
+        {"f": {"async": 1, "line": 1}, "g": {"async": False, "line": 5}}, [("f", "g", 2)]
+    )
+    assert as_one.nodes[0] == before.nodes[0]  # type: ignore[attr-defined]
+    swapped = interned(as_one, before)  # type: ignore[arg-type]
+    assert swapped is not before
+    assert swapped.nodes[0] is as_one.nodes[0]  # type: ignore[attr-defined]
+    assert swapped.nodes[1] is before.nodes[1]  # type: ignore[attr-defined]
+
+
+def test_an_edited_module_keeps_its_untouched_records_as_the_same_objects(
+    tmp_path: Path,
+) -> None:
+    """After an edit that adds a function to a module, the module's other nodes, facts
+    and occurrences in the round's graph are the last round's objects (what keeps the
+    load keys and graph.cairn's printed segments from being made again for them)."""
+    repo = _write(tmp_path / "repo")
+    cache = tmp_path / CACHE_FILENAME
+    first = index_repository(repo, cache=cache, remember=True)
+    path = repo / "pkg" / "models.py"
+    path.write_text(path.read_text() + "\n\ndef extra():\n    return A()\n")
+    second = index_repository(repo, cache=cache, remember=True)
+    mine = [node for node in first.graph.nodes() if "models" in node.id]
+    assert len(mine) >= 4
+    assert all(second.graph.node(node.id) is node for node in mine)
+    facts = [fact for fact in first.graph.facts() if "models" in fact.source]
+    assert facts and all(second.graph.fact(fact.id) is fact for fact in facts)
+    new = [node for node in second.graph.nodes() if node.id.endswith("extra")]
+    assert len(new) == 1 and not first.graph.has_node(new[0].id)

@@ -16,11 +16,23 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from operator import is_
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+import orjson
 
 from cairn.codegraph.limits import ADAPTER_VERSION
 from cairn.codegraph.records import Range
-from cairn.graph import EndpointIdentity, Node, OccurrenceInput, SemanticGraph, SourceRange
+from cairn.graph import (
+    EndpointIdentity,
+    EvidenceOccurrence,
+    Node,
+    OccurrenceInput,
+    SemanticFact,
+    SemanticGraph,
+    SourceRange,
+)
 from cairn.graph.multigraph import FactCandidate, FactPiece, admit_apart
 
 __all__ = [
@@ -31,6 +43,7 @@ __all__ = [
     "external_id",
     "external_node",
     "file_id",
+    "interned",
     "node_of",
     "partial_marks",
     "symbol_id",
@@ -172,6 +185,68 @@ class EmittedShare:
 
     nodes: tuple[Node, ...]
     piece: FactPiece
+
+
+_Record = TypeVar("_Record", Node, SemanticFact, EvidenceOccurrence)
+
+
+def interned(made: EmittedShare, before: EmittedShare | None) -> EmittedShare:
+    """``made``, each record of which ``before`` holds exactly (same ID, equal, and the
+    same JSON: ``True == 1`` but they print apart) replaced by ``before``'s very object;
+    ``before`` itself when nothing differs. A module emitted again after an edit keeps
+    its unchanged records as they were, so what is keyed by record identity downstream
+    (load keys, graph.cairn's printed segments) sees them unchanged: ten edited Django
+    files otherwise printed ~1,000 segments of graph.cairn again."""
+    if before is None:
+        return made
+    nodes = _same_records(made.nodes, {node.id: node for node in before.nodes})
+    piece, held = made.piece, before.piece
+    facts = _same_records(tuple(piece.facts.values()), held.facts)
+    occurrences = _same_records(tuple(piece.occurrences.values()), held.occurrences)
+    if (
+        _all_same(nodes, before.nodes)
+        and _all_same(facts, tuple(held.facts.values()))
+        and _all_same(occurrences, tuple(held.occurrences.values()))
+        and (piece.admitted, piece.unregistered) == (held.admitted, held.unregistered)
+    ):
+        return before
+    return EmittedShare(
+        nodes,
+        FactPiece(
+            MappingProxyType({fact.id: fact for fact in facts}),
+            MappingProxyType({item.id: item for item in occurrences}),
+            piece.admitted,
+            piece.unregistered,
+        ),
+    )
+
+
+def _same_records(made: tuple[_Record, ...], before: Mapping[str, _Record]) -> tuple[_Record, ...]:
+    """``made`` with each record ``before`` holds exactly (``interned``) as that object."""
+    return tuple(
+        old if (old := before.get(record.id)) is not None and _exactly(old, record) else record
+        for record in made
+    )
+
+
+def _all_same(these: tuple[Any, ...], those: tuple[Any, ...]) -> bool:
+    return len(these) == len(those) and all(map(is_, these, those))
+
+
+def _exactly(old: Any, new: Any) -> bool:
+    """Whether two records are equal and print the same JSON (orjson tells ``true``,
+    ``1`` and ``1.0`` apart, and ``-0.0`` from ``0.0``)."""
+    if old is new:
+        return True
+    if old != new:
+        return False
+    try:
+        return bool(
+            orjson.dumps(old.to_json(), option=orjson.OPT_SORT_KEYS)
+            == orjson.dumps(new.to_json(), option=orjson.OPT_SORT_KEYS)
+        )
+    except (TypeError, orjson.JSONEncodeError):
+        return False
 
 
 class ShareEmitter(Emitter):

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cairn.codegraph.emit import EmittedShare, ShareEmitter
+from cairn.codegraph.emit import EmittedShare, ShareEmitter, interned
 from cairn.codegraph.records import FileExtract
 from cairn.codegraph.resolve import PythonResolver, merge_flows, reads_in
 from cairn.codegraph.watched import ALL, Token, WatchedModules, WatchedTable, module_changes
@@ -217,7 +217,7 @@ def resolve_rounds(
     resolver.flows = dict(table)
     held = before.phases[EMISSION] if before is not None else {}
     phases[EMISSION], redone[EMISSION] = _phase(
-        resolver, paths, held, changed, _emission_of, replay=_replay
+        resolver, paths, held, changed, _emission_of, replay=_replay, keep=interned
     )
     resolver.emit.add_shares(
         [structure[path] for path in paths] + [phases[EMISSION][path].output for path in paths]
@@ -251,7 +251,8 @@ def _structure(resolver: PythonResolver, previous: PythonRounds | None) -> dict[
             assert previous is not None
             made[path] = previous.structure[path]
         else:
-            made[path] = _apart(resolver, resolver.emit_structure, path)
+            before = previous.structure.get(path) if previous is not None else None
+            made[path] = interned(_apart(resolver, resolver.emit_structure, path), before)
     return made
 
 
@@ -286,12 +287,14 @@ def _phase(
     changed: set[Token],
     work: Work,
     replay: Callable[[PythonResolver, ModuleRecord], None] | None = None,
+    keep: Callable[[Any, Any], Any] | None = None,
 ) -> tuple[dict[str, ModuleRecord], int]:
     """One phase over every module in path order: a module whose extract is the same
     object and which read nothing in ``changed`` keeps its record (``replay`` is told);
     the others are computed again, in path order, with one memo whose entries carry
     what computing them read (``PythonResolver.note_reads``), so each module's reads are
-    what it read itself and what the entries that answered it read."""
+    what it read itself and what the entries that answered it read. ``keep`` is given
+    a module's new output and its last one, and says which to hold (``interned``)."""
     dirty = {
         path
         for path in paths
@@ -327,6 +330,8 @@ def _phase(
                 output, stats = work(resolver, path)
             finally:
                 resolver.set_tables(plain)
+            if keep is not None and (last := held.get(path)) is not None:
+                output = keep(output, last.output)
             module = resolver.by_path[path]
             reads = reads_in(log, answered, (("m", path), ("n", module.name)))
             walked = not reads.isdisjoint(_WALKS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from itertools import pairwise
+from typing import Any
 
 import pytest
 from graph_helpers import CALL, site
@@ -17,9 +18,15 @@ from test_multigraph_bulk import (
     candidates,
 )
 
-from cairn.errors import IdentityCollisionError, MissingEndpointError, ValidationError
-from cairn.graph import OccurrenceInput, SemanticGraph
-from cairn.graph.multigraph import FactCandidate, admit_apart
+from cairn.errors import CairnError, IdentityCollisionError, MissingEndpointError, ValidationError
+from cairn.graph import (
+    EndpointIdentity,
+    IdentityReason,
+    Node,
+    OccurrenceInput,
+    SemanticGraph,
+)
+from cairn.graph.multigraph import FactCandidate, Part, PartsMerge, admit_apart
 
 located = candidates().filter(lambda candidate: candidate[4] is not None)
 """Candidates that carry an occurrence (what a piece holds)."""
@@ -134,3 +141,149 @@ def test_unregistered_relations_are_counted_not_stored() -> None:
     counts = graph.add_pieces([piece])
     assert counts["unresolved"] == 1
     assert graph.unregistered_relation_admissions == {"unregistered_relation": 1}
+
+
+PART_KEYS = ("p", "q", "r")
+IDENTITIES = (
+    EndpointIdentity.stable(),
+    EndpointIdentity.context_bound(IdentityReason.COLLISION_SUFFIX_DERIVED),
+)
+part_specs = st.tuples(
+    st.sampled_from(PART_KEYS),
+    st.booleans(),  # the last round's very part under this key, when there is one
+    st.lists(st.tuples(st.sampled_from(NODES), st.integers(0, 1)), max_size=4),
+    st.lists(located, max_size=6),
+    st.booleans(),  # tell admit_apart the part's node identities
+)
+
+
+def _part(key: str, nodes: list[tuple[str, int]], batch: list[FactCandidate], tell: bool) -> Part:
+    held: dict[str, Node] = {}
+    for node_id, identity in nodes:
+        held.setdefault(node_id, Node(node_id, "function", IDENTITIES[identity], {}))
+    told = {node_id: node.identity for node_id, node in held.items()} if tell else None
+    return key, tuple(held.values()), admit_apart(batch, told)
+
+
+def _merged(parts: list[Part], last: PartsMerge | None) -> tuple[object, PartsMerge | None]:
+    """The graph ``merge_parts`` makes of ``parts`` (or the type of its error), and what it
+    leaves for the next merge."""
+    graph = SemanticGraph()
+    try:
+        kept = graph.merge_parts(parts, last)
+    except CairnError as exc:
+        return type(exc), None
+    return graph, kept
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(part_specs, max_size=4), min_size=1, max_size=5))
+def test_parts_merged_by_difference_equal_parts_merged_afresh(rounds: list[list[Any]]) -> None:
+    """Round after round, merging parts by difference from the last merge (the parts not
+    the very same objects taken out and put in again) gives the graph, counters and
+    errors of merging every part afresh: parts sharing nodes (the first in part order
+    wins), changing a node's identity under facts other parts keep, dropping a node facts
+    end at, sharing facts (merged afresh from then on)."""
+    _check_rounds(rounds)
+
+
+def _check_rounds(rounds: list[list[Any]]) -> None:
+    """Merge each round's parts by difference and afresh; the two agree."""
+    last_parts: dict[str, Part] = {}
+    kept: PartsMerge | None = None
+    for specs in rounds:
+        parts = [
+            last_parts[key] if same and key in last_parts else _part(key, nodes, batch, tell)
+            for key, same, nodes, batch, tell in specs
+        ]
+        expected, _ = _merged(parts, None)
+        actual, kept = _merged(parts, kept)
+        if isinstance(expected, SemanticGraph):
+            assert isinstance(actual, SemanticGraph)
+            assert_same(actual, expected)
+        else:
+            assert actual is expected
+        last_parts = {part[0]: part for part in parts}
+
+
+A_TO_B = [("a", "b", "calls", CALL, site(1))]
+C_TO_A = [("c", "a", "calls", CALL, site(2))]
+A_TO_B_ELSEWHERE = [("a", "b", "calls", CALL, site(5))]
+
+
+@pytest.mark.parametrize(
+    "rounds",
+    [
+        pytest.param(
+            [
+                [
+                    ("p", False, [("a", 0), ("b", 0)], [], True),
+                    ("q", False, [("c", 0)], C_TO_A, True),
+                ],
+                [("p", False, [("a", 1), ("b", 0)], [], True), ("q", True, [], [], True)],
+            ],
+            id="a node's identity changes under facts another part keeps",
+        ),
+        pytest.param(
+            [
+                [("p", False, [("a", 0), ("b", 0)], A_TO_B, True), ("q", False, [], [], True)],
+                [("p", True, [], [], True), ("q", False, [], A_TO_B_ELSEWHERE, True)],
+            ],
+            id="a changed part holds a fact another part keeps",
+        ),
+        pytest.param(
+            [
+                [
+                    ("p", False, [("a", 0), ("b", 0)], [], True),
+                    ("q", False, [("c", 0)], C_TO_A, True),
+                ],
+                [("p", False, [("b", 0)], [], True), ("q", True, [], [], True)],
+            ],
+            id="a node no part holds now, that a kept fact ends at",
+        ),
+        pytest.param(
+            [
+                [
+                    ("p", False, [("a", 0)], [], True),
+                    ("q", False, [("a", 1), ("b", 0)], A_TO_B, True),
+                ],
+                [("p", False, [("c", 0)], [], True), ("q", True, [], [], True)],
+            ],
+            id="the first holder of a node lets it go: the next one's node stands",
+        ),
+    ],
+)
+def test_parts_merged_by_difference_in_the_cases_that_need_care(rounds: list[list[Any]]) -> None:
+    _check_rounds(rounds)
+
+
+def test_a_merge_by_difference_takes_out_and_puts_in_only_the_parts_that_changed() -> None:
+    """Only a part that is not the very same object is merged again; the records of the
+    others stay the objects the last merge stored."""
+    same = _part("p", [("a", 0), ("b", 0)], [("a", "b", "calls", CALL, site(1))], True)
+    changed = _part("q", [("c", 0)], [("c", "a", "calls", CALL, site(2))], True)
+    graph = SemanticGraph()
+    kept = graph.merge_parts([same, changed])
+    assert kept is not None
+    again = _part("q", [("c", 0)], [("c", "a", "calls", CALL, site(3))], True)
+    taken: list[object] = []
+    from unittest import mock
+
+    import cairn.graph.multigraph as multigraph
+
+    by_difference = multigraph._by_difference
+
+    def spy(last: PartsMerge, listed: list[Part]) -> PartsMerge | None:
+        found = by_difference(last, listed)
+        taken.append(found)
+        return found
+
+    second = SemanticGraph()
+    with mock.patch.object(multigraph, "_by_difference", spy):
+        assert second.merge_parts([same, again], kept) is kept
+    assert taken == [kept]
+    fresh = SemanticGraph()
+    fresh.merge_parts([same, again])
+    assert_same(second, fresh)
+    (fact_id,) = same[2].facts
+    assert second.fact(fact_id) is graph.fact(fact_id)

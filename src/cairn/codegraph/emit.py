@@ -14,7 +14,7 @@ merge then or in a later build that still has the part (``cairn watch``).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from operator import is_
 from types import MappingProxyType
@@ -33,7 +33,7 @@ from cairn.graph import (
     SemanticGraph,
     SourceRange,
 )
-from cairn.graph.multigraph import FactCandidate, FactPiece, admit_apart
+from cairn.graph.multigraph import FactCandidate, FactPiece, PartsMerge, admit_apart
 
 __all__ = [
     "EmittedShare",
@@ -294,6 +294,17 @@ class GraphEmitter(Emitter):
         if self._pending:
             pending, self._pending = self._pending, []
             self._graph.add_facts(pending)
+
+    def merge_shares(
+        self, keyed: Iterable[tuple[Hashable, EmittedShare]], last: PartsMerge | None
+    ) -> PartsMerge | None:
+        """``add_shares`` of the shares in order, each under a key, through
+        ``SemanticGraph.merge_parts``: by difference from ``last`` (the merge of the
+        last round's shares, consumed) when this graph is still empty; returns what the
+        next round's merge needs (or None)."""
+        self.flush()
+        parts = [(key, share.nodes, share.piece) for key, share in keyed]
+        return self._graph.merge_parts(parts, last)
 
     def add_shares(self, shares: Iterable[EmittedShare]) -> None:
         """Add parts emitted apart, in order, as if their calls were made here now: the

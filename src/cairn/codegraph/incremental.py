@@ -34,6 +34,7 @@ from cairn.codegraph.emit import EmittedShare, ShareEmitter, interned
 from cairn.codegraph.records import FileExtract
 from cairn.codegraph.resolve import PythonResolver, merge_flows, reads_in
 from cairn.codegraph.watched import ALL, Token, WatchedModules, WatchedTable, module_changes
+from cairn.graph.multigraph import PartsMerge
 
 __all__ = [
     "CodeRound",
@@ -78,6 +79,8 @@ class ModuleRecord:
 FLOWS_FIRST = "flows 1"
 FLOWS_SECOND = "flows 2"
 EMISSION = "emission"
+STRUCTURE = "structure"
+"""The key of a module's nodes and ``contains`` facts among the shares a round merges."""
 PHASES = (FLOWS_FIRST, FLOWS_SECOND, EMISSION)
 """The per-module phases of a round: the argument flows' two rounds, then the facts."""
 
@@ -104,6 +107,9 @@ class PythonRounds:
     module_tables: Mapping[str, Any]
     """The resolver's tables of each module (``PythonResolver(known=...)``): its extract
     and name too."""
+    merged: PartsMerge | None = None
+    """The merge of every module's shares into the graph, for the next round to merge by
+    difference (``SemanticGraph.merge_parts``); consumed by it."""
 
     @property
     def modules(self) -> Mapping[str, ModuleRecord]:
@@ -219,8 +225,10 @@ def resolve_rounds(
     phases[EMISSION], redone[EMISSION] = _phase(
         resolver, paths, held, changed, _emission_of, replay=_replay, keep=interned
     )
-    resolver.emit.add_shares(
-        [structure[path] for path in paths] + [phases[EMISSION][path].output for path in paths]
+    merged = resolver.emit.merge_shares(
+        [((STRUCTURE, path), structure[path]) for path in paths]
+        + [((EMISSION, path), phases[EMISSION][path].output) for path in paths],
+        previous.merged if previous is not None else None,
     )
     resolver.forget()  # the routes read from no memo made under another flow table
     resolver.finish()
@@ -236,6 +244,7 @@ def resolve_rounds(
         redone,
         structure,
         dict(resolver.by_path),
+        merged,
     )
 
 

@@ -276,3 +276,44 @@ def test_a_remembering_index_leaves_out_the_tallies_a_watch_round_never_reports(
     assert kept["counts"] == once["counts"] == result.graph.counts().to_json()
     assert sum(once["nodes_by_kind"].values()) == result.graph.node_count
     assert kept["problems"] == once["problems"]
+
+
+def test_a_remembering_index_reads_only_files_written_since_it_read_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cairn watch`` keeps each file's SHA-256 with its signature (size, mtime, ctime,
+    inode): a later round reads only the files whose signature changed (written, moved
+    in, replaced) and is still a clean build's bytes; a file written just before it was
+    read (within ``RACY_MARGIN_NS``) is read again whatever its signature says."""
+    import cairn.codegraph.cache as cache_module
+
+    repo = _copy(tmp_path)
+    cache = tmp_path / CACHE_FILENAME
+    read: list[str] = []
+    real = build.read_source
+
+    def reading(root: Path, scanned: object) -> object:
+        read.append(scanned.path)  # type: ignore[attr-defined]
+        return real(root, scanned)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build, "read_source", reading)
+    index_repository(repo, cache=cache, remember=True)  # written just now: racily clean
+    everything = len(read)
+    read.clear()
+    index_repository(repo, cache=cache, remember=True)
+    assert len(read) == everything > 20  # so each is read again
+
+    monkeypatch.setattr(cache_module, "RACY_MARGIN_NS", 0)  # as if written long before
+    index_repository(repo, cache=cache, remember=True)
+    read.clear()
+    index_repository(repo, cache=cache, remember=True)
+    assert read == []
+    _edit(repo)
+    ours = index_repository(repo, cache=cache, remember=True)
+    renamed = [path for path in read if "renamed_" in path]
+    assert sorted(read) == sorted(["flask_app/app/views.py", "flask_app/app/extra.py", *renamed])
+    assert len(renamed) == 1
+    mine = write_index(ours, tmp_path / "ours", generated_at=FIXED_TIME)
+    assert (mine.graph_path.read_bytes(), mine.manifest_path.read_bytes()) == _bytes(
+        repo, tmp_path / "clean", cache=None
+    )

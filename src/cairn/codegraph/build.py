@@ -28,6 +28,7 @@ from cairn.codegraph.cache import (
     CacheStats,
     ExtractCache,
     FreshRow,
+    Row,
     dump_extract,
     load_extract,
 )
@@ -56,6 +57,7 @@ from cairn.codegraph.scan import (
     INDEXED,
     FileOutcome,
     Manifest,
+    ScannedFile,
     ScanResult,
     read_source,
     scan_repository,
@@ -370,10 +372,17 @@ def _plan(scan: ScanResult, cache: ExtractCache | None) -> tuple[_Phase, _Phase]
     rest are jobs. Python files make the first phase, every other language the second."""
     python, other = _Phase(), _Phase()
     rows = cache.rows() if cache is not None else {}
+    started = time.time_ns()
     for scanned in scan.files:
         phase = python if scanned.language == PYTHON else other
+        unread = _known(cache, rows, scanned)
+        if unread is not None:
+            phase.ready.append(unread)
+            continue
         read = read_source(scan.root, scanned)
         outcome = read.outcome
+        if cache is not None and outcome.sha256 is not None:
+            cache.remember_read(scanned.path, scanned.signature, outcome.sha256, started)
         if read.data is None or outcome.sha256 is None:
             phase.ready.append((outcome, FileExtract(scanned.path, scanned.language)))
             continue
@@ -388,6 +397,21 @@ def _plan(scan: ScanResult, cache: ExtractCache | None) -> tuple[_Phase, _Phase]
             known = replace(outcome, outcome=hit.outcome, error=hit.error)
             phase.ready.append((known, hit.extract))
     return python, other
+
+
+def _known(
+    cache: ExtractCache | None, rows: Mapping[str, Row], scanned: ScannedFile
+) -> Extracted | None:
+    """The cached extract of a file this process read before and that was not written
+    since (same signature), without reading it; None when it must be read."""
+    sha = cache.known_sha(scanned.path, scanned.signature) if cache is not None else None
+    if cache is None or sha is None:
+        return None
+    hit = cache.lookup(rows, scanned.path, scanned.language, sha)
+    if hit is None:
+        return None
+    outcome = FileOutcome(scanned.path, scanned.language, hit.outcome, scanned.size, sha)
+    return replace(outcome, error=hit.error), hit.extract
 
 
 def _resolve_python(

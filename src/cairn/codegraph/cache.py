@@ -99,6 +99,15 @@ MAX_MEMO_FILES = 50_000
 _MEMO: dict[tuple[str, str, str, str], tuple[int, FileExtract]] = {}
 """(extractor fingerprint, path, language, sha256) -> (row checksum, the extract)."""
 
+RACY_MARGIN_NS = 2_000_000_000
+"""A file read less than this long after it was last written is read again next time
+whatever its signature says: a second write within one tick of the file system's clock
+(2 s on some) would leave the signature unchanged ("racily clean", as git calls it)."""
+
+_READS: dict[tuple[str, str], tuple[tuple[int, int, int, int], str]] = {}
+"""(extractor fingerprint, path) -> (the file's signature when read, its sha256): what
+this process read in its last index, kept while the file was not written just before."""
+
 Row = tuple[str, str, str, str | None, bytes, int]
 """A stored row after its path: language, sha256, outcome, error, data, checksum."""
 FreshRow = tuple[str, str, str, str, str | None, bytes]
@@ -280,6 +289,32 @@ class ExtractCache:
         self.stats.hits += 1
         self._remember(path, sha256, checksum, extract)
         return CachedExtract(outcome, error, extract)
+
+    def known_sha(self, path: str, signature: tuple[int, int, int, int] | None) -> str | None:
+        """The SHA-256 this process read for ``path`` in an earlier index (``remember``
+        only) while its signature is still the one it had then, else None: the file is
+        not read again (a ``cairn watch`` round of the Django sdist read and hashed every
+        file: ~0.1 s)."""
+        if not self.remember or signature is None:
+            return None
+        held = _READS.get((self.fingerprint, path))
+        return held[1] if held is not None and held[0] == signature else None
+
+    def remember_read(
+        self, path: str, signature: tuple[int, int, int, int] | None, sha256: str, started: int
+    ) -> None:
+        """Keep ``path``'s SHA-256 for its ``signature`` (``remember`` only), when the file
+        was last written at least ``RACY_MARGIN_NS`` before ``started`` (ns since the
+        epoch: when reading began); else forget it, so it is read again next time."""
+        if not self.remember:
+            return
+        key = (self.fingerprint, path)
+        _READS.pop(key, None)
+        if signature is None or max(signature[1], signature[2]) > started - RACY_MARGIN_NS:
+            return
+        _READS[key] = (signature, sha256)
+        while len(_READS) > MAX_MEMO_FILES:
+            del _READS[next(iter(_READS))]
 
     def remember_written(self, path: str, sha256: str, extract: FileExtract) -> None:
         """Keep a freshly parsed ``extract`` in this process, tied to the row ``save``

@@ -66,6 +66,9 @@ class ScannedFile:
     path: str
     language: str
     size: int
+    signature: tuple[int, int, int, int] | None = None
+    """(size, mtime ns, ctime ns, inode) as the scan found the file: a file with the same
+    signature since it was last read was not written since (``ExtractCache.known_sha``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,12 +272,14 @@ def _file_outcome(
         return None, FileOutcome(rel, language, SKIP_EXCLUDED)
     if is_secret_path(rel):
         return None, FileOutcome(rel, language, SKIP_SECRET)
-    size = entry.stat(follow_symlinks=False).st_size
+    stat = entry.stat(follow_symlinks=False)
+    size = stat.st_size
     if size > MAX_FILE_BYTES:
         return None, FileOutcome(rel, language, SKIP_TOO_LARGE, size)
     if language == OTHER_LANGUAGE:
         return None, FileOutcome(rel, language, SKIP_UNSUPPORTED, size)
-    return ScannedFile(rel, language, size), None
+    signature = (size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+    return ScannedFile(rel, language, size, signature), None
 
 
 @dataclass(frozen=True, slots=True)

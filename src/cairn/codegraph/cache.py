@@ -105,8 +105,8 @@ whatever its signature says: a second write within one tick of the file system's
 (2 s on some) would leave the signature unchanged ("racily clean", as git calls it)."""
 
 _READS: dict[tuple[str, str], tuple[tuple[int, int, int, int], str]] = {}
-"""(extractor fingerprint, path) -> (the file's signature when read, its sha256): what
-this process read in its last index, kept while the file was not written just before."""
+"""(cache file, path) -> (the file's signature when read, its sha256): what this process
+read in its last index of that folder, kept while the file was not written just before."""
 
 Row = tuple[str, str, str, str | None, bytes, int]
 """A stored row after its path: language, sha256, outcome, error, data, checksum."""
@@ -297,7 +297,7 @@ class ExtractCache:
         file: ~0.1 s)."""
         if not self.remember or signature is None:
             return None
-        held = _READS.get((self.fingerprint, path))
+        held = _READS.get((str(self.path), path))
         return held[1] if held is not None and held[0] == signature else None
 
     def remember_read(
@@ -308,7 +308,7 @@ class ExtractCache:
         epoch: when reading began); else forget it, so it is read again next time."""
         if not self.remember:
             return
-        key = (self.fingerprint, path)
+        key = (str(self.path), path)
         _READS.pop(key, None)
         if signature is None or max(signature[1], signature[2]) > started - RACY_MARGIN_NS:
             return

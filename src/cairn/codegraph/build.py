@@ -404,14 +404,14 @@ def _known(
 ) -> Extracted | None:
     """The cached extract of a file this process read before and that was not written
     since (same signature), without reading it; None when it must be read."""
-    sha = cache.known_sha(scanned.path, scanned.signature) if cache is not None else None
-    if cache is None or sha is None:
+    if cache is None:
         return None
-    hit = cache.lookup(rows, scanned.path, scanned.language, sha)
+    sha = cache.known_sha(scanned.path, scanned.signature)
+    hit = None if sha is None else cache.lookup(rows, scanned.path, scanned.language, sha)
     if hit is None:
         return None
-    outcome = FileOutcome(scanned.path, scanned.language, hit.outcome, scanned.size, sha)
-    return replace(outcome, error=hit.error), hit.extract
+    known = FileOutcome(scanned.path, scanned.language, hit.outcome, scanned.size, sha)
+    return replace(known, error=hit.error), hit.extract
 
 
 def _resolve_python(

@@ -245,8 +245,8 @@ def _write_artifact(
     """``write_index`` of an index result (the task ``index_once`` may fork)."""
     result, out, generated_at, printed, parent = state
     written = write_index(result, out, generated_at=generated_at, printed=printed)
-    forked = printed is not None and os.getpid() != parent
-    return written, printed.handback() if forked and printed is not None else None
+    forked = os.getpid() != parent
+    return written, printed.handback() if printed is not None and forked else None
 
 
 _PRINTED: dict[Path, PrintedSegments] = {}

@@ -311,10 +311,5 @@ class GraphEmitter(Emitter):
         first node of each ID is kept, then their facts are merged (queued candidates are
         admitted first)."""
         self.flush()
-        listed = list(shares)
-        graph = self._graph
-        for share in listed:
-            for node in share.nodes:
-                if not graph.has_node(node.id):
-                    graph.put_node(node)
-        graph.add_pieces([share.piece for share in listed])
+        parts = [(key, share.nodes, share.piece) for key, share in enumerate(shares)]
+        self._graph.merge_parts(parts, remember=False)

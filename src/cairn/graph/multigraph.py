@@ -427,7 +427,7 @@ class SemanticGraph:
         return MappingProxyType({o.value: outcomes[o] for o in AdmissionOutcome})
 
     def merge_parts(
-        self, parts: Sequence[Part], last: PartsMerge | None = None
+        self, parts: Sequence[Part], last: PartsMerge | None = None, *, remember: bool = True
     ) -> PartsMerge | None:
         """Each part's nodes (the first node of each ID, in part order), then every part's
         facts (``add_pieces``), as one merge; into an empty graph, also what the next
@@ -435,7 +435,8 @@ class SemanticGraph:
         ID). Given ``last`` (the merge before, which this one consumes), only the parts
         that are not the very objects under the same key are taken out and put in again:
         the graph is the one merging everything again makes (a ``cairn watch`` round
-        merges every module's part again: ~0.5 s on the Django sdist)."""
+        merges every module's part again: ~0.5 s on the Django sdist). ``remember=False``
+        keeps nothing for a next merge (nor copies the records for it)."""
         listed = list(parts)
         empty = not (self._nodes or self._facts or self._occurrences)
         if empty and last is not None:
@@ -448,7 +449,7 @@ class SemanticGraph:
                 if node.id not in self._nodes:
                     self.put_node(node)
         self.add_pieces([piece for _, _, piece in listed])
-        return self._remembered(listed) if empty else None
+        return self._remembered(listed) if empty and remember else None
 
     def _hold(self, merged: PartsMerge, listed: list[Part]) -> None:
         """Take ``merged``'s records (copies: the merge keeps its own) and the outcome
@@ -506,13 +507,7 @@ class SemanticGraph:
         return self._endpoint(node_id, role).identity
 
     def _endpoint(self, node_id: str, role: str) -> Node:
-        node = self._nodes.get(node_id)
-        if node is None:
-            raise MissingEndpointError(
-                f"{role} node {node_id!r} does not exist; nodes are never auto-created",
-                details={"role": role, "node_id": node_id},
-            )
-        return node
+        return _endpoint_in(self._nodes, node_id, role)
 
     def _check_fact_witness(self, existing: SemanticFact, witness: bytes) -> None:
         stored = fact_identity_payload(

@@ -194,9 +194,9 @@ class KeyMemo:
         derived again only for a node, or a fact, its collections or an occurrence,
         that is not the object the last call derived it from; held for the next call.
 
-        One pass over plain loops: a method call per record cost ~0.25 s a round on the
-        Django package's 40,000 facts; each pass is in C (a Python loop over the Django
-        sdist's 168,000 facts cost ~0.4 s a round).
+        Each pass over the records is a C-level map (a Python loop over the Django sdist's
+        168,000 facts cost ~0.4 s a round); only the records to derive again are visited
+        one by one.
         """
         nodes = graph.nodes()
         node_ids = list(map(_ID, nodes))

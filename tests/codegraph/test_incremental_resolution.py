@@ -367,3 +367,111 @@ def test_an_edited_module_keeps_its_untouched_records_as_the_same_objects(
     assert facts and all(second.graph.fact(fact.id) is fact for fact in facts)
     new = [node for node in second.graph.nodes() if node.id.endswith("extra")]
     assert len(new) == 1 and not first.graph.has_node(new[0].id)
+
+
+CUTOFF_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/lib.py": """
+class A:
+    def run(self): pass
+
+class B:
+    def run(self): pass
+
+def make(item):
+    made = A()
+    return made
+""",
+    "pkg/user.py": """
+from pkg.lib import make
+
+def use():
+    make(1).run()
+""",
+    "pkg/other.py": """
+from pkg.lib import make
+
+def more():
+    return make(2)
+""",
+}
+
+# (old text, new text, modules emitted with the cut-off, without it): edits of lib.py.
+# The first adds a binding equal to one ``made`` has (the tables hold no ranges: no
+# reader read anything changed); the second makes ``make`` return an ``A`` or a ``B``
+# (user.py's ``make(1).run()`` reads it); the third and fourth change what ``make``'s
+# return read (the bindings it returns, a parameter rebound) but not its answer.
+CUTOFF_EDITS = [
+    ("    made = A()\n", "    made = A()\n    if item:\n        made = A()\n", 1, 1),
+    ("        made = A()\n", "        made = B()\n", 2, 2),
+    ("    return made\n", "    if made:\n        return item\n    return made\n", 1, 2),
+    ("    if made:\n", "    item = item\n    if made:\n", 1, 2),
+]
+
+
+def _all_reads(cache: Path) -> dict[tuple[str, str], frozenset[object]]:
+    kept = incremental.last_round(str(cache))
+    assert kept is not None
+    return {
+        (phase, path): record.reads
+        for phase, records in kept.phases.items()
+        for path, record in records.items()
+    }
+
+
+@pytest.mark.parametrize("cutoff", [True, False])
+def test_an_edit_that_changes_no_answer_reaches_no_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cutoff: bool
+) -> None:
+    """Early cut-off: an edit that changes what a memo entry read (a function's return
+    bindings) but not its answer re-emits the edited module alone, and its readers keep
+    their shares, with their reads as a fresh round reads them; an edit that changes
+    the answer re-emits the readers. Every round is a clean build's bytes, with the
+    cut-off and without it (the reference, which re-emits every reader)."""
+    monkeypatch.setattr(incremental, "EARLY_CUTOFF", cutoff)
+    repo = tmp_path / "repo"
+    for name, text in CUTOFF_FILES.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    cache = tmp_path / CACHE_FILENAME
+    index_repository(repo, cache=cache, remember=True)
+    kept_reads = []
+    for step, (old, new, with_cutoff, without) in enumerate(CUTOFF_EDITS):
+        _edit(repo / "pkg" / "lib.py", old, new)
+        ours = index_repository(repo, cache=cache, remember=True)
+        kept = incremental.last_round(str(cache))
+        assert kept is not None
+        # Readers are re-emitted when the answer changes, and without the cut-off.
+        assert kept.emitted == (with_cutoff if cutoff else without), step
+        clean = index_repository(repo)
+        assert _artifact(ours, tmp_path / f"ours{step}") == _artifact(
+            clean, tmp_path / f"clean{step}"
+        ), step
+        kept_reads.append(_all_reads(cache))
+        shutil.copytree(repo, tmp_path / f"copy{step}")
+    # Fresh rounds only now: a remembering index of the same files parses them again,
+    # and a watched round would then see new extract objects (every module changed).
+    for step, reads in enumerate(kept_reads):
+        fresh_cache = tmp_path / f"fresh{step}.cache"
+        index_repository(tmp_path / f"copy{step}", cache=fresh_cache, remember=True)
+        assert reads == _all_reads(fresh_cache), step
+
+
+def test_reads_kept_across_rounds_are_what_a_fresh_round_reads(tmp_path: Path) -> None:
+    """After every edit of the main sequence (answers changed, modules added, renamed
+    and removed, subclasses and self-attributes gained), every module's reads in every
+    phase are what a first round of the same tree reads: kept, computed again, or kept
+    by early cut-off, nothing an edit can change is missed and nothing stale stays."""
+    repo = _write(tmp_path / "repo")
+    cache = tmp_path / CACHE_FILENAME
+    index_repository(repo, cache=cache, remember=True)
+    kept_reads = []
+    for step, (name, old, new) in enumerate(EDITS):
+        _edit(repo / name, old, new)
+        index_repository(repo, cache=cache, remember=True)
+        kept_reads.append(_all_reads(cache))
+        shutil.copytree(repo, tmp_path / f"copy{step}")
+    for step, reads in enumerate(kept_reads):  # fresh rounds after (see above)
+        fresh_cache = tmp_path / f"fresh{step}.cache"
+        index_repository(tmp_path / f"copy{step}", cache=fresh_cache, remember=True)
+        assert reads == _all_reads(fresh_cache), (step, EDITS[step][0])

@@ -32,7 +32,7 @@ from typing import Any
 
 from cairn.codegraph.emit import EmittedShare, ShareEmitter, interned
 from cairn.codegraph.records import FileExtract
-from cairn.codegraph.resolve import PythonResolver, merge_flows, reads_in
+from cairn.codegraph.resolve import PythonResolver, flat_reads, merge_flows, reads_of
 from cairn.codegraph.watched import ALL, Token, WatchedModules, WatchedTable, module_changes
 from cairn.graph.multigraph import PartsMerge
 
@@ -61,6 +61,11 @@ SHARED_MEMO = True
 """A round computes its modules with one memo whose entries carry their reads; False
 computes each from no memo at all (slower: the reference the tests compare with)."""
 
+EARLY_CUTOFF = True
+"""A module that read something an edit changed keeps its share when every answer it
+read is the same (``PythonResolver.reads_again``); False computes it again (the
+reference the tests compare with)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ModuleRecord:
@@ -74,6 +79,9 @@ class ModuleRecord:
     stats: Counter[str] | None
     walked: bool = False
     """Whether it walked a whole table (any change then touches it)."""
+    node: Any = None
+    """``reads`` as read: tokens and the memo entries that answered, with their answers
+    (``PythonResolver.reads_again``)."""
 
 
 FLOWS_FIRST = "flows 1"
@@ -304,13 +312,14 @@ def _phase(
     what computing them read (``PythonResolver.note_reads``), so each module's reads are
     what it read itself and what the entries that answered it read. ``keep`` is given
     a module's new output and its last one, and says which to hold (``interned``)."""
-    dirty = {
-        path
-        for path in paths
-        if (record := held.get(path)) is None
-        or record.extract is not resolver.by_path[path].extract
-        or _touched(record, changed)
-    }
+    dirty: set[str] = set()
+    touched: list[str] = []
+    for path in paths:
+        record = held.get(path)
+        if record is None or record.extract is not resolver.by_path[path].extract:
+            dirty.add(path)
+        elif _touched(record, changed):
+            touched.append(path)
     plain = resolver.tables()
     log: list[Any] = []
     views: dict[str, Any] = {}
@@ -324,11 +333,18 @@ def _phase(
     answered: list[Any] = []
     resolver.note_reads(log, answered)
     try:
+        resolver.set_tables(watched)
+        try:
+            again = _answers_again(resolver, touched, held, changed, log, answered)
+        finally:
+            resolver.set_tables(plain)
+        dirty.update(path for path in touched if path not in again)
         for path in paths:
             if path not in dirty:
+                record = again.get(path) or held[path]
                 if replay is not None:
-                    replay(resolver, held[path])
-                records[path] = held[path]
+                    replay(resolver, record)
+                records[path] = record
                 continue
             if not SHARED_MEMO:
                 resolver.note_reads(log, answered)  # the reference: every module from no memo
@@ -342,12 +358,45 @@ def _phase(
             if keep is not None and (last := held.get(path)) is not None:
                 output = keep(output, last.output)
             module = resolver.by_path[path]
-            reads = reads_in(log, answered, (("m", path), ("n", module.name)))
+            node = reads_of(log, answered, (("m", path), ("n", module.name)))
+            reads = flat_reads(node)
             walked = not reads.isdisjoint(_WALKS)
-            records[path] = ModuleRecord(module.extract, output, reads, stats, walked)
+            records[path] = ModuleRecord(module.extract, output, reads, stats, walked, node)
     finally:
         resolver.note_reads(None)
     return records, len(dirty)
+
+
+def _answers_again(
+    resolver: PythonResolver,
+    touched: list[str],
+    held: Mapping[str, ModuleRecord],
+    changed: set[Token],
+    log: list[Any],
+    answered: list[Any],
+) -> dict[str, ModuleRecord]:
+    """The modules of ``touched`` whose every answer read is the same this round
+    (``PythonResolver.reads_again``), each with its record and its reads as they are
+    now; the others must be computed again. A module that walked a whole table is
+    never kept this way."""
+    again: dict[str, ModuleRecord] = {}
+    if not EARLY_CUTOFF:
+        return again
+    seen: dict[int, Any] = {}
+    for path in touched:
+        record = held[path]
+        if record.walked or record.node is None:
+            continue
+        node = resolver.reads_again(record.node, changed, seen)
+        log.clear()  # what computing entries again read outside them belongs to no module
+        answered.clear()
+        if node is None:
+            continue
+        reads = flat_reads(node)
+        if not reads.isdisjoint(_WALKS):
+            continue
+        again[path] = ModuleRecord(record.extract, record.output, reads, record.stats, False, node)
+    return again
 
 
 def _same_outputs(done: Mapping[str, ModuleRecord], held: Mapping[str, ModuleRecord]) -> bool:

@@ -228,20 +228,40 @@ _V = TypeVar("_V")
 _UNSET = object()
 
 
+Redo: TypeAlias = tuple[Any, ...]
+"""How to compute a memo entry again in a later round (``PythonResolver.answer_again``):
+``(REDO_NAMESPACE, module name, name)``, or ``(REDO_RETURNS | REDO_OWN_RETURNS,
+function)``."""
+
+REDO_NAMESPACE = "namespace"
+REDO_RETURNS = "returns"
+REDO_OWN_RETURNS = "own returns"
+
+
 class _Reads:
     """What one memoised computation read: tokens, and the ``_Reads`` of the entries that
     answered it (a shared part is held once, not copied into every reader); its set is
-    made once, when first asked (``reads_in``)."""
+    made once, when first asked (``flat_reads``). An entry that can be computed again on
+    its own keeps how (``redo``) and its answer (``value``), so a later round can tell
+    whether an edit changed the answer, not only what it read (``reads_again``)."""
 
-    __slots__ = ("children", "flat", "tokens")
+    __slots__ = ("children", "flat", "redo", "tokens", "value")
 
-    def __init__(self, tokens: tuple[Any, ...], children: tuple[_Reads, ...]) -> None:
+    def __init__(
+        self,
+        tokens: tuple[Any, ...],
+        children: tuple[_Reads, ...],
+        redo: Redo | None = None,
+        value: object = None,
+    ) -> None:
         self.tokens = tokens
         self.children = children
         self.flat: frozenset[Any] | None = None
+        self.redo = redo
+        self.value = value
 
 
-def _flat(node: _Reads) -> frozenset[Any]:
+def flat_reads(node: _Reads) -> frozenset[Any]:
     """``node``'s reads as one set, each node's made once (iteratively: the chains of
     entries answering each other run as deep as resolution does)."""
     stack = [node]
@@ -263,19 +283,14 @@ def _flat(node: _Reads) -> frozenset[Any]:
     return node.flat
 
 
-def reads_in(
+def reads_of(
     log: Iterable[Any], answered: Iterable[_Reads] = (), also: Iterable[Any] = ()
-) -> frozenset[Any]:
-    """The reads a tracked computation holds (``PythonResolver.note_reads``): the tokens
-    of its ``log``, those of the entries that ``answered`` it, and ``also``, as one set."""
-    tokens: set[Any] = set(also)
-    tokens.update(log)
-    # One entry answers many lookups: each one's reads are added once (a body edit of
-    # Django's ``capfirst`` re-resolved 98 sdist modules, and adding the same entries'
-    # reads again and again took a fifth of it).
-    for node in dict.fromkeys(answered):
-        tokens |= _flat(node)
-    return frozenset(tokens)
+) -> _Reads:
+    """What a tracked computation read (``PythonResolver.note_reads``): the tokens of its
+    ``log`` and ``also``, and the entries that ``answered`` it, each once (one entry
+    answers many lookups: a body edit of Django's ``capfirst`` re-resolved 98 sdist
+    modules, and adding the same entries' reads again and again took a fifth of it)."""
+    return _Reads((*log, *also), tuple(dict.fromkeys(answered)))
 
 
 _MARK_SPLIT = 1 << 40
@@ -564,15 +579,24 @@ class PythonResolver(ResolverFrame):
             return -1
         return len(self._log) * _MARK_SPLIT + len(self._answered)
 
-    def _noted(self, cache: object, key: object, mark: int, *also: object) -> None:
+    def _noted(
+        self,
+        cache: object,
+        key: object,
+        mark: int,
+        *also: object,
+        redo: Redo | None = None,
+        value: object = None,
+    ) -> None:
         """Keep what the computation begun at ``mark`` read (and ``also``) with its memo
-        entry; ``answered`` keeps that one node in its place."""
+        entry, and how to compute it again (``redo``) with its ``value``; ``answered``
+        keeps that one node in its place."""
         log = self._log
         if log is None or mark < 0:
             return
         logged, answered = divmod(mark, _MARK_SPLIT)
         nested = self._answered
-        reads = _Reads((*log[logged:], *also), tuple(nested[answered:]))
+        reads = _Reads((*log[logged:], *also), tuple(nested[answered:]), redo, value)
         del log[logged:]
         del nested[answered:]
         nested.append(reads)
@@ -674,14 +698,22 @@ class PythonResolver(ResolverFrame):
         return True, held[0]  # type: ignore[return-value]
 
     def _keep(
-        self, cache: dict[_K, _V], key: _K, value: _V, low: int, mark: int, *also: object
+        self,
+        cache: dict[_K, _V],
+        key: _K,
+        value: _V,
+        low: int,
+        mark: int,
+        *also: object,
+        redo: Redo | None = None,
     ) -> None:
         """Memoise ``value`` for good when whole (``low`` is ``_NO_CUT``; what it read
-        since ``mark``, and ``also``, is kept with it), else until the computation at
-        level ``low`` ends (a cycle through it is then re-entered alike)."""
+        since ``mark``, and ``also``, is kept with it, and ``redo``), else until the
+        computation at level ``low`` ends (a cycle through it is then re-entered
+        alike)."""
         if low == _NO_CUT:
             cache[key] = value
-            self._noted(cache, key, mark, *also)
+            self._noted(cache, key, mark, *also, redo=redo, value=value)
             return
         held = (id(cache), key)
         self._provisional[held] = (value, low, cache)
@@ -820,7 +852,15 @@ class PythonResolver(ResolverFrame):
             return _Builtin(name) if name in BUILTIN_NAMES else ()
 
         result, low = self._guarded(key, compute, mark)
-        self._keep(self._namespace_cache, key, result, low, mark, ("n", module.name))
+        self._keep(
+            self._namespace_cache,
+            key,
+            result,
+            low,
+            mark,
+            ("n", module.name),
+            redo=(REDO_NAMESPACE, module.name, name),
+        )
         return result
 
     def _wildcard(self, module: _Module, name: str, depth: int) -> tuple[Value, ...]:
@@ -1153,7 +1193,8 @@ class PythonResolver(ResolverFrame):
         values, low = self._guarded(
             key, lambda: self._may_values(module, function.qualname, bindings, depth), mark
         )
-        self._keep(cache, function.node_id, values, low, mark, ("p", function.path))
+        redo = (REDO_RETURNS if cache is self._returns_cache else REDO_OWN_RETURNS, function)
+        self._keep(cache, function.node_id, values, low, mark, ("p", function.path), redo=redo)
         return values
 
     def _may_values(
@@ -1688,6 +1729,73 @@ class PythonResolver(ResolverFrame):
     def finish(self) -> None:
         """The whole-program part after the modules' own facts: routes."""
         self._emit_routes()
+
+    def answer_again(self, redo: Redo) -> tuple[object, _Reads] | None:
+        """A memo entry of an earlier round (``_Reads.redo``) computed in this one: its
+        answer and what computing it read; None when it is not memoised for good here
+        (cut by the depth bound, or no longer computed at all)."""
+        cache: dict[Any, Any]
+        if redo[0] == REDO_NAMESPACE:
+            module = self.by_name.get(redo[1])
+            if module is None:
+                return None
+            value: object = self.namespace(module, redo[2])
+            cache, key = self._namespace_cache, (redo[1], redo[2])
+        else:
+            function = redo[1]
+            if function.path not in self.by_path:
+                return None
+            if redo[0] == REDO_RETURNS:
+                value, cache = self.returns(function), self._returns_cache
+            else:
+                value, cache = self._own_returns(function, 0), self._own_returns_cache
+            key = function.node_id
+        reads = self._reads_of.get((id(cache), key)) if key in cache else None
+        return None if reads is None else (value, reads)
+
+    def reads_again(
+        self,
+        root: _Reads,
+        changed: frozenset[Any] | set[Any],
+        seen: dict[int, _Reads | None],
+    ) -> _Reads | None:
+        """What ``root`` (a computation of an earlier round) reads in this round, when
+        everything it was answered is the same; None when an answer may differ. A part
+        that read nothing in ``changed`` stays as it is; a memo entry that can be
+        computed again (``redo``) is, and stands for its part when its answer is equal
+        (early cut-off: an edit that changes what an entry read but not its answer
+        reaches no reader); any other part stands when its own tokens are unchanged and
+        each part it was answered by stands. ``seen`` holds the parts already judged
+        (by ``id``; their roots stay alive; None: may differ) and is shared across the
+        roots of one phase."""
+        stack = [root]
+        while stack:
+            node = stack[-1]
+            if id(node) in seen:
+                if seen[id(node)] is None:
+                    return None
+                stack.pop()
+                continue
+            if flat_reads(node).isdisjoint(changed):
+                made: _Reads | None = node
+            elif node.redo is not None:
+                again = self.answer_again(node.redo)
+                made = again[1] if again is not None and again[0] == node.value else None
+            elif not changed.isdisjoint(node.tokens):
+                made = None
+            else:
+                pending = [child for child in node.children if id(child) not in seen]
+                if pending:
+                    stack.extend(pending)
+                    continue
+                children = tuple(seen[id(child)] or child for child in node.children)
+                same = all(new is old for new, old in zip(children, node.children, strict=True))
+                made = node if same else _Reads(node.tokens, children)
+            seen[id(node)] = made
+            if made is None:
+                return None  # every part judged is one its root was answered by
+            stack.pop()
+        return seen[id(root)]
 
     def forget(self) -> None:
         """Drop every memoised result (none is under way). The facts stay the same, as

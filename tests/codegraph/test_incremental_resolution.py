@@ -410,10 +410,11 @@ CUTOFF_EDITS = [
 
 
 def _all_reads(cache: Path) -> dict[tuple[str, str], frozenset[object]]:
+    """Each module's reads per phase."""
     kept = incremental.last_round(str(cache))
     assert kept is not None
     return {
-        (phase, path): record.reads
+        (phase, path): frozenset(record.reads)
         for phase, records in kept.phases.items()
         for path, record in records.items()
     }

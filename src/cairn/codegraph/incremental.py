@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,7 +76,7 @@ class ModuleRecord:
 
     extract: FileExtract
     output: Any
-    reads: frozenset[Token]
+    reads: AbstractSet[Token]
     stats: Counter[str] | None
     walked: bool = False
     """Whether it walked a whole table (any change then touches it)."""

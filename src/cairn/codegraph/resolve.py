@@ -256,12 +256,12 @@ class _Reads:
     ) -> None:
         self.tokens = tokens
         self.children = children
-        self.flat: frozenset[Any] | None = None
+        self.flat: set[Any] | None = None
         self.redo = redo
         self.value = value
 
 
-def flat_reads(node: _Reads) -> frozenset[Any]:
+def flat_reads(node: _Reads) -> set[Any]:
     """``node``'s reads as one set, each node's made once (iteratively: the chains of
     entries answering each other run as deep as resolution does)."""
     stack = [node]
@@ -277,7 +277,7 @@ def flat_reads(node: _Reads) -> frozenset[Any]:
         tokens = set(top.tokens)
         for child in top.children:
             tokens.update(child.flat or ())
-        top.flat = frozenset(tokens)
+        top.flat = tokens
         stack.pop()
     assert node.flat is not None
     return node.flat

@@ -33,7 +33,7 @@ from typing import Any
 
 from cairn.codegraph.emit import EmittedShare, ShareEmitter, interned
 from cairn.codegraph.records import FileExtract
-from cairn.codegraph.resolve import PythonResolver, flat_reads, merge_flows, reads_of
+from cairn.codegraph.resolve import PythonResolver, merge_flows, reaches
 from cairn.codegraph.watched import ALL, Token, WatchedModules, WatchedTable, module_changes
 from cairn.graph.multigraph import PartsMerge
 
@@ -83,6 +83,11 @@ class ModuleRecord:
     node: Any = None
     """``reads`` as read: tokens and the memo entries that answered, with their answers
     (``PythonResolver.reads_again``)."""
+    extra: tuple[Any, ...] = ()
+    """The memo entries computed again in its place by early cut-off (``node`` holds
+    them): what they read is read too, beside ``reads``, which may then also hold what
+    the entries they replaced read (a superset: it can only make a later round judge
+    the module again)."""
 
 
 FLOWS_FIRST = "flows 1"
@@ -315,11 +320,12 @@ def _phase(
     a module's new output and its last one, and says which to hold (``interned``)."""
     dirty: set[str] = set()
     touched: list[str] = []
+    reached: dict[int, bool] = {}  # memo entries found to read something changed or not
     for path in paths:
         record = held.get(path)
         if record is None or record.extract is not resolver.by_path[path].extract:
             dirty.add(path)
-        elif _touched(record, changed):
+        elif _touched(record, changed, reached):
             touched.append(path)
     plain = resolver.tables()
     log: list[Any] = []
@@ -336,7 +342,7 @@ def _phase(
     try:
         resolver.set_tables(watched)
         try:
-            again = _answers_again(resolver, touched, held, changed, log, answered)
+            again = _answers_again(resolver, touched, held, changed, log, answered, reached)
         finally:
             resolver.set_tables(plain)
         dirty.update(path for path in touched if path not in again)
@@ -359,8 +365,8 @@ def _phase(
             if keep is not None and (last := held.get(path)) is not None:
                 output = keep(output, last.output)
             module = resolver.by_path[path]
-            node = reads_of(log, answered, (("m", path), ("n", module.name)))
-            reads = flat_reads(node)
+            node = resolver.module_reads(log, answered, (("m", path), ("n", module.name)))
+            reads = resolver.reads_set(node)
             walked = not reads.isdisjoint(_WALKS)
             records[path] = ModuleRecord(module.extract, output, reads, stats, walked, node)
     finally:
@@ -375,6 +381,7 @@ def _answers_again(
     changed: set[Token],
     log: list[Any],
     answered: list[Any],
+    reached: dict[int, bool],
 ) -> dict[str, ModuleRecord]:
     """The modules of ``touched`` whose every answer read is the same this round
     (``PythonResolver.reads_again``), each with its record and its reads as they are
@@ -384,19 +391,25 @@ def _answers_again(
     if not EARLY_CUTOFF:
         return again
     seen: dict[int, Any] = {}
+    walks: dict[int, bool] = {}
     for path in touched:
         record = held[path]
         if record.walked or record.node is None:
             continue
-        node = resolver.reads_again(record.node, changed, seen)
+        judged = resolver.reads_again(record.node, changed, seen, reached)
         log.clear()  # what computing entries again read outside them belongs to no module
         answered.clear()
-        if node is None:
+        if judged is None:
             continue
-        reads = flat_reads(node)
-        if not reads.isdisjoint(_WALKS):
+        node, fresh = judged
+        if any(reaches(entry, _WALKS, walks) for entry in fresh):
             continue
-        again[path] = ModuleRecord(record.extract, record.output, reads, record.stats, False, node)
+        # The entries computed again before and not replaced now stay in ``node``.
+        kept = tuple(entry for entry in record.extra if _stays(entry, seen))
+        extra = tuple(dict.fromkeys((*fresh, *kept)))
+        again[path] = ModuleRecord(
+            record.extract, record.output, record.reads, record.stats, False, node, extra
+        )
     return again
 
 
@@ -450,10 +463,18 @@ def _same_extract(before: FileExtract, now: FileExtract) -> bool:
     return before is now or before == now
 
 
-def _touched(record: ModuleRecord, changed: set[Token]) -> bool:
+def _stays(entry: Any, seen: Mapping[int, Any]) -> bool:
+    """Whether a judged tree still holds ``entry`` (not judged, or judged to stand)."""
+    judged = seen.get(id(entry))
+    return judged is None or judged[0] is entry
+
+
+def _touched(record: ModuleRecord, changed: set[Token], reached: dict[int, bool]) -> bool:
     if not changed:
         return False
-    return record.walked or not record.reads.isdisjoint(changed)
+    if record.walked or not record.reads.isdisjoint(changed):
+        return True
+    return any(reaches(entry, changed, reached) for entry in record.extra)
 
 
 def _replay(resolver: PythonResolver, record: ModuleRecord) -> None:

@@ -17,6 +17,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias, TypeVar
 
@@ -238,6 +239,16 @@ REDO_RETURNS = "returns"
 REDO_OWN_RETURNS = "own returns"
 
 
+class _Tokens(dict[Any, Any]):
+    """One object per distinct token: a round's kept reads name each token millions of
+    times (Django sdist: ~5 million reads of ~400 thousand tokens), each read its own
+    tuple until interned here."""
+
+    def __missing__(self, key: Any) -> Any:
+        self[key] = key
+        return key
+
+
 class _Reads:
     """What one memoised computation read: tokens, and the ``_Reads`` of the entries that
     answered it (a shared part is held once, not copied into every reader); its set is
@@ -261,9 +272,15 @@ class _Reads:
         self.value = value
 
 
-def flat_reads(node: _Reads) -> set[Any]:
+Judged: TypeAlias = "tuple[_Reads, tuple[_Reads, ...]]"
+"""A part judged again (``PythonResolver.reads_again``): what it reads now, and the memo
+entries computed again that stand in it for their last selves."""
+
+
+def flat_reads(node: _Reads, made: list[_Reads] | None = None) -> set[Any]:
     """``node``'s reads as one set, each node's made once (iteratively: the chains of
-    entries answering each other run as deep as resolution does)."""
+    entries answering each other run as deep as resolution does); the nodes whose set
+    was made are added to ``made``."""
     stack = [node]
     while stack:
         top = stack[-1]
@@ -278,19 +295,33 @@ def flat_reads(node: _Reads) -> set[Any]:
         for child in top.children:
             tokens.update(child.flat or ())
         top.flat = tokens
+        if made is not None:
+            made.append(top)
         stack.pop()
     assert node.flat is not None
     return node.flat
 
 
-def reads_of(
-    log: Iterable[Any], answered: Iterable[_Reads] = (), also: Iterable[Any] = ()
-) -> _Reads:
-    """What a tracked computation read (``PythonResolver.note_reads``): the tokens of its
-    ``log`` and ``also``, and the entries that ``answered`` it, each once (one entry
-    answers many lookups: a body edit of Django's ``capfirst`` re-resolved 98 sdist
-    modules, and adding the same entries' reads again and again took a fifth of it)."""
-    return _Reads((*log, *also), tuple(dict.fromkeys(answered)))
+def reaches(node: _Reads, changed: AbstractSet[Any], memo: dict[int, bool]) -> bool:
+    """Whether ``node``, or an entry that answered it, read a token of ``changed`` (by
+    ``id`` in ``memo``): no set of its reads is made, as kept nodes hold none."""
+    stack = [node]
+    while stack:
+        top = stack[-1]
+        if id(top) in memo:
+            stack.pop()
+            continue
+        if not changed.isdisjoint(top.tokens):
+            memo[id(top)] = True
+            stack.pop()
+            continue
+        pending = [child for child in top.children if id(child) not in memo]
+        if pending:
+            stack.extend(pending)
+            continue
+        memo[id(top)] = any(memo[id(child)] for child in top.children)
+        stack.pop()
+    return memo[id(node)]
 
 
 _MARK_SPLIT = 1 << 40
@@ -531,6 +562,8 @@ class PythonResolver(ResolverFrame):
         self._log: list[Any] | None = None
         self._answered: list[_Reads] = []
         self._reads_of: dict[tuple[int, object], _Reads] = {}
+        self._flattened: list[_Reads] = []
+        self._tokens = _Tokens()
 
     def mro(self, cls: VSymbol) -> ClassOrder:
         cached = self._mro_cache.get(cls.node_id)
@@ -596,7 +629,8 @@ class PythonResolver(ResolverFrame):
             return
         logged, answered = divmod(mark, _MARK_SPLIT)
         nested = self._answered
-        reads = _Reads((*log[logged:], *also), tuple(nested[answered:]), redo, value)
+        tokens = tuple(map(self._tokens.__getitem__, (*log[logged:], *also)))
+        reads = _Reads(tokens, tuple(nested[answered:]), redo, value)
         del log[logged:]
         del nested[answered:]
         nested.append(reads)
@@ -607,7 +641,8 @@ class PythonResolver(ResolverFrame):
         if self._log is None or mark < 0:
             return None
         logged, answered = divmod(mark, _MARK_SPLIT)
-        return _Reads(tuple(self._log[logged:]), tuple(self._answered[answered:]))
+        tokens = tuple(map(self._tokens.__getitem__, self._log[logged:]))
+        return _Reads(tokens, tuple(self._answered[answered:]))
 
     def _replayed(self, cache: object, key: object) -> None:
         """An answer from a memo entry: note what computing it read."""
@@ -1756,18 +1791,21 @@ class PythonResolver(ResolverFrame):
     def reads_again(
         self,
         root: _Reads,
-        changed: frozenset[Any] | set[Any],
-        seen: dict[int, _Reads | None],
-    ) -> _Reads | None:
+        changed: AbstractSet[Any],
+        seen: dict[int, Judged | None],
+        reached: dict[int, bool],
+    ) -> Judged | None:
         """What ``root`` (a computation of an earlier round) reads in this round, when
-        everything it was answered is the same; None when an answer may differ. A part
-        that read nothing in ``changed`` stays as it is; a memo entry that can be
-        computed again (``redo``) is, and stands for its part when its answer is equal
-        (early cut-off: an edit that changes what an entry read but not its answer
-        reaches no reader); any other part stands when its own tokens are unchanged and
-        each part it was answered by stands. ``seen`` holds the parts already judged
-        (by ``id``; their roots stay alive; None: may differ) and is shared across the
-        roots of one phase."""
+        everything it was answered is the same, with the entries computed again that
+        stand in it for their last selves; None when an answer may differ. A part that
+        read nothing in ``changed`` stays as it is; a memo entry that can be computed
+        again (``redo``) is, and stands for its part when its answer is equal (early
+        cut-off: an edit that changes what an entry read but not its answer reaches no
+        reader); any other part stands when its own tokens are unchanged and each part
+        it was answered by stands. ``seen`` holds the parts already judged (by ``id``;
+        their roots stay alive; None: may differ) and ``reached`` the parts found to
+        read something changed or not; both are shared across the roots of one
+        phase."""
         stack = [root]
         while stack:
             node = stack[-1]
@@ -1776,11 +1814,13 @@ class PythonResolver(ResolverFrame):
                     return None
                 stack.pop()
                 continue
-            if flat_reads(node).isdisjoint(changed):
-                made: _Reads | None = node
+            made: Judged | None
+            if not reaches(node, changed, reached):
+                made = (node, ())
             elif node.redo is not None:
                 again = self.answer_again(node.redo)
-                made = again[1] if again is not None and again[0] == node.value else None
+                same = again is not None and again[0] == node.value
+                made = (again[1], (again[1],)) if again is not None and same else None
             elif not changed.isdisjoint(node.tokens):
                 made = None
             else:
@@ -1788,18 +1828,42 @@ class PythonResolver(ResolverFrame):
                 if pending:
                     stack.extend(pending)
                     continue
-                children = tuple(seen[id(child)] or child for child in node.children)
-                same = all(new is old for new, old in zip(children, node.children, strict=True))
-                made = node if same else _Reads(node.tokens, children)
+                judged = [seen[id(child)] or (child, ()) for child in node.children]
+                children = tuple(new for new, _ in judged)
+                if all(new is old for new, old in zip(children, node.children, strict=True)):
+                    made = (node, ())
+                else:
+                    fresh = tuple(dict.fromkeys(entry for _, held in judged for entry in held))
+                    made = (_Reads(node.tokens, children), fresh)
             seen[id(node)] = made
             if made is None:
                 return None  # every part judged is one its root was answered by
             stack.pop()
         return seen[id(root)]
 
+    def module_reads(
+        self, log: Iterable[Any], answered: Iterable[_Reads], also: Iterable[Any]
+    ) -> _Reads:
+        """What a module's tracked computation read (``note_reads``): the tokens of its
+        ``log`` and ``also``, and the entries that ``answered`` it, each once (one entry
+        answers many lookups: a body edit of Django's ``capfirst`` re-resolved 98 sdist
+        modules, and adding the same entries' reads again and again took a fifth of
+        it)."""
+        tokens = tuple(map(self._tokens.__getitem__, (*log, *also)))
+        return _Reads(tokens, tuple(dict.fromkeys(answered)))
+
+    def reads_set(self, node: _Reads) -> set[Any]:
+        """Everything ``node`` read (``flat_reads``); the sets made for its parts are
+        dropped by ``forget``, so that a round keeps only each module's own."""
+        return flat_reads(node, self._flattened)
+
     def forget(self) -> None:
-        """Drop every memoised result (none is under way). The facts stay the same, as
-        memos never change an answer; a computation after this reads all it needs."""
+        """Drop every memoised result (none is under way), and the read sets made for
+        memo entries. The facts stay the same, as memos never change an answer; a
+        computation after this reads all it needs."""
+        for node in self._flattened:
+            node.flat = None
+        self._flattened.clear()
         for cache in (
             self._namespace_cache,
             self._provisional,

@@ -14,7 +14,11 @@ nodes and facts emitted apart, by ``cairn.codegraph.emit.ShareEmitter``) and wha
 read. The next round keeps the nodes of every module whose extract is the same object,
 rebuilds the subclass table as a clean build does, then runs each phase: a module whose
 extract is the same object and which read nothing that changed keeps its share, the
-rest are computed again. The flow tables are merged in path order and the shares are
+rest are computed again. Early cut-off: a module that read something changed only
+through memo entries that can be computed on their own (a name in a module's
+namespace, a function's return) keeps its share when each such entry, computed again,
+gives the same answer (``PythonResolver.reads_again``); an edit of a function's body
+that leaves its return as it was then reaches none of the modules that call it. The flow tables are merged in path order and the shares are
 merged into the graph in the order a clean build emits them, so the graph is the same;
 a kept share derives no ID again (its fact and occurrence records are the graph's).
 

@@ -18,9 +18,10 @@ rest are computed again. Early cut-off: a module that read something changed onl
 through memo entries that can be computed on their own (a name in a module's
 namespace, a function's return) keeps its share when each such entry, computed again,
 gives the same answer (``PythonResolver.reads_again``); an edit of a function's body
-that leaves its return as it was then reaches none of the modules that call it. The flow tables are merged in path order and the shares are
-merged into the graph in the order a clean build emits them, so the graph is the same;
-a kept share derives no ID again (its fact and occurrence records are the graph's).
+that leaves its return as it was then reaches none of the modules that call it. The
+flow tables are merged in path order and the shares are merged into the graph in the
+order a clean build emits them, so the graph is the same; a kept share derives no ID
+again (its fact and occurrence records are the graph's).
 
 An added, removed or renamed module is a change like any other (a module that looked a
 name up and found nothing read that name too); a new or lost top-level package starts

@@ -511,3 +511,35 @@ def test_reads_kept_across_rounds_are_what_a_fresh_round_reads(tmp_path: Path) -
         fresh_cache = tmp_path / f"fresh{step}.cache"
         index_repository(tmp_path / f"copy{step}", cache=fresh_cache, remember=True)
         _same_reads(reads, _all_reads(fresh_cache))
+
+
+def test_a_round_answers_from_the_last_rounds_memo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memo entries none of whose reads changed answer the next round (each phase from
+    its own phase's memo), and every round is still a clean build's bytes with every
+    module's reads holding a fresh round's (a carried entry reads what it read)."""
+    from cairn.codegraph.resolve import PythonResolver
+
+    adopted: list[bool] = []
+    original = PythonResolver._adopted
+
+    def counted(self: PythonResolver, cache: object, key: object) -> bool:
+        found = original(self, cache, key)  # type: ignore[arg-type]
+        adopted.append(found)
+        return found
+
+    monkeypatch.setattr(PythonResolver, "_adopted", counted)
+    seen = _rounds(tmp_path)  # each round compared with a clean build
+    assert adopted.count(True) > 10
+    assert adopted.count(False) > 0  # entries whose reads changed are computed again
+    assert seen[3] == ("pkg/leaf.py", 1, MODULES)
+
+
+def test_rounds_without_the_carried_memo_are_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reference: every phase from an empty memo gives the same rounds."""
+    with_memo = _rounds(tmp_path / "with")
+    monkeypatch.setattr(incremental, "CARRIED_MEMO", False)
+    assert _rounds(tmp_path / "without") == with_memo

@@ -18,7 +18,9 @@ rest are computed again. Early cut-off: a module that read something changed onl
 through memo entries that can be computed on their own (a name in a module's
 namespace, a function's return) keeps its share when each such entry, computed again,
 gives the same answer (``PythonResolver.reads_again``); an edit of a function's body
-that leaves its return as it was then reaches none of the modules that call it. The
+that leaves its return as it was then reaches none of the modules that call it. Each
+phase's memo is kept for the next round, whose same phase answers from every entry none
+of whose reads changed (``PythonResolver.carry``). The
 flow tables are merged in path order and the shares are merged into the graph in the
 order a clean build emits them, so the graph is the same; a kept share derives no ID
 again (its fact and occurrence records are the graph's).
@@ -66,6 +68,11 @@ _WALKS = frozenset((ALL, tag) for tag in _TABLES)
 SHARED_MEMO = True
 """A round computes its modules with one memo whose entries carry their reads; False
 computes each from no memo at all (slower: the reference the tests compare with)."""
+
+CARRIED_MEMO = True
+"""A round's memo entries whose reads did not change answer the next round too (each
+phase's from the same phase's); False starts every phase from an empty memo (the
+reference the tests compare with)."""
 
 EARLY_CUTOFF = True
 """A module that read something an edit changed keeps its share when every answer it
@@ -129,6 +136,9 @@ class PythonRounds:
     merged: PartsMerge | None = None
     """The merge of every module's shares into the graph, for the next round to merge by
     difference (``SemanticGraph.merge_parts``); consumed by it."""
+    memos: Mapping[str, Any] | None = None
+    """Each phase's memo (``PythonResolver.take_memo``): the next round answers from the
+    entries whose reads did not change (``PythonResolver.carry``)."""
 
     @property
     def modules(self) -> Mapping[str, ModuleRecord]:
@@ -226,12 +236,16 @@ def resolve_rounds(
     paths = sorted(resolver.by_path)
     phases: dict[str, dict[str, ModuleRecord]] = {}
     redone: dict[str, int] = {}
+    memos: dict[str, Any] = {}
     flows: list[Mapping[Any, Any]] = []
     table: Mapping[Any, Any] = {}
     for number, phase in enumerate((FLOWS_FIRST, FLOWS_SECOND)):
         resolver.flows = dict(table)  # the first round reads no flows, the second the first's
         held = before.phases[phase] if before is not None else {}
-        done, redone[phase] = _phase(resolver, paths, held, changed, _flows_of)
+        memo = before.memos.get(phase) if before is not None and before.memos else None
+        done, redone[phase], memos[phase] = _phase(
+            resolver, paths, held, changed, _flows_of, memo=memo
+        )
         phases[phase] = done
         if before is not None and _same_outputs(done, held):
             table = before.flows[number]  # the merge of the same parts in the same order
@@ -241,8 +255,9 @@ def resolve_rounds(
         flows.append(table)
     resolver.flows = dict(table)
     held = before.phases[EMISSION] if before is not None else {}
-    phases[EMISSION], redone[EMISSION] = _phase(
-        resolver, paths, held, changed, _emission_of, replay=_replay, keep=interned
+    memo = before.memos.get(EMISSION) if before is not None and before.memos else None
+    phases[EMISSION], redone[EMISSION], memos[EMISSION] = _phase(
+        resolver, paths, held, changed, _emission_of, replay=_replay, keep=interned, memo=memo
     )
     merged = resolver.emit.merge_shares(
         [((STRUCTURE, path), structure[path]) for path in paths]
@@ -264,6 +279,7 @@ def resolve_rounds(
         structure,
         dict(resolver.by_path),
         merged,
+        memos if CARRIED_MEMO else None,
     )
 
 
@@ -316,13 +332,17 @@ def _phase(
     work: Work,
     replay: Callable[[PythonResolver, ModuleRecord], None] | None = None,
     keep: Callable[[Any, Any], Any] | None = None,
-) -> tuple[dict[str, ModuleRecord], int]:
+    memo: Any = None,
+) -> tuple[dict[str, ModuleRecord], int, Any]:
     """One phase over every module in path order: a module whose extract is the same
     object and which read nothing in ``changed`` keeps its record (``replay`` is told);
     the others are computed again, in path order, with one memo whose entries carry
     what computing them read (``PythonResolver.note_reads``), so each module's reads are
     what it read itself and what the entries that answered it read. ``keep`` is given
-    a module's new output and its last one, and says which to hold (``interned``)."""
+    a module's new output and its last one, and says which to hold (``interned``).
+    ``memo`` is the last round's memo of the phase, answering each entry whose reads did
+    not change (``PythonResolver.carry``); returns the records, how many modules were
+    computed again, and this round's memo."""
     dirty: set[str] = set()
     touched: list[str] = []
     reached: dict[int, bool] = {}  # memo entries found to read something changed or not
@@ -344,6 +364,8 @@ def _phase(
     records: dict[str, ModuleRecord] = {}
     answered: list[Any] = []
     resolver.note_reads(log, answered)
+    if CARRIED_MEMO and SHARED_MEMO:
+        resolver.carry(memo, changed | _WALKS)
     try:
         resolver.set_tables(watched)
         try:
@@ -374,9 +396,10 @@ def _phase(
             reads = resolver.reads_set(node)
             walked = not reads.isdisjoint(_WALKS)
             records[path] = ModuleRecord(module.extract, output, reads, stats, walked, node)
+        taken = resolver.take_memo()
     finally:
         resolver.note_reads(None)
-    return records, len(dirty)
+    return records, len(dirty), taken
 
 
 def _answers_again(

@@ -272,6 +272,24 @@ class _Reads:
         self.value = value
 
 
+CARRIED_CACHES = (
+    "_namespace_cache",
+    "_returns_cache",
+    "_own_returns_cache",
+    "_iterated_cache",
+    "_param_cache",
+    "_overrides_cache",
+    "_instance_cache",
+    "_descendants_cache",
+    "_calls_back_cache",
+)
+"""The memos a round's entries may be answered from the last round's (``carry``): those
+read through ``_recall``, each entry kept for good with what it read."""
+
+Memo: TypeAlias = "tuple[dict[str, dict[Any, Any]], dict[tuple[int, object], _Reads]]"
+"""One phase's memo (``take_memo``): its caches by name, and each entry's reads by
+``(id(cache), key)``."""
+
 Judged: TypeAlias = "tuple[_Reads, tuple[_Reads, ...]]"
 """A part judged again (``PythonResolver.reads_again``): what it reads now, and the memo
 entries computed again that stand in it for their last selves."""
@@ -564,6 +582,10 @@ class PythonResolver(ResolverFrame):
         self._reads_of: dict[tuple[int, object], _Reads] = {}
         self._flattened: list[_Reads] = []
         self._tokens = _Tokens()
+        # The last round's memo of this phase (``carry``): its caches by the id of this
+        # round's cache of the same kind, its entries' reads, the stale tokens and
+        # which entries were found to read one.
+        self._carried: tuple[Any, ...] | None = None
 
     def mro(self, cls: VSymbol) -> ClassOrder:
         cached = self._mro_cache.get(cls.node_id)
@@ -728,9 +750,50 @@ class PythonResolver(ResolverFrame):
             return True, cache[key]
         held = self._provisional.get((id(cache), key))
         if held is None:
+            if self._carried is not None and self._adopted(cache, key):
+                self._replayed(cache, key)
+                return True, cache[key]
             return False, None
         self._cut_at(held[1])
         return True, held[0]  # type: ignore[return-value]
+
+    def _adopted(self, cache: Mapping[Any, Any], key: object) -> bool:
+        """Whether the last round's entry of ``key`` (``carry``) holds this round, now
+        put in ``cache``: kept for good then, and nothing it read changed (nor did it
+        walk a whole table)."""
+        assert self._carried is not None
+        caches, reads_of, stale, reached = self._carried
+        old = caches.get(id(cache))
+        if old is None or key not in old:
+            return False
+        node = reads_of.get((id(old), key))
+        if node is None or reaches(node, stale, reached):
+            return False
+        cache[key] = old[key]  # type: ignore[index]
+        self._reads_of[(id(cache), key)] = node
+        return True
+
+    def carry(self, memo: Memo | None, stale: AbstractSet[Any]) -> None:
+        """Answer from ``memo`` (the same phase's memo of the last round, ``take_memo``)
+        each entry none of whose reads is in ``stale`` (what changed since, and the
+        walks of whole tables): memos never change an answer, and what an entry read
+        is all its answer depends on. None stops (``forget`` too)."""
+        if memo is None:
+            self._carried = None
+            return
+        caches, reads_of = memo
+        by_id = {id(getattr(self, name)): old for name, old in caches.items()}
+        self._carried = (by_id, reads_of, stale, {})
+
+    def take_memo(self) -> Memo:
+        """This phase's memo (the entries kept for good, with what they read), for the
+        next round's ``carry``; the resolver starts a new one."""
+        caches = {name: getattr(self, name) for name in CARRIED_CACHES}
+        for name in CARRIED_CACHES:
+            setattr(self, name, {})
+        memo = (caches, self._reads_of)
+        self._reads_of = {}
+        return memo
 
     def _keep(
         self,
@@ -1864,6 +1927,7 @@ class PythonResolver(ResolverFrame):
         for node in self._flattened:
             node.flat = None
         self._flattened.clear()
+        self._carried = None
         for cache in (
             self._namespace_cache,
             self._provisional,

@@ -20,10 +20,10 @@ namespace, a function's return) keeps its share when each such entry, computed a
 gives the same answer (``PythonResolver.reads_again``); an edit of a function's body
 that leaves its return as it was then reaches none of the modules that call it. Each
 phase's memo is kept for the next round, whose same phase answers from every entry none
-of whose reads changed (``PythonResolver.carry``). The
-flow tables are merged in path order and the shares are merged into the graph in the
-order a clean build emits them, so the graph is the same; a kept share derives no ID
-again (its fact and occurrence records are the graph's).
+of whose reads changed (``PythonResolver.carry``). The flow tables are merged in path
+order and the shares are merged into the graph in the order a clean build emits them,
+so the graph is the same; a kept share derives no ID again (its fact and occurrence
+records are the graph's).
 
 An added, removed or renamed module is a change like any other (a module that looked a
 name up and found nothing read that name too); a new or lost top-level package starts

@@ -543,3 +543,42 @@ def test_rounds_without_the_carried_memo_are_the_same(
     with_memo = _rounds(tmp_path / "with")
     monkeypatch.setattr(incremental, "CARRIED_MEMO", False)
     assert _rounds(tmp_path / "without") == with_memo
+
+
+def test_entries_computed_again_in_earlier_rounds_are_still_watched(tmp_path: Path) -> None:
+    """A module kept by early cut-off twice, for two different entries, still watches
+    the first one: a later edit that only that entry read reaches the module."""
+    repo = tmp_path / "repo"
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/lib.py": (
+            "class A:\n    def run(self): pass\n\nclass C:\n    def run(self): pass\n\n"
+            "def other(x):\n    return x\n\ndef third(y):\n    return y\n\n"
+            "def make(item):\n    made = A()\n    return made\n\n"
+            "def make2(item):\n    built = A()\n    return built\n"
+        ),
+        "pkg/user.py": (
+            "from pkg.lib import make, make2\n\ndef use():\n    make(1).run()\n    make2(1).run()\n"
+        ),
+    }
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    cache = tmp_path / CACHE_FILENAME
+    index_repository(repo, cache=cache, remember=True)
+    edits = [
+        ("    return made\n", "    if item:\n        return other(made)\n    return made\n", 1),
+        ("    return built\n", "    if item:\n        return third(built)\n    return built\n", 1),
+        ("    return x\n", "    return C()\n", 2),  # make() may now return a C
+    ]
+    for step, (old, new, emitted) in enumerate(edits):
+        _edit(repo / "pkg" / "lib.py", old, new)
+        ours = index_repository(repo, cache=cache, remember=True)
+        kept = incremental.last_round(str(cache))
+        assert kept is not None
+        assert kept.emitted == emitted, step
+        clean = index_repository(repo)
+        assert _artifact(ours, tmp_path / f"ours{step}") == _artifact(
+            clean, tmp_path / f"clean{step}"
+        ), step
+    assert any(fact.target.endswith("C.run") for fact in clean.graph.facts())

@@ -119,8 +119,9 @@ SELF_RUN, MOVED, NEW_LOCAL = len(EDITS) - 3, len(EDITS) - 2, len(EDITS) - 1
 MODULES = 10
 
 
-def _write(root: Path) -> Path:
-    for name, text in FILES.items():
+def _write(root: Path, files: dict[str, str] = FILES) -> Path:
+    """``files`` (path -> text) written under ``root``."""
+    for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     return root
@@ -271,10 +272,7 @@ def test_a_round_whose_code_files_did_not_change_reuses_their_resolution(
         original(self)
 
     monkeypatch.setattr(CodeResolver, "run", counted)
-    repo = tmp_path / "repo"
-    for name, text in CODE_FILES.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
+    repo = _write(tmp_path / "repo", CODE_FILES)
     cache = tmp_path / CACHE_FILENAME
     index_repository(repo, cache=cache, remember=True)
     edits = [
@@ -463,10 +461,7 @@ def test_an_edit_that_changes_no_answer_reaches_no_reader(
     the answer re-emits the readers. Every round is a clean build's bytes, with the
     cut-off and without it (the reference, which re-emits every reader)."""
     monkeypatch.setattr(incremental, "EARLY_CUTOFF", cutoff)
-    repo = tmp_path / "repo"
-    for name, text in CUTOFF_FILES.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
+    repo = _write(tmp_path / "repo", CUTOFF_FILES)
     cache = tmp_path / CACHE_FILENAME
     index_repository(repo, cache=cache, remember=True)
     kept_reads = []
@@ -561,9 +556,7 @@ def test_entries_computed_again_in_earlier_rounds_are_still_watched(tmp_path: Pa
             "from pkg.lib import make, make2\n\ndef use():\n    make(1).run()\n    make2(1).run()\n"
         ),
     }
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
+    _write(repo, files)
     cache = tmp_path / CACHE_FILENAME
     index_repository(repo, cache=cache, remember=True)
     edits = [

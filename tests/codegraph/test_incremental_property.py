@@ -34,6 +34,7 @@ from cairn.artifact.segments import PrintedSegments
 from cairn.codegraph import index_repository, write_index
 from cairn.codegraph.cache import CACHE_FILENAME
 from cairn.store.load import load_semantic_graph
+from cairn.store.loadkeys import KeyMemo
 
 FIXED_TIME = "2024-01-01T00:00:00Z"
 QUERIES = ("load user", "area circle", "write item", "added helper", "round value")
@@ -186,6 +187,7 @@ def _steps(repo: Path, root: Path, edits: list[tuple[str, int]], printed: Printe
     """Apply ``edits`` in turn; after each, the remembering build equals a clean one."""
     cache = root / CACHE_FILENAME
     living = root / "living"
+    memo = KeyMemo()  # the watching process's: one-shot steps are other processes
     for step, (name, pick) in enumerate(edits):
         EDITS[name](repo, step, pick)
         # Most steps remember, as `cairn watch` does (Python modules an edit cannot
@@ -197,7 +199,10 @@ def _steps(repo: Path, root: Path, edits: list[tuple[str, int]], printed: Printe
             printed.update(cached.graph)  # as the watching process does before its fork
         ours = write_index(cached, living, generated_at=FIXED_TIME, printed=printed)
         with cairn.open(living / "cairn.db") as db:  # as `cairn index` loads: by keys
-            load_semantic_graph(db, cached.graph, incremental=True)
+            load_semantic_graph(
+                db, cached.graph, incremental=True, key_memo=memo if remember else None
+            )
+            memo.settle()
         clean = index_repository(repo)
         fresh = root / f"clean{step}"
         theirs = write_index(clean, fresh, generated_at=FIXED_TIME)

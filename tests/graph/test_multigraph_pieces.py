@@ -188,9 +188,12 @@ def test_parts_merged_by_difference_equal_parts_merged_afresh(rounds: list[list[
 
 
 def _check_rounds(rounds: list[list[Any]]) -> None:
-    """Merge each round's parts by difference and afresh; the two agree."""
+    """Merge each round's parts by difference and afresh; the two agree. A graph made by
+    a merge by difference names every record that is not the very object the graph of
+    the merge before held (``SemanticGraph.changes``)."""
     last_parts: dict[str, Part] = {}
     kept: PartsMerge | None = None
+    before: SemanticGraph | None = None
     for specs in rounds:
         parts = [
             last_parts[key] if same and key in last_parts else _part(key, nodes, batch, tell)
@@ -201,9 +204,60 @@ def _check_rounds(rounds: list[list[Any]]) -> None:
         if isinstance(expected, SemanticGraph):
             assert isinstance(actual, SemanticGraph)
             assert_same(actual, expected)
+            _check_changes(before, actual)
+            _check_listings_and_pairs(actual)
+            if before is not None:
+                _check_listings_and_pairs(before)  # a graph whose merge has moved on
+            before = actual
         else:
             assert actual is expected
+            before = None
         last_parts = {part[0]: part for part in parts}
+
+
+def _check_listings_and_pairs(graph: SemanticGraph) -> None:
+    """Listings in ID order and the endpoint pair count, against plain Python."""
+    nodes, facts, occurrences = graph.nodes(), graph.facts(), graph.occurrences()
+    assert [node.id for node in nodes] == sorted(node.id for node in nodes)
+    assert [fact.id for fact in facts] == sorted(fact.id for fact in facts)
+    assert [item.id for item in occurrences] == sorted(item.id for item in occurrences)
+    assert len(occurrences) == sum(len(fact.occurrence_ids) for fact in facts)
+    assert graph.endpoint_pair_count == len({(fact.source, fact.target) for fact in facts})
+
+
+def _records(graph: SemanticGraph) -> tuple[dict[str, object], ...]:
+    """The graph's nodes, facts and occurrences by ID (through the public listings)."""
+    return (
+        {node.id: node for node in graph.nodes()},
+        {fact.id: fact for fact in graph.facts()},
+        {item.id: item for item in graph.occurrences()},
+    )
+
+
+def _differing(before: SemanticGraph, after: SemanticGraph) -> list[set[str]]:
+    """Per table, the IDs whose record is not the very same object in both graphs."""
+    return [
+        {key for key in old.keys() | new.keys() if old.get(key) is not new.get(key)}
+        for old, new in zip(_records(before), _records(after), strict=True)
+    ]
+
+
+def _check_changes(before: SemanticGraph | None, after: SemanticGraph) -> None:
+    changes = after.changes()
+    if changes is None:
+        return
+    if changes.generation == 0:
+        assert changes.merged is None  # the first merge of a lineage put in everything
+        return
+    assert before is not None
+    last = before.changes()
+    assert last is not None and last.lineage is changes.lineage
+    assert last.generation == changes.generation - 1
+    assert changes.merged is not None
+    for differing, merged, written, written_before in zip(
+        _differing(before, after), changes.merged, changes.written, last.written, strict=True
+    ):
+        assert differing <= set(merged) | set(written) | set(written_before)
 
 
 A_TO_B = [("a", "b", "calls", CALL, site(1))]
@@ -287,3 +341,66 @@ def test_a_merge_by_difference_takes_out_and_puts_in_only_the_parts_that_changed
     assert_same(second, fresh)
     (fact_id,) = same[2].facts
     assert second.fact(fact_id) is graph.fact(fact_id)
+
+
+def test_a_graph_made_by_a_merge_names_what_it_changed_and_what_was_written_since() -> None:
+    """``changes`` of the first merge says everything; of a merge by difference, the
+    records of the parts taken out and put in; and both add every record written to the
+    graph afterwards (one by one, in a batch, or another merge of parts)."""
+    same = _part("p", [("a", 0), ("b", 0)], [("a", "b", "calls", CALL, site(1))], True)
+    changed = _part("q", [("c", 0)], [("c", "a", "calls", CALL, site(2))], True)
+    first = SemanticGraph()
+    kept = first.merge_parts([same, changed])
+    assert kept is not None
+    opened = first.changes()
+    assert opened is not None and opened.generation == 0 and opened.merged is None
+    assert opened.written == (set(), set(), set())
+    again = _part("q", [("c", 0)], [("c", "a", "calls", CALL, site(3))], True)
+    second = SemanticGraph()
+    assert second.merge_parts([same, again], kept) is kept
+    changes = second.changes()
+    assert changes is not None
+    assert (changes.lineage, changes.generation) == (opened.lineage, 1)
+    (fact_id,) = again[2].facts
+    assert changes.merged == ({"c"}, {fact_id}, {*changed[2].occurrences, *again[2].occurrences})
+    assert changes.written == (set(), set(), set())
+    second.add_node("d", "function")
+    known = second.add_fact("a", "b", "calls", CALL, occurrence=site(9))
+    second.add_facts([("d", "a", "calls", CALL, site(4))])
+    other = _part("r", [("e", 0)], [("e", "a", "calls", CALL, site(6))], True)
+    more = _part("s", [], [("c", "a", "calls", CALL, site(11))], False)  # a merged fact
+    second.merge_parts([other, more], remember=False)
+    added = {fact.id for fact in second.facts_from("d")} | {*other[2].facts}
+    occurrence_ids = {item.id for fact_id in added for item in second.occurrences_of(fact_id)}
+    assert changes.written == (
+        {"d", "e"},
+        {known.fact_id, *added, fact_id},
+        {known.occurrence_id, *occurrence_ids, *more[2].occurrences},
+    )
+    assert set(more[2].facts) == {fact_id}  # listed again: one more occurrence
+    assert SemanticGraph().changes() is None  # not made by a merge
+    assert second.copy().changes() is None
+    _check_listings_and_pairs(second)
+    third = SemanticGraph()
+    assert third.merge_parts([same, changed], kept) is kept
+    _check_listings_and_pairs(second)  # its merge moved on: counted afresh
+    _check_listings_and_pairs(third)
+    assert third.endpoint_pair_count == 2
+
+
+def test_a_merge_by_difference_that_fails_leaves_earlier_graphs_counting_right() -> None:
+    """A merge by difference that cannot stand has already updated the merge in part:
+    a graph made from that merge before no longer counts its endpoint pairs from it."""
+    first_parts = [
+        _part("p", [("a", 0), ("b", 0)], [("a", "b", "calls", CALL, site(1))], True),
+        _part("q", [("c", 0)], [("c", "a", "calls", CALL, site(2))], True),
+    ]
+    graph = SemanticGraph()
+    kept = graph.merge_parts(first_parts)
+    assert kept is not None and graph.endpoint_pair_count == 2
+    # "a" is held by no part now, and the kept part q's fact ends at it: merged afresh
+    # (where it fails for the missing endpoint), after the pair (a, b) was taken out.
+    dropped = [_part("p", [("b", 0)], [], True), first_parts[1]]
+    with pytest.raises(MissingEndpointError):
+        SemanticGraph().merge_parts(dropped, kept)
+    assert graph.endpoint_pair_count == 2

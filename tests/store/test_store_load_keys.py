@@ -20,7 +20,8 @@ from test_store_load import GET, SERVICE, build, build_moved, state
 
 import cairn.store.load as load_module
 import cairn.store.loadkeys as loadkeys
-from cairn.graph import SemanticGraph
+from cairn.graph import EndpointIdentity, Node, OccurrenceInput, SemanticGraph, SourceRange
+from cairn.graph.multigraph import FactCandidate, Part, PartsMerge, admit_apart
 from cairn.index import open as open_indexed
 from cairn.store import PutDocument
 from cairn.store.load import (
@@ -248,16 +249,19 @@ def test_a_key_memo_reads_its_own_keys_only_while_the_file_is_its_own(tmp_path: 
     assert said == [KEYS_MISSING, KEYS_MISSING]
 
 
-def test_the_keys_fingerprint_frames_every_key_in_id_order() -> None:
-    """The fingerprint of a load named by its keys, against the framing written out by
-    hand: SHA-256 over (8-byte little-endian length, bytes) of the header parts, then
-    columns in ID order (documents' collections, IDs, keys; facts' IDs, keys), each as
-    its count, every length (8-byte little-endian) and its bytes joined."""
+def test_the_keys_fingerprint_sums_a_digest_of_every_key() -> None:
+    """The fingerprint of a load named by its keys, against the definition written out
+    by hand: SHA-256 over (8-byte little-endian length, bytes) of ``keys``, the header,
+    the walked digest and two 32-byte big-endian sums, modulo 2^256, of BLAKE2b-256
+    digests (read big-endian) of each document's ``collection NUL id NUL key`` and of
+    each fact's ``id NUL k key`` (``id NUL -`` for a fact with no key). The sums do not
+    depend on the order of the records."""
     import hashlib
     import random
     import struct
 
     from cairn.store.load import _KeyState
+    from cairn.store.loadkeys import DerivedKeys, key_sums
 
     rng = random.Random(3)
     documents = {
@@ -265,26 +269,173 @@ def test_the_keys_fingerprint_frames_every_key_in_id_order() -> None:
         for _ in range(300)
     }
     facts = {f"sf_{rng.random()}": rng.choice([rng.randbytes(16), None]) for _ in range(500)}
+
+    def blake(data: bytes) -> int:
+        return int.from_bytes(hashlib.blake2b(data, digest_size=32).digest(), "big")
+
+    document_sum = sum(
+        blake(collection.encode() + b"\x00" + node_id.encode() + b"\x00" + key)
+        for node_id, (collection, key) in documents.items()
+    ) % (1 << 256)
+    fact_sum = sum(
+        blake(fact_id.encode() + b"\x00" + (b"-" if key is None else b"k" + key))
+        for fact_id, key in facts.items()
+    ) % (1 << 256)
     expected = hashlib.sha256()
-
-    def frame(*chunks: bytes) -> None:
-        for chunk in chunks:
-            expected.update(struct.pack("<Q", len(chunk)) + chunk)
-
-    def column(chunks: list[bytes]) -> None:
-        expected.update(struct.pack("<Q", len(chunks)))
-        for chunk in chunks:
-            expected.update(struct.pack("<Q", len(chunk)))
-        for chunk in chunks:
-            expected.update(chunk)
-
-    frame(b"keys", b"header", b"walked")
-    node_ids = sorted(documents)
-    column([documents[node_id][0].encode() for node_id in node_ids])
-    column([node_id.encode() for node_id in node_ids])
-    column([documents[node_id][1] for node_id in node_ids])
-    fact_ids = sorted(facts)
-    column([fact_id.encode() for fact_id in fact_ids])
-    column([facts[fact_id] or b"" for fact_id in fact_ids])
-    state = _KeyState("header", "incarnation", documents, facts, None)
+    for chunk in (
+        b"keys",
+        b"header",
+        b"walked",
+        document_sum.to_bytes(32, "big"),
+        fact_sum.to_bytes(32, "big"),
+    ):
+        expected.update(struct.pack("<Q", len(chunk)) + chunk)
+    assert key_sums(documents, facts) == (document_sum, fact_sum)
+    shuffled = dict(reversed(list(documents.items())))
+    assert key_sums(shuffled, facts) == (document_sum, fact_sum)
+    keyless = {fact_id for fact_id, key in facts.items() if key is None}
+    derived = DerivedKeys(documents, facts, key_sums(documents, facts), keyless)
+    state = _KeyState("header", "incarnation", derived, None)
     assert state.fingerprint("walked") == expected.hexdigest()
+
+
+def _module_part(key: str, kinds: dict[str, str], calls: list[tuple[str, str, int]]) -> Part:
+    """A module's part: its nodes (ID -> kind) and its calls (source, target, line); a
+    call on line 3 carries metadata, so its fact has no key (it is compared whole)."""
+    stable = EndpointIdentity.stable()
+    nodes = tuple(
+        Node(node_id, kind, stable, {"name": node_id, "path": f"{key}.py"})
+        for node_id, kind in kinds.items()
+    )
+    candidates: list[FactCandidate] = [
+        (
+            source,
+            target,
+            "calls",
+            {"invocation": "call", "dispatch": "direct", "resolution": "resolved"},
+            OccurrenceInput(
+                adapter_id="python",
+                strategy="ast",
+                source_file=f"{key}.py",
+                source_range=SourceRange(line, 1, line, 9),
+                site_kind="call",
+                metadata={"receiver": "self"} if line == 3 else None,
+            ),
+        )
+        for source, target, line in calls
+    ]
+    return key, nodes, admit_apart(candidates, {node.id: node.identity for node in nodes})
+
+
+_A = _module_part(
+    "a", {"function:a1": "function", "function:a2": "function"}, [("function:a1", "function:a2", 3)]
+)
+_B = _module_part("b", {"function:b1": "function"}, [("function:b1", "function:a1", 2)])
+_B_MOVED_CALL = _module_part("b", {"function:b1": "function"}, [("function:b1", "function:a1", 7)])
+_B_GROWN = _module_part(
+    "b",
+    {"function:b1": "function", "function:b2": "function"},
+    [("function:b1", "function:a1", 7), ("function:b2", "function:a2", 9)],
+)
+_A_EXTERNAL = _module_part(
+    "a", {"function:a1": "function", "function:a2": "external"}, [("function:a1", "function:a2", 3)]
+)
+MERGE_ROUNDS: list[tuple[list[Part], bool]] = [
+    ([_A, _B], False),  # the first merge: every key derived
+    ([_A, _B_MOVED_CALL], True),  # one part again: a call moved
+    ([_A, _B_GROWN], False),  # a node and a call added
+    ([_A, _B_GROWN], True),  # nothing merged again; the writes after the merge only
+    ([_A], False),  # a part gone: its nodes, facts and the call into a1
+    ([_A_EXTERNAL], True),  # a node moves to another collection: every record walked
+    ([_A_EXTERNAL, _B], False),
+]
+"""Rounds of parts, as ``cairn watch`` merges module shares, and whether a fact is
+written to each round's graph after its merge (as the Markdown resolver does)."""
+
+
+def test_a_key_memo_derives_a_merged_graph_only_where_its_journal_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Graphs made by merges by difference, loaded through one ``KeyMemo``, apply and
+    keep what loads without one apply and keep, while only records the graphs'
+    journals name have keys derived again (the memo walks every record only for the
+    first merge and when a node moved to another collection)."""
+    derived: list[str] = []
+    original_node_key, original_fact_key = loadkeys.node_key, loadkeys.fact_key
+
+    def counting_node_key(node):  # type: ignore[no-untyped-def]
+        derived.append(node.id)
+        return original_node_key(node)
+
+    def counting_fact_key(fact, *rest):  # type: ignore[no-untyped-def]
+        derived.append(fact.id)
+        return original_fact_key(fact, *rest)
+
+    monkeypatch.setattr(loadkeys, "node_key", counting_node_key)
+    monkeypatch.setattr(loadkeys, "fact_key", counting_fact_key)
+    memo = KeyMemo()
+    walked: list[bool] = []
+    memo_keys = KeyMemo.keys
+
+    def spying_keys(self, graph, refs):  # type: ignore[no-untyped-def]
+        found = memo_keys(self, graph, refs)
+        walked.append(found.delta is None)
+        return found
+
+    monkeypatch.setattr(KeyMemo, "keys", spying_keys)
+    kept: PartsMerge | None = None
+    before: SemanticGraph | None = None
+    with (
+        open_indexed(tmp_path / "memo.db") as ours,
+        open_indexed(tmp_path / "plain.db") as theirs,
+        open_indexed(tmp_path / "full.db") as full,
+    ):
+        for step, (parts, written) in enumerate(MERGE_ROUNDS):
+            graph = SemanticGraph()
+            kept = graph.merge_parts(parts, kept)
+            if written:  # a node and a fact written after the merge, new objects each time
+                graph.add_node("section:guide#usage", "section", identity=EndpointIdentity.stable())
+                graph.add_fact(
+                    "section:guide#usage",
+                    "function:a1",
+                    "mentions",
+                    occurrence=OccurrenceInput(
+                        adapter_id="markdown",
+                        strategy="text",
+                        source_file="guide.md",
+                        source_range=SourceRange(1, 1, 1, 5),
+                        site_kind="mention",
+                    ),
+                )
+            derived.clear()
+            mine = load_semantic_graph(ours, graph, incremental=True, key_memo=memo)
+            changes = graph.changes()
+            assert changes is not None
+            if not walked[-1]:  # keys derived again only for what the journals name
+                assert changes.merged is not None and before is not None
+                last = before.changes()
+                assert last is not None
+                named = set().union(*changes.merged, *changes.written, *last.written)
+                # a fact is derived again for an occurrence the journals name
+                named |= {item.fact_id for item in graph.occurrences() if item.id in named}
+                named |= {item.fact_id for item in before.occurrences() if item.id in named}
+                assert set(derived) <= named, step
+                assert derived or step == 4, step  # round 4 only takes records out
+            memo.settle()
+            plain = load_semantic_graph(theirs, graph, incremental=True)
+            load_semantic_graph(full, graph)
+            assert [(m.kind, m.id) for m in mine.mutations] == [
+                (m.kind, m.id) for m in plain.mutations
+            ], step
+            kept_mine = read_keys(keys_path(ours.path))
+            kept_plain = read_keys(keys_path(theirs.path))
+            assert kept_mine is not None and kept_plain is not None
+            assert (kept_mine.documents, kept_mine.facts) == (
+                kept_plain.documents,
+                kept_plain.facts,
+            ), step
+            assert mine.command_id == plain.command_id, step
+            before = graph
+    assert walked == [True, False, False, False, False, True, False]
+    assert state(tmp_path / "memo.db") == state(tmp_path / "plain.db")
+    assert state(tmp_path / "memo.db") == state(tmp_path / "full.db")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from itertools import repeat
@@ -65,7 +66,9 @@ __all__ = [
     "AdmissionResult",
     "FactCandidate",
     "FactPiece",
+    "GraphChanges",
     "GraphCounts",
+    "IdSets",
     "OccurrenceInput",
     "PartsMerge",
     "SemanticGraph",
@@ -197,13 +200,21 @@ Part = tuple[Hashable, tuple[Node, ...], FactPiece]
 facts admitted apart."""
 
 
+IdSets: TypeAlias = "tuple[AbstractSet[str], AbstractSet[str], AbstractSet[str]]"
+"""Node, fact and occurrence IDs."""
+
+
 @dataclass(slots=True)
 class PartsMerge:
     """What merging parts into an empty graph made (``SemanticGraph.merge_parts``), kept to
     merge the next parts by difference: each part by key, the records the merge stored,
     which parts hold each node ID, and how many facts end at each node. Made only when no
     two parts share a fact or occurrence ID (each record then has one part to answer
-    for it); consumed by the next merge, which updates it in place."""
+    for it); consumed by the next merge, which updates it in place.
+
+    Each merge by difference is the next ``generation`` of the same ``lineage`` and
+    says which record IDs it took out or put in (``changed``; None for the first merge,
+    which put in everything): ``SemanticGraph.changes``."""
 
     parts: dict[Hashable, tuple[tuple[Node, ...], FactPiece]]
     nodes: dict[str, Node]
@@ -211,6 +222,47 @@ class PartsMerge:
     occurrences: dict[str, EvidenceOccurrence]
     holders: dict[str, tuple[Hashable, ...]]
     ends: Counter[str]
+    lineage: object = field(default_factory=object)
+    generation: int = 0
+    changed: IdSets | None = None
+    pairs: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """How many of the merge's facts join each (source, target) pair (none at zero)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphChanges:
+    """Which records of a graph may differ from the graph the merge before made
+    (``SemanticGraph.changes``): a record whose ID none of these sets holds is the very
+    object the graph of the previous ``generation`` of the same ``lineage`` held, once
+    that graph's own ``written`` IDs are counted as changed too.
+
+    ``merged`` are the IDs the merge took out or put in (None: the first merge of the
+    lineage, which put in everything); ``written`` are the IDs written to the graph
+    since the merge (other parts, facts admitted one by one; the sets grow while the
+    graph is written). Each set may hold more than changed, never less."""
+
+    lineage: object
+    generation: int
+    merged: IdSets | None
+    written: IdSets
+
+
+class _Journal:
+    """The IDs a graph made by a merge wrote since (``GraphChanges.written``), and the
+    merge (which the next merge of its lineage updates in place)."""
+
+    __slots__ = ("facts", "merge", "nodes", "occurrences", "source")
+
+    def __init__(self, merge: PartsMerge) -> None:
+        self.source = merge
+        self.merge = (merge.lineage, merge.generation, merge.changed)
+        self.nodes: set[str] = set()
+        self.facts: set[str] = set()
+        self.occurrences: set[str] = set()
+
+    def current(self) -> PartsMerge | None:
+        """The merge while it still holds what this graph was made from, else None."""
+        return self.source if self.source.generation == self.merge[1] else None
 
 
 class SemanticGraph:
@@ -231,6 +283,20 @@ class SemanticGraph:
         # The last sorted listing of each table, checked before it is reused: a write
         # path that forgets to drop it can only cost a sort, never give a stale answer.
         self._listed: dict[str, tuple[list[str], tuple[Any, ...]]] = {}
+        # What was written since the merge that made this graph (None: not made by one).
+        self._journal: _Journal | None = None
+
+    def changes(self) -> GraphChanges | None:
+        """Which records may differ from those of the graph the merge before this
+        graph's made (None: this graph was not made by ``merge_parts`` with a merge to
+        remember). A reader that kept what it derived from that graph (``cairn.store.
+        loadkeys.KeyMemo``) derives again only for these IDs."""
+        journal = self._journal
+        if journal is None:
+            return None
+        lineage, generation, merged = journal.merge
+        written = (journal.nodes, journal.facts, journal.occurrences)
+        return GraphChanges(lineage, generation, merged, written)
 
     @property
     def _index(self) -> _Indexes:
@@ -266,6 +332,8 @@ class SemanticGraph:
         existing = self._nodes.get(node.id)
         if existing is None:
             self._nodes[node.id] = node
+            if self._journal is not None:
+                self._journal.nodes.add(node.id)
             return node
         if existing != node:
             raise ConflictError(
@@ -343,6 +411,8 @@ class SemanticGraph:
             fact = SemanticFact(fact_id, spec.direction, first, second, relation, disc, endpoints)
             self._facts[fact_id] = fact
             self._indexed(fact)
+            if self._journal is not None:
+                self._journal.facts.add(fact_id)
             outcome = AdmissionOutcome.NEW_FACT
         else:
             self._check_fact_witness(existing, witness)
@@ -415,6 +485,9 @@ class SemanticGraph:
                 fact = facts[fact_id]
                 facts[fact_id] = _listing(fact, fact.occurrence_ids, more)
         occurrences.update(staged)
+        if self._journal is not None:
+            self._journal.facts.update(staged_facts, added)
+            self._journal.occurrences.update(staged)
         new_occurrences = sum(map(len, added.values()))
         outcomes = {
             AdmissionOutcome.NEW_FACT: len(staged_facts),
@@ -449,7 +522,12 @@ class SemanticGraph:
                 if node.id not in self._nodes:
                     self.put_node(node)
         self.add_pieces([piece for _, _, piece in listed])
-        return self._remembered(listed) if empty and remember else None
+        if not (empty and remember):
+            return None
+        remembered = self._remembered(listed)
+        if remembered is not None:
+            self._journal = _Journal(remembered)
+        return remembered
 
     def _hold(self, merged: PartsMerge, listed: list[Part]) -> None:
         """Take ``merged``'s records (copies: the merge keeps its own) and the outcome
@@ -458,6 +536,7 @@ class SemanticGraph:
         self._facts = dict(merged.facts)
         self._occurrences = dict(merged.occurrences)
         self._built_index = None
+        self._journal = _Journal(merged)
         unregistered: Counter[str] = Counter()
         for _, _, piece in listed:
             unregistered.update(piece.unregistered)
@@ -490,6 +569,7 @@ class SemanticGraph:
                 holders[node.id] = (*holders.get(node.id, ()), key)
             ends.update(map(_SOURCE, piece.facts.values()))
             ends.update(map(_TARGET, piece.facts.values()))
+        facts = self._facts.values()
         return PartsMerge(
             {key: (nodes, piece) for key, nodes, piece in listed},
             dict(self._nodes),
@@ -497,6 +577,7 @@ class SemanticGraph:
             dict(self._occurrences),
             holders,
             ends,
+            pairs=Counter(zip(map(_SOURCE, facts), map(_TARGET, facts), strict=True)),
         )
 
     def _with_endpoint_identities(self, fact: SemanticFact) -> SemanticFact:
@@ -528,6 +609,8 @@ class SemanticGraph:
         variants = canonical_tuple((*fact.annotation_variants, freeze(annotations)))
         if variants != fact.annotation_variants:
             self._facts[fact_id] = replace(fact, annotation_variants=variants)
+            if self._journal is not None:
+                self._journal.facts.add(fact_id)
 
     # ----------------------------------------------------------- occurrences
     def _admit_occurrence(self, fact_id: str, given: OccurrenceInput) -> tuple[str, bool]:
@@ -568,6 +651,8 @@ class SemanticGraph:
             return occurrence_id, True
         self._check_occurrence_witness(existing, incoming)
         self._occurrences[occurrence_id] = _merge_occurrences(existing, incoming)
+        if self._journal is not None:
+            self._journal.occurrences.add(occurrence_id)
         return occurrence_id, False
 
     def put_occurrence(self, occurrence: EvidenceOccurrence) -> None:
@@ -580,6 +665,8 @@ class SemanticGraph:
         else:
             self._check_occurrence_witness(existing, occurrence)
             self._occurrences[occurrence.id] = _merge_occurrences(existing, occurrence)
+            if self._journal is not None:
+                self._journal.occurrences.add(occurrence.id)
 
     def _store_occurrence(self, occurrence: EvidenceOccurrence) -> None:
         self._occurrences[occurrence.id] = occurrence
@@ -587,6 +674,9 @@ class SemanticGraph:
         ids = list(fact.occurrence_ids)
         bisect.insort(ids, occurrence.id)
         self._facts[fact.id] = _with_occurrence_ids(fact, tuple(ids))
+        if self._journal is not None:
+            self._journal.occurrences.add(occurrence.id)
+            self._journal.facts.add(fact.id)
 
     def _check_occurrence_witness(
         self, existing: EvidenceOccurrence, incoming: EvidenceOccurrence
@@ -615,6 +705,10 @@ class SemanticGraph:
             return self._occurrences[occurrence_id]
         except KeyError:
             raise NotFoundError(f"no occurrence {occurrence_id!r}") from None
+
+    def has_occurrence(self, occurrence_id: str) -> bool:
+        """Whether the graph holds ``occurrence_id``."""
+        return occurrence_id in self._occurrences
 
     def facts(self) -> tuple[SemanticFact, ...]:
         """Every fact, ordered by ID."""
@@ -763,8 +857,14 @@ class SemanticGraph:
         a graph that is only written and loaded never needs them)."""
         if self._built_index is not None:
             return len(self._built_index.by_pair)
-        facts = self._facts.values()
-        return len(set(zip(map(_SOURCE, facts), map(_TARGET, facts), strict=True)))
+        journal = self._journal
+        merge = journal.current() if journal is not None else None
+        if journal is not None and merge is not None:  # the merge's pairs, and the written
+            facts = self._facts
+            written = {(facts[fact_id].source, facts[fact_id].target) for fact_id in journal.facts}
+            return len(merge.pairs) + len(written - merge.pairs.keys())
+        facts_listed = self._facts.values()
+        return len(set(zip(map(_SOURCE, facts_listed), map(_TARGET, facts_listed), strict=True)))
 
     @property
     def occurrence_count(self) -> int:
@@ -857,6 +957,7 @@ class SemanticGraph:
         ):
             return False  # an ID given twice
         self._built_index = None
+        self._journal = None
         node_ids = self._nodes.keys()
         if not (node_ids >= set(map(_SOURCE, facts)) and node_ids >= set(map(_TARGET, facts))):
             return False  # a missing endpoint
@@ -871,6 +972,7 @@ class SemanticGraph:
         """The reference structural checks, record by record (raises on the first offender)."""
         self._nodes, self._facts, self._occurrences = {}, {}, {}
         self._built_index = None
+        self._journal = None
         for node in nodes:
             if node.id in self._nodes:
                 raise ConflictError(f"node {node.id!r} given twice")
@@ -1119,6 +1221,9 @@ class _Batch:
             ids = tuple(sorted((*fact.occurrence_ids, *added)))
             facts[fact_id] = _with_occurrence_ids(fact, ids)
         graph._occurrences.update(self.occurrences)
+        if graph._journal is not None:
+            graph._journal.facts.update(self.new_facts, self.new_occurrences)
+            graph._journal.occurrences.update(self.occurrences)
         graph._admissions.update(self.outcomes)
         graph._unregistered.update(self.unregistered)
 
@@ -1203,6 +1308,7 @@ def _by_difference(last: PartsMerge, listed: list[Part]) -> PartsMerge | None:
     current = {key: (nodes, piece) for key, nodes, piece in listed}
     if len(current) != len(listed):
         return None
+    generation, last.generation = last.generation, _SPENT  # until it stands again
     parts = last.parts
     gone = [
         key
@@ -1216,8 +1322,18 @@ def _by_difference(last: PartsMerge, listed: list[Part]) -> PartsMerge | None:
     ]
     facts, occurrences, holders, ends = last.facts, last.occurrences, last.holders, last.ends
     touched: set[str] = set()
+    fact_ids: set[str] = set()
+    occurrence_ids: set[str] = set()
+    pairs = last.pairs
     for key in gone:
         nodes, piece = parts.pop(key)
+        fact_ids.update(piece.facts)
+        occurrence_ids.update(piece.occurrences)
+        for fact in piece.facts.values():
+            pair = (fact.source, fact.target)
+            pairs[pair] -= 1
+            if not pairs[pair]:
+                del pairs[pair]
         for fact_id in piece.facts:
             del facts[fact_id]
         for occurrence_id in piece.occurrences:
@@ -1232,6 +1348,10 @@ def _by_difference(last: PartsMerge, listed: list[Part]) -> PartsMerge | None:
     for key in fresh:
         nodes, piece = current[key]
         parts[key] = (nodes, piece)
+        fact_ids.update(piece.facts)
+        occurrence_ids.update(piece.occurrences)
+        fresh_facts = piece.facts.values()
+        pairs.update(zip(map(_SOURCE, fresh_facts), map(_TARGET, fresh_facts), strict=True))
         for occurrence_id, occurrence in piece.occurrences.items():
             if occurrence_id in occurrences:
                 return None
@@ -1254,7 +1374,13 @@ def _by_difference(last: PartsMerge, listed: list[Part]) -> PartsMerge | None:
             facts[fact.id] = _with_identities(fact, last.nodes)
     except MissingEndpointError:
         return None  # merged afresh, the error names the endpoint
+    last.generation = generation + 1
+    last.changed = (touched, fact_ids, occurrence_ids)
     return last
+
+
+_SPENT = -1
+"""The generation of a merge a failed merge by difference left half updated."""
 
 
 def _nodes_held(

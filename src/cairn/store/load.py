@@ -92,10 +92,13 @@ from cairn.store.limits import (
     check_identifier,
 )
 from cairn.store.loadkeys import (
+    DerivedKeys,
+    KeyDelta,
     KeyMemo,
     LoadKeys,
     fact_key,
     header_key,
+    key_sums,
     keys_path,
     node_key,
     read_keys,
@@ -736,15 +739,17 @@ class _Encoder:
         header = {"loader": LOADER_VERSION, "graph": wanted.graph, "space": wanted.space.to_json()}
         self._digest.feed(canonical_bytes(header))
 
-    def documents(self, skip: Collection[str] = ()) -> Iterator[list[_Document]]:
-        """Every wanted document but those of the node IDs in ``skip``, ``LOAD_BATCH_SIZE``
-        at a time, in (collection, ID) order."""
+    def documents(self, only: Collection[str] | None = None) -> Iterator[list[_Document]]:
+        """Every wanted document (or those of the node IDs in ``only``),
+        ``LOAD_BATCH_SIZE`` at a time, in (collection, ID) order."""
         if self._walked:
             raise RuntimeError("a load's documents are walked once, before its facts")
         wanted, encode = self.wanted, self._encode
         node_of, refs = wanted.source.node, wanted.refs
         order = (
-            [node_id for node_id in wanted.order if node_id not in skip] if skip else wanted.order
+            wanted.order
+            if only is None
+            else [node_id for node_id in wanted.order if node_id in only]
         )
         matches = self._prepared.matches if self._prepared is not None else None
         for start in range(0, len(order), LOAD_BATCH_SIZE):
@@ -765,18 +770,19 @@ class _Encoder:
             yield batch
         self._walked.add("documents")
 
-    def facts(self, skip: Collection[str] = ()) -> Iterator[list[BulkFact]]:
-        """Every wanted fact but those in ``skip``, with its occurrences,
-        ``LOAD_BATCH_SIZE`` at a time, by ID."""
+    def facts(self, only: Collection[str] | None = None) -> Iterator[list[BulkFact]]:
+        """Every wanted fact (or those whose IDs are in ``only``), with its
+        occurrences, ``LOAD_BATCH_SIZE`` at a time, by ID."""
         if self._walked != {"documents"}:
             raise RuntimeError("a load's facts are walked once, after its documents")
         refs = self.wanted.refs
         split = _Splitter(self._encode)
         occurrence, split_one = split.occurrence, split.fact
-        occurrences_of = self.wanted.source.occurrences_of
-        facts = self.wanted.source.facts()
-        if skip:
-            facts = tuple(fact for fact in facts if fact.id not in skip)
+        source = self.wanted.source
+        occurrences_of = source.occurrences_of
+        facts: Sequence[SemanticFact] = (
+            source.facts() if only is None else list(map(source.fact, sorted(only)))
+        )
         for start in range(0, len(facts), LOAD_BATCH_SIZE):
             batch: list[BulkFact] = []
             chunks: list[bytes] = []
@@ -900,24 +906,24 @@ class _Plan:
         names = self._configure(conn, applier, outcomes)
         self.progress("diffing")
         keys = self.keys
-        same: tuple[set[str], set[str]] | None = None
+        walk: tuple[set[str], set[str]] | None = None
         if keys is not None:
             stale = keys.stale(position - 1) or (KEYS_CONFIGURED if outcomes else None)
             self.on_compare(stale or COMPARED_BY_KEYS)
-            same = keys.unchanged() if stale is None else None
-        if same is None:
+            walk = keys.walk() if stale is None else None
+        if walk is None or keys is None:
             gone_facts = self._facts_gone(conn)
             gone_documents = self._documents_gone(conn, names)
         else:
-            gone_facts = self._facts_moved(conn, keys, same[1]) if keys is not None else []
-            gone_documents = keys.documents_gone() if keys is not None else []
+            gone_facts = self._facts_moved(conn, keys, walk[1])
+            gone_documents = keys.documents_gone()
         for fact_id in gone_facts:
             outcomes.append(applier.apply(DeleteFact(wanted.graph, fact_id)))
         for collection, doc_id in gone_documents:
             outcomes.append(applier.apply(DeleteDocument(collection, doc_id)))
-        skip_documents, skip_facts = same if same is not None else ((), ())
+        walk_documents, walk_facts = walk if walk is not None else (None, None)
         self.progress("documents")
-        for documents in encoder.documents(skip_documents):
+        for documents in encoder.documents(walk_documents):
             stored = self._stored_documents(conn, documents)
             puts = [
                 BulkDocument(
@@ -943,7 +949,7 @@ class _Plan:
             outcomes.extend(self._vectors(applier, needed))
         self.progress("facts")
         shapes = read_shapes(conn, "fact_shapes"), read_shapes(conn, "occurrence_shapes")
-        for facts in encoder.facts(skip_facts):
+        for facts in encoder.facts(walk_facts):
             stored_facts = self._stored_facts(conn, facts, shapes)
             changed = [
                 item
@@ -955,7 +961,7 @@ class _Plan:
         # Skipped records were never encoded: such a load is named by its keys instead.
         fingerprint = (
             encoder.fingerprint
-            if same is None or keys is None
+            if walk is None or keys is None
             else keys.fingerprint(encoder.fingerprint)
         )
         command_id = uuid.uuid5(_FINGERPRINT_NAMESPACE, fingerprint)
@@ -1055,13 +1061,14 @@ class _Plan:
         return gone
 
     def _facts_moved(
-        self, conn: sqlite3.Connection, keys: _KeyState, skipped: Collection[str]
+        self, conn: sqlite3.Connection, keys: _KeyState, walked: Collection[str]
     ) -> list[str]:
         """With kept keys: the facts the last load wrote that are not wanted now, and the
-        changed ones whose endpoints moved (a node changed collection), by ID."""
+        changed ones (among ``walked``) whose endpoints moved (a node changed
+        collection), by ID."""
         gone = set(keys.facts_gone())
         kept = keys.kept.facts if keys.kept is not None else {}
-        changed = sorted(kept.keys() & keys.facts.keys() - set(skipped))
+        changed = sorted(fact_id for fact_id in walked if fact_id in kept)
         refs, source = self.wanted.refs, self.wanted.source
         for chunk in lookup_chunks(changed):
             for fact_id, sc, si, tc, ti in conn.execute(
@@ -1255,9 +1262,16 @@ class _KeyState:
 
     header: str
     incarnation: str
-    documents: dict[str, tuple[str, bytes]]
-    facts: dict[str, bytes | None]
+    derived: DerivedKeys
     kept: LoadKeys | None
+
+    @property
+    def documents(self) -> dict[str, tuple[str, bytes]]:
+        return self.derived.documents
+
+    @property
+    def facts(self) -> dict[str, bytes | None]:
+        return self.derived.facts
 
     @classmethod
     def of(
@@ -1277,24 +1291,24 @@ class _KeyState:
                 "collections": [config.to_json() for config in wanted.collections],
             }
         )
+        if memo is not None:
+            return cls(header, incarnation, memo.keys(graph, refs), kept)
         occurrences_of = graph.occurrences_of
-        if memo is None:
-            documents = {
-                node_id: (ref.collection, node_key(graph.node(node_id)))
-                for node_id, ref in refs.items()
-            }
-            facts = {
-                fact.id: fact_key(
-                    fact,
-                    (refs[fact.source].collection, refs[fact.target].collection),
-                    occurrences_of(fact.id),
-                )
-                for fact in graph.facts()
-            }
-        else:
-            collections = {node_id: ref.collection for node_id, ref in refs.items()}
-            documents, facts = memo.keys(graph, collections)
-        return cls(header, incarnation, documents, facts, kept)
+        documents = {
+            node_id: (ref.collection, node_key(graph.node(node_id)))
+            for node_id, ref in refs.items()
+        }
+        facts = {
+            fact.id: fact_key(
+                fact,
+                (refs[fact.source].collection, refs[fact.target].collection),
+                occurrences_of(fact.id),
+            )
+            for fact in graph.facts()
+        }
+        keyless = {fact_id for fact_id, key in facts.items() if key is None}
+        derived = DerivedKeys(documents, facts, key_sums(documents, facts), keyless)
+        return cls(header, incarnation, derived, kept)
 
     def stale(self, position: int) -> str | None:
         """Why the kept keys do not describe this database at ``position``, or None."""
@@ -1309,20 +1323,37 @@ class _KeyState:
             return KEYS_OTHER_POSITION
         return None
 
-    def unchanged(self) -> tuple[set[str], set[str]]:
-        """The node and fact IDs whose records the kept keys say are stored as wanted
-        (call only when ``stale`` found the kept keys current)."""
+    def _delta(self) -> KeyDelta | None:
+        """The memo's delta when it runs from the very keys kept (the usual ``cairn
+        watch`` round), else None."""
+        delta, kept = self.derived.delta, self.kept
+        if delta is None or kept is None:
+            return None
+        if kept.documents is not delta.documents or kept.facts is not delta.facts:
+            return None
+        return delta
+
+    def walk(self) -> tuple[set[str], set[str]]:
+        """The node and fact IDs whose records must be compared whole: the kept keys
+        do not say they are stored as wanted (a key differs or is new), and every fact
+        with no key (call only when ``stale`` found the kept keys current)."""
         assert self.kept is not None
+        wanted, keyless = self.derived, self.derived.keyless
+        delta = self._delta()
+        if delta is not None:  # only where the memo derived anew can a key differ
+            documents = {node_id for node_id in delta.nodes if node_id in wanted.documents}
+            facts = {fact_id for fact_id in delta.fact_ids if fact_id in wanted.facts}
+            return documents, facts | keyless
         held_documents, held_facts = self.kept.documents, self.kept.facts
         documents = {
             node_id
-            for node_id, held in self.documents.items()
-            if held_documents.get(node_id) == held
+            for node_id, held in wanted.documents.items()
+            if held_documents.get(node_id) != held
         }
         facts = {
             fact_id
-            for fact_id, key in self.facts.items()
-            if key is not None and held_facts.get(fact_id) == key
+            for fact_id, key in wanted.facts.items()
+            if key is None or held_facts.get(fact_id) != key
         }
         return documents, facts
 
@@ -1330,32 +1361,35 @@ class _KeyState:
         """(collection, ID) of the kept documents no node becomes now, or in another
         collection."""
         assert self.kept is not None
-        wanted = self.documents
+        wanted, kept = self.documents, self.kept.documents
+        delta = self._delta()
+        candidates = kept.keys() if delta is None else (delta.nodes & kept.keys())
         return sorted(
-            (collection, node_id)
-            for node_id, (collection, _) in self.kept.documents.items()
-            if wanted.get(node_id, ("",))[0] != collection
+            (kept[node_id][0], node_id)
+            for node_id in candidates
+            if wanted.get(node_id, ("",))[0] != kept[node_id][0]
         )
 
     def facts_gone(self) -> list[str]:
         """The kept facts not wanted now."""
         assert self.kept is not None
-        return [fact_id for fact_id in self.kept.facts if fact_id not in self.facts]
+        delta = self._delta()
+        candidates = self.kept.facts.keys() if delta is None else delta.fact_ids
+        kept, wanted = self.kept.facts, self.facts
+        return [fact_id for fact_id in candidates if fact_id in kept and fact_id not in wanted]
 
     def fingerprint(self, walked: str) -> str:
-        """Names a load that skipped records: every key, and the digest of the records
-        it did walk (``walked``: those compared whole). The keys go in as columns, in ID
-        order: documents' collections, IDs and keys, then facts' IDs and keys."""
+        """Names a load that skipped records: every key (their ``key_sums``), and the
+        digest of the records it did walk (``walked``: those compared whole)."""
+        documents, facts = self.derived.sums
         digest = _Digest()
-        digest.feed(b"keys", self.header.encode(), walked.encode())
-        node_ids = sorted(self.documents)  # in ID order already: a linear pass
-        held = list(map(self.documents.__getitem__, node_ids))
-        digest.feed_column(list(map(str.encode, map(_FIRST, held))))
-        digest.feed_column(list(map(str.encode, node_ids)))
-        digest.feed_column(list(map(_SECOND, held)))
-        fact_ids = sorted(self.facts)
-        digest.feed_column(list(map(str.encode, fact_ids)))
-        digest.feed_column([key or b"" for key in map(self.facts.__getitem__, fact_ids)])
+        digest.feed(
+            b"keys",
+            self.header.encode(),
+            walked.encode(),
+            documents.to_bytes(32, "big"),
+            facts.to_bytes(32, "big"),
+        )
         return digest.hexdigest()
 
     def for_position(self, position: int) -> LoadKeys:

@@ -31,7 +31,7 @@ import os
 import threading
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import compress, repeat
 from operator import attrgetter, is_not, itemgetter
 from pathlib import Path
@@ -40,17 +40,21 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from cairn.graph.model import EndpointIdentity, EvidenceOccurrence, Node, SemanticFact, thaw
+from cairn.store.commands import EntityRef
 
 if TYPE_CHECKING:
-    from cairn.graph.multigraph import SemanticGraph
+    from cairn.graph.multigraph import GraphChanges, IdSets, SemanticGraph
 
 __all__ = [
     "LOAD_KEYS_FORMAT",
     "LOAD_KEYS_SUFFIX",
+    "DerivedKeys",
+    "KeyDelta",
     "KeyMemo",
     "LoadKeys",
     "fact_key",
     "header_key",
+    "key_sums",
     "keys_path",
     "node_key",
     "read_keys",
@@ -66,6 +70,8 @@ KEY_BYTES = 16
 _MODULES = ("load", "loadkeys", "text", "bulk", "records")
 """Store modules whose code decides what a load writes: their bytes are in the header."""
 _COMPRESSION_LEVEL = 1
+_SUM_MODULUS = 1 << 256
+"""Key sums add 256-bit record digests modulo this (``key_sums``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +85,59 @@ class LoadKeys:
     """Node ID -> (the collection its document is in, the node's key)."""
     facts: Mapping[str, bytes | None]
     """Fact ID -> key (None: the fact has no key and is always compared whole)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyDelta:
+    """Where a memo's keys differ from the ones it derived the call before
+    (``documents`` and ``facts``, those very mappings): only at the node IDs ``nodes``
+    and the fact IDs ``fact_ids`` (a key, a collection, or the record itself new or
+    gone; the sets may hold more than changed, never less)."""
+
+    documents: Mapping[str, tuple[str, bytes]]
+    facts: Mapping[str, bytes | None]
+    nodes: set[str]
+    fact_ids: set[str]
+
+
+@dataclass(frozen=True, slots=True)
+class DerivedKeys:
+    """The keys of a graph's records (``KeyMemo.keys``): node ID -> (collection, key),
+    fact ID -> key (None: compared whole); their ``key_sums``; the facts with no key;
+    and, when the memo derived them from the keys of the call before, where they
+    differ (``delta``)."""
+
+    documents: dict[str, tuple[str, bytes]]
+    facts: dict[str, bytes | None]
+    sums: tuple[int, int]
+    keyless: set[str]
+    delta: KeyDelta | None = None
+
+
+def _document_digest(item: tuple[str, tuple[str, bytes]]) -> int:
+    node_id, (collection, key) = item
+    data = b"%s\x00%s\x00%s" % (collection.encode(), node_id.encode(), key)
+    return int.from_bytes(hashlib.blake2b(data, digest_size=32).digest())
+
+
+def _fact_digest(item: tuple[str, bytes | None]) -> int:
+    fact_id, key = item
+    data = b"%s\x00%s" % (fact_id.encode(), b"-" if key is None else b"k" + key)
+    return int.from_bytes(hashlib.blake2b(data, digest_size=32).digest())
+
+
+def key_sums(
+    documents: Mapping[str, tuple[str, bytes]], facts: Mapping[str, bytes | None]
+) -> tuple[int, int]:
+    """An order-free digest of every key: the sums, modulo 2^256, of a 256-bit BLAKE2b
+    digest of each document's (collection, node ID, key) and of each fact's (ID, key).
+    A sum is kept up to date by subtracting a changed record's old digest and adding
+    its new one (``KeyMemo``), where a digest over the keys in ID order would be made
+    again over every key. (Collections and IDs hold no NUL: ``check_identifier``.)"""
+    return (
+        sum(map(_document_digest, documents.items())) % _SUM_MODULUS,
+        sum(map(_fact_digest, facts.items())) % _SUM_MODULUS,
+    )
 
 
 def keys_path(database: Path) -> Path:
@@ -176,28 +235,46 @@ class KeyMemo:
     records of everything an edit did not reach): a node that is the same object as
     then, or a fact that is, over the same collections and occurrence objects, keeps its
     key without deriving it again; and the keys that load kept, which stand for the file
-    while the file is the one it wrote (same size, time and inode)."""
+    while the file is the one it wrote (same size, time and inode).
+
+    A graph made by the next merge of the same lineage as the graph before
+    (``SemanticGraph.changes``) is not walked at all: only the records whose IDs the
+    two graphs' journals name are looked at, and the keys are the last ones with those
+    IDs derived again (``DerivedKeys.delta`` says which)."""
 
     def __init__(self) -> None:
         self._nodes: dict[str, _HeldNode] = {}
         self._facts: dict[str, _HeldFact] = {}
         self._occurrences: dict[str, EvidenceOccurrence] = {}
         self._collections: dict[str, str] = {}
+        self._derived: DerivedKeys | None = None
+        self._merge: tuple[object, int] | None = None  # the lineage and generation then
+        self._written_since: IdSets = (set(), set(), set())  # the graph's own writes then
         self._written: tuple[tuple[int, int, int], LoadKeys] | None = None
         self._writing: threading.Thread | None = None
 
-    def keys(
-        self, graph: SemanticGraph, collections: dict[str, str]
-    ) -> tuple[dict[str, tuple[str, bytes]], dict[str, bytes | None]]:
+    def keys(self, graph: SemanticGraph, refs: Mapping[str, EntityRef]) -> DerivedKeys:
         """``node_key`` of every node (with its collection) and ``fact_key`` of every fact
-        of ``graph`` (``collections``: node ID -> the collection its document is in),
-        derived again only for a node, or a fact, its collections or an occurrence,
-        that is not the object the last call derived it from; held for the next call.
+        of ``graph`` (``refs``: node ID -> the document it becomes), derived again only
+        for a node, or a fact, its collections or an occurrence, that is not the object
+        the last call derived it from; held for the next call."""
+        changes = graph.changes()
+        derived = self._by_changes(graph, refs, changes)
+        if derived is None:
+            collections = {node_id: ref.collection for node_id, ref in refs.items()}
+            derived = self._by_walking(graph, collections)
+        # The delta's mappings are the last call's: not held past the caller's use.
+        self._derived = replace(derived, delta=None)
+        if changes is None:
+            self._merge, self._written_since = None, (set(), set(), set())
+        else:
+            self._merge = (changes.lineage, changes.generation)
+            self._written_since = changes.written
+        return derived
 
-        Each pass over the records is a C-level map (a Python loop over the Django sdist's
-        168,000 facts cost ~0.4 s a round); only the records to derive again are visited
-        one by one.
-        """
+    def _by_walking(self, graph: SemanticGraph, collections: dict[str, str]) -> DerivedKeys:
+        """Every record visited (by C-level maps: a Python loop over the Django sdist's
+        168,000 facts cost ~0.4 s a round); only those to derive again one by one."""
         nodes = graph.nodes()
         node_ids = list(map(_ID, nodes))
         held_nodes = list(map(self._nodes.get, node_ids, repeat(_NO_NODE)))
@@ -232,7 +309,102 @@ class KeyMemo:
         self._facts = next_facts
         self._occurrences = dict(zip(occurrence_ids, occurrences, strict=True))
         self._collections = collections
-        return documents, facts
+        keyless = {fact_id for fact_id, key in facts.items() if key is None}
+        return DerivedKeys(documents, facts, key_sums(documents, facts), keyless)
+
+    def _by_changes(
+        self,
+        graph: SemanticGraph,
+        refs: Mapping[str, EntityRef],
+        changes: GraphChanges | None,
+    ) -> DerivedKeys | None:
+        """The last keys with the records ``changes`` (and the last graph's own writes)
+        name derived again; None when they cannot stand for walking every record: no
+        keys before, not the next merge of the same lineage, or a node that stays but
+        moved to another collection (the facts at it would need deriving again)."""
+        last = self._derived
+        if (
+            last is None
+            or changes is None
+            or changes.merged is None
+            or self._merge != (changes.lineage, changes.generation - 1)
+        ):
+            return None
+        merged, written, before = changes.merged, changes.written, self._written_since
+        node_ids = set().union(merged[0], written[0], before[0])
+        collections = self._collections
+        for node_id in node_ids:
+            home = collections.get(node_id)
+            ref = refs.get(node_id)
+            if home is not None and ref is not None and ref.collection != home:
+                return None
+        documents = dict(last.documents)
+        facts = dict(last.facts)
+        keyless = set(last.keyless)
+        document_sum, fact_sum = last.sums
+        nodes_changed: set[str] = set()
+        for node_id in node_ids:
+            old = documents.get(node_id)
+            ref = refs.get(node_id)
+            if ref is None:
+                if old is not None:
+                    del documents[node_id]
+                    document_sum -= _document_digest((node_id, old))
+                    nodes_changed.add(node_id)
+                self._nodes.pop(node_id, None)
+                collections.pop(node_id, None)
+                continue
+            node = graph.node(node_id)
+            held = self._nodes.get(node_id, _NO_NODE)
+            key = held[1] if held[0] is node else node_key(node)
+            self._nodes[node_id] = (node, key)
+            collections[node_id] = ref.collection
+            new = (ref.collection, key)
+            if new != old:
+                if old is not None:
+                    document_sum -= _document_digest((node_id, old))
+                document_sum += _document_digest((node_id, new))
+                documents[node_id] = new
+                nodes_changed.add(node_id)
+        derive = set().union(merged[1], written[1], before[1])
+        occurrences = self._occurrences
+        # An occurrence taken out takes it out of its fact's list: the fact is named too.
+        for occurrence_id in set().union(merged[2], written[2], before[2]):
+            if graph.has_occurrence(occurrence_id):
+                occurrence = graph.occurrence(occurrence_id)
+                occurrences[occurrence_id] = occurrence
+                derive.add(occurrence.fact_id)
+            else:
+                occurrences.pop(occurrence_id, None)
+        facts_changed: set[str] = set()
+        for fact_id in derive:
+            had = fact_id in facts
+            old_key = facts.get(fact_id)
+            if not graph.has_fact(fact_id):
+                if had:
+                    del facts[fact_id]
+                    fact_sum -= _fact_digest((fact_id, old_key))
+                    facts_changed.add(fact_id)
+                self._facts.pop(fact_id, None)
+                keyless.discard(fact_id)
+                continue
+            fact = graph.fact(fact_id)
+            ends = (refs[fact.source].collection, refs[fact.target].collection)
+            found = fact_key(fact, ends, graph.occurrences_of(fact_id))
+            self._facts[fact_id] = (fact, found)
+            if found is None:
+                keyless.add(fact_id)
+            else:
+                keyless.discard(fact_id)
+            if not had or found != old_key:
+                if had:
+                    fact_sum -= _fact_digest((fact_id, old_key))
+                fact_sum += _fact_digest((fact_id, found))
+                facts[fact_id] = found
+                facts_changed.add(fact_id)
+        sums = (document_sum % _SUM_MODULUS, fact_sum % _SUM_MODULUS)
+        delta = KeyDelta(last.documents, last.facts, nodes_changed, facts_changed)
+        return DerivedKeys(documents, facts, sums, keyless, delta)
 
     def read(self, path: Path) -> LoadKeys | None:
         """``read_keys(path)``, or the keys this memo last wrote there while the file is

@@ -4,21 +4,23 @@ and only segments with a changed record are printed again."""
 
 from __future__ import annotations
 
+import copy
 import tempfile
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import pytest
-from artifact_support import FIXED_TIME, build, graph_specs, rich_graph
+from artifact_support import FIXED_TIME, build, graph_specs, rich_graph, site
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cairn.artifact import encode_artifact, segments
 from cairn.artifact.format import write_artifact
 from cairn.artifact.segments import PrintedSegments
-from cairn.errors import ValidationError
-from cairn.graph.multigraph import SemanticGraph
+from cairn.errors import CairnError, ValidationError
+from cairn.graph import EndpointIdentity, Node
+from cairn.graph.multigraph import FactCandidate, Part, PartsMerge, SemanticGraph, admit_apart
 
 
 def _written(graph: SemanticGraph, printed: PrintedSegments | None) -> bytes:
@@ -119,3 +121,136 @@ def test_a_handback_is_held_as_printed_and_one_that_does_not_fit_empties_the_hol
         holder.adopt(other, handback)  # bounds of another graph's listing: not held
         assert holder.empty
         assert _written(other, holder) == encode_artifact(other, generated_at=FIXED_TIME)
+
+
+NODE_IDS = [f"function:m.f{number}" for number in range(6)]
+_CALL = {"invocation": "call", "dispatch": "direct", "resolution": "resolved"}
+
+part_specs = st.tuples(
+    st.sampled_from(["p", "q", "r"]),
+    st.booleans(),  # the very part of the round before, when there was one
+    st.booleans(),  # its nodes carry the round's number (other node objects, other text)
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.integers(1, 40)), max_size=6),
+)
+round_specs = st.tuples(
+    st.lists(part_specs, max_size=3, unique_by=lambda spec: spec[0]),
+    st.booleans(),  # a node and a fact written after the merge
+    st.booleans(),  # written by a fork of the holder, whose handback the holder adopts
+)
+
+
+def _merge_part(key: str, number: int, touched: bool, calls: list[Any]) -> Part:
+    """A part holding the functions its calls join, and those calls."""
+    ids = sorted({NODE_IDS[end] for source, target, _ in calls for end in (source, target)})
+    attributes = {"round": number} if touched else {}
+    nodes = tuple(
+        Node(node_id, "function", EndpointIdentity.stable(), attributes) for node_id in ids
+    )
+    candidates: list[FactCandidate] = [
+        (NODE_IDS[source], NODE_IDS[target], "calls", _CALL, site(line))
+        for source, target, line in calls
+    ]
+    return key, nodes, admit_apart(candidates, {node.id: node.identity for node in nodes})
+
+
+def _fork(holder: PrintedSegments) -> PrintedSegments:
+    """What a forked writer starts from: the holder's state (its containers copied)."""
+    child = copy.copy(holder)
+    child._held = {name: dict(held) for name, held in holder._held.items()}
+    child._fresh = {name: dict(fresh) for name, fresh in holder._fresh.items()}
+    child._tables = dict(holder._tables)
+    return child
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(round_specs, min_size=1, max_size=6), st.sampled_from([1, 2, 4]))
+def test_graphs_made_by_merges_print_only_what_their_journals_name(
+    rounds: list[Any], size: int
+) -> None:
+    """Round after round of graphs merged by difference (parts kept, changed, gone,
+    sharing nodes or facts), some written to after the merge, written from one holder
+    or from a fork of it whose handback the holder adopts (as ``cairn watch`` does):
+    every write has the bytes ``encode_artifact`` prints."""
+    printed = PrintedSegments()
+    kept: PartsMerge | None = None
+    last_parts: dict[str, Part] = {}
+    with mock.patch.object(segments, "SEGMENT_RECORDS", size):
+        for number, (specs, written, forked) in enumerate(rounds):
+            parts = [
+                last_parts[key]
+                if same and key in last_parts
+                else _merge_part(key, number, touched, calls)
+                for key, same, touched, calls in specs
+            ]
+            last_parts = {part[0]: part for part in parts}
+            graph = SemanticGraph()
+            try:
+                kept = graph.merge_parts(parts, kept)
+            except CairnError:
+                kept = None
+                continue
+            if written and graph.node_count:
+                graph.add_node(f"section:doc#{number % 2}", "section")
+                target = graph.nodes()[number % graph.node_count].id
+                graph.add_fact(
+                    f"section:doc#{number % 2}", target, "mentions", occurrence=site(number + 1)
+                )
+            writer = _fork(printed) if forked else printed
+            assert _written(graph, writer) == encode_artifact(graph, generated_at=FIXED_TIME)
+            _check_cut(writer, graph)
+            if forked:
+                printed.adopt(graph, writer.handback())
+                _check_cut(printed, graph)
+
+
+def _check_cut(holder: PrintedSegments, graph: SemanticGraph) -> None:
+    """The held segments are the ones the module's rule cuts the sorted records into:
+    each ends after a record whose ID hashes to a multiple of ``SEGMENT_RECORDS``."""
+    for name, records in (
+        ("nodes", graph.nodes()),
+        ("facts", graph.facts()),
+        ("occurrences", graph.occurrences()),
+    ):
+        ends = [
+            index + 1
+            for index, record in enumerate(records)
+            if hash(record.id) % segments.SEGMENT_RECORDS == 0
+        ]
+        starts = sorted({0, *ends} - {len(records)}) if records else []
+        held = holder._held[name]
+        assert list(held) == [records[start].id for start in starts]
+        assert [item for segment in held.values() for item in segment.records] == list(records)
+
+
+def test_a_graph_merged_by_difference_is_not_listed_and_prints_only_its_changed_parts() -> None:
+    """The write after a merge by difference lists no table (the journal names what
+    changed) and prints only the segments that hold a changed record."""
+    same = _merge_part("p", 0, False, [(0, 1, 1), (1, 2, 2), (2, 3, 3)])
+    other = _merge_part("q", 0, False, [(4, 5, 4)])
+    printed = PrintedSegments()
+    first = SemanticGraph()
+    kept = first.merge_parts([same, other])
+    one = mock.patch.object(segments, "SEGMENT_RECORDS", 1)  # a segment per record
+    with one:
+        assert _written(first, printed) == encode_artifact(first, generated_at=FIXED_TIME)
+    changed = _merge_part("q", 1, True, [(4, 5, 9)])
+    second = SemanticGraph()
+    assert second.merge_parts([same, changed], kept) is kept
+    calls: list[int] = []
+    real = segments._printed
+
+    def counted(section: Any, part: Any) -> Any:
+        calls.append(len(part))
+        return real(section, part)
+
+    with (
+        one,
+        mock.patch.object(segments, "_records", side_effect=AssertionError("listed")),
+        mock.patch.object(segments, "_printed", counted),
+    ):
+        assert _written(second, printed) == encode_artifact(second, generated_at=FIXED_TIME)
+    # q's two nodes (other attributes), its fact (another occurrence listed) and that
+    # occurrence, and at most one record of p per new record (the segment it sorts into
+    # is cut again): p's other records stay printed.
+    records = second.node_count + second.fact_count + second.occurrence_count
+    assert 4 <= sum(calls) <= 4 + 2 < records

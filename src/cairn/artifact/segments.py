@@ -21,10 +21,12 @@ few objects (each object it reads is copied into the fork when its count changes
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import accumulate, pairwise
 from operator import attrgetter, is_
 from typing import Any
 
@@ -50,7 +52,7 @@ from cairn.artifact.format import (
 )
 from cairn.artifact.seal import digest_tail
 from cairn.graph.model import EndpointIdentity, OccurrenceOwner
-from cairn.graph.multigraph import SemanticGraph
+from cairn.graph.multigraph import GraphChanges, SemanticGraph
 
 __all__ = ["SEGMENT_RECORDS", "Handback", "PrintedSegments"]
 
@@ -172,8 +174,9 @@ class PrintedSegments:
     def __init__(self) -> None:
         self._held: dict[str, dict[str, _Segment]] = {}
         self._tables: dict[str, list[bytes]] = {}
-        self._last: tuple[tuple[tuple[Any, ...], ...], _Prepared] | None = None
+        self._last: tuple[object, object, _Prepared] | None = None
         self._fresh: dict[str, dict[str, tuple[int, int]]] = {}
+        self._source: GraphChanges | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -182,6 +185,7 @@ class PrintedSegments:
         self._tables = {}
         self._last = None
         self._fresh = {section.name: {} for section in _SECTIONS}
+        self._source = None
 
     @property
     def empty(self) -> bool:
@@ -234,24 +238,116 @@ class PrintedSegments:
 
     def _prepared(self, graph: SemanticGraph) -> _Prepared:
         """Each section's segments, each shared table, and each table column's rows (the
-        last ones again while the graph lists the very same records: a forked writer
-        then only joins what the writing process prepared before the fork)."""
-        listings = tuple(_records(graph, section.name) for section in _SECTIONS)
+        last ones again while the graph holds the very same records: a forked writer
+        then only joins what the writing process prepared before the fork).
+
+        A graph made by the next merge of the lineage the held segments were printed
+        from (``SemanticGraph.changes``) is not listed: only the segments where its
+        journals name a record are cut and printed again (``_segments_by_changes``)."""
+        changes = graph.changes()
         last = self._last
-        if last is not None and all(map(is_, last[0], listings)):
-            return last[1]
-        segments = {
-            section.name: self._segments(section, records)
-            for section, records in zip(_SECTIONS, listings, strict=True)
-        }
+        # A graph made by a merge names every write since: more IDs, another state.
+        sizes = None if changes is None else tuple(map(len, changes.written))
+        if last is not None and sizes is not None and last[0] is graph and last[1] == sizes:
+            return last[2]
+        changed = self._changed(changes)
+        held: object = graph
+        if changed is not None:
+            segments = {
+                section.name: self._segments_by_changes(section, graph, ids)
+                for section, ids in zip(_SECTIONS, changed, strict=True)
+            }
+        else:
+            listings = tuple(_records(graph, section.name) for section in _SECTIONS)
+            if (
+                sizes is None
+                and last is not None
+                and isinstance(last[0], tuple)
+                and len(last[0]) == len(listings)
+                and all(map(is_, last[0], listings))
+            ):
+                return last[2]
+            if sizes is None:
+                held = listings
+            segments = {
+                section.name: self._segments(section, records)
+                for section, records in zip(_SECTIONS, listings, strict=True)
+            }
+        self._source = changes
         tables = {name: self._table(name, segments) for name in _TABLE_SOURCES}
         rows = {
             (section.name, column): _global_rows(segments[section.name], index, tables[table])
             for section in _SECTIONS
             for index, (column, table) in enumerate(section.tables)
         }
-        self._last = (listings, (segments, tables, rows))
+        self._last = (held, sizes, (segments, tables, rows))
         return segments, tables, rows
+
+    def _changed(self, changes: GraphChanges | None) -> tuple[set[str], ...] | None:
+        """Per section (in ``_SECTIONS`` order), the IDs of the records that may not be
+        the very objects the held segments hold, when ``changes`` come from the next
+        merge of the lineage they were printed from; else None (every record listed)."""
+        source = self._source
+        if (
+            source is None
+            or changes is None
+            or changes.merged is None
+            or changes.lineage is not source.lineage
+            or changes.generation != source.generation + 1
+            or self.empty
+        ):
+            return None
+        nodes, facts, occurrences = (
+            set().union(*parts)
+            for parts in zip(changes.merged, changes.written, source.written, strict=True)
+        )
+        return facts, nodes, occurrences
+
+    def _segments_by_changes(
+        self, section: _Section, graph: SemanticGraph, changed: AbstractSet[str]
+    ) -> list[_Segment]:
+        """The held segments of ``section``, those holding a changed record (or where a
+        new one sorts) cut and printed again from the graph's records; the held set
+        becomes exactly these. A run of such segments takes in the next one while its
+        last record ends no segment (the record that ended it was taken out)."""
+        held = self._held[section.name]
+        keys, segments = list(held), list(held.values())
+        count = len(keys)
+        dirty = {max(bisect_right(keys, record_id) - 1, 0) for record_id in changed}
+        lookup = _RECORD_OF[section.name]
+        present = sorted(record_id for record_id in changed if lookup(graph, record_id) is not None)
+        found: list[_Segment] = []
+        printed: list[int] = []
+        index = taken = 0
+        while index < count:
+            if index not in dirty:
+                found.append(segments[index])
+                index += 1
+                continue
+            records: list[Any] = []
+            while True:
+                kept = segments[index].records
+                records.extend(item for item in kept if item.id not in changed)
+                index += 1
+                upper = bisect_left(present, keys[index]) if index < count else len(present)
+                records.extend(lookup(graph, record_id) for record_id in present[taken:upper])
+                taken = upper
+                records.sort(key=_ID)
+                if index >= count or (
+                    index not in dirty and (not records or _ends_segment(records[-1].id))
+                ):
+                    break
+            listed = tuple(records)
+            for begin, end in _bounds(listed):
+                printed.append(len(found))
+                found.append(_printed(section, listed[begin:end]))
+        starts = [0, *accumulate(len(segment.records) for segment in found)]
+        self._held[section.name] = {segment.records[0].id: segment for segment in found}
+        self._fresh[section.name] = {
+            found[position].records[0].id: (starts[position], starts[position + 1])
+            for position in printed
+        }
+        return found
 
     def _segments(self, section: _Section, records: tuple[Any, ...]) -> list[_Segment]:
         """The segments of ``records`` in order, held ones reused; the held set becomes
@@ -321,6 +417,7 @@ class PrintedSegments:
         self._held = held
         self._fresh = {section.name: {} for section in _SECTIONS}
         self._last = None
+        self._source = graph.changes()
 
     def _table(self, name: str, segments: dict[str, list[_Segment]]) -> list[bytes]:
         """The shared table ``name``: the sorted union of the local entries of the
@@ -358,6 +455,31 @@ def _bounds(records: tuple[Any, ...]) -> list[tuple[int, int]]:
     if edges[-1] != count:
         edges.append(count)
     return list(pairwise(edges))
+
+
+def _ends_segment(record_id: str) -> bool:
+    """Whether a record with this ID ends its segment (``_bounds``'s rule)."""
+    return hash(record_id) & (SEGMENT_RECORDS - 1) == 0
+
+
+def _node_of(graph: SemanticGraph, record_id: str) -> Any:
+    return graph.node(record_id) if graph.has_node(record_id) else None
+
+
+def _fact_of(graph: SemanticGraph, record_id: str) -> Any:
+    return graph.fact(record_id) if graph.has_fact(record_id) else None
+
+
+def _occurrence_of(graph: SemanticGraph, record_id: str) -> Any:
+    return graph.occurrence(record_id) if graph.has_occurrence(record_id) else None
+
+
+_RECORD_OF: dict[str, Callable[[SemanticGraph, str], Any]] = {
+    "nodes": _node_of,
+    "facts": _fact_of,
+    "occurrences": _occurrence_of,
+}
+"""A section's record of an ID in a graph, or None."""
 
 
 def _printed(section: _Section, part: tuple[Any, ...]) -> _Segment:

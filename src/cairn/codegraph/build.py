@@ -15,7 +15,7 @@ import os
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing
@@ -33,8 +33,9 @@ from cairn.codegraph.cache import (
     load_extract,
 )
 from cairn.codegraph.deep import run_deep
-from cairn.codegraph.emit import Emitter, GraphEmitter, node_of
+from cairn.codegraph.emit import EmittedShare, Emitter, GraphEmitter, node_of
 from cairn.codegraph.incremental import (
+    CODE_SHARE,
     code_round,
     keep_round,
     last_round,
@@ -418,17 +419,19 @@ def _resolve_python(
     python: PythonResolver,
     root_package: str | None,
     cache: ExtractCache | None,
+    shared: Sequence[tuple[Hashable, EmittedShare]] = (),
 ) -> dict[str, int] | None:
     """Run Python resolution on a thread deep enough for it; an index that keeps its
     extracts for the next round (``cairn watch``) keeps what each module read and
     emitted too, and re-emits only what an edit can reach (``cairn.codegraph.incremental``;
-    the modules in all and those each phase computed again are returned)."""
+    the modules in all and those each phase computed again are returned), merging the
+    ``shared`` parts with the modules' (``resolve_rounds``)."""
     if cache is None or not cache.remember:
         _resolving(python.run)
         return None
     index = str(cache.path)
     previous = take_round(index)  # a round that fails leaves nothing half-made to trust
-    kept = _resolving(lambda: resolve_rounds(python, root_package, previous))
+    kept = _resolving(lambda: resolve_rounds(python, root_package, previous, shared))
     keep_round(index, kept)
     return {"modules": len(kept.modules), **kept.redone}
 
@@ -458,6 +461,10 @@ def _resolve_code(code: list[FileExtract]) -> Callable[[Emitter], dict[str, Coun
         return resolver.call_stats
 
     return resolve
+
+
+CODE_LANGUAGES = ("javascript", "typescript", "go", "gomod")
+"""Languages ``CodeResolver`` resolves together."""
 
 
 def _by_language(extracts: Iterable[FileExtract], *languages: str) -> list[FileExtract]:
@@ -551,10 +558,23 @@ def _index(
     names = module_names((f.path for f in scan.files if f.language == PYTHON), root_package)
     preparing = Preparing(embedder, names)
     planned = _plan(scan, cache)
+    remember = cache is not None and cache.remember
+    shared: list[tuple[Hashable, EmittedShare]] = []
+    call_stats: dict[str, Counter[str]] = {}
     with closing(_extract_phases(planned, workers, progress, fresh, preparing)) as phases:
         pairs = next(phases)
         phase("resolving python")
-        last = last_round(str(cache.path)) if cache is not None and cache.remember else None
+        if remember and cache is not None:
+            # A remembering round (small: most files come from this process's cache)
+            # resolves its code first, so that one merge holds every share and a code
+            # share that did not change is no change of the graph.
+            pairs.extend(next(phases))
+            code = _by_language([e for _, e in pairs], *CODE_LANGUAGES)
+            if code:
+                kept = code_round(str(cache.path), code, _resolve_code(code))
+                shared.append((CODE_SHARE, kept.share))
+                call_stats.update({path: Counter(stats) for path, stats in kept.call_stats.items()})
+        last = last_round(str(cache.path)) if remember and cache is not None else None
         python = PythonResolver(
             _by_language([e for _, e in pairs], PYTHON),
             emitter,
@@ -562,11 +582,12 @@ def _index(
             names,
             known=last.module_tables if last is not None else None,
         )
-        python_rounds = _resolve_python(python, root_package, cache)
-        call_stats: dict[str, Counter[str]] = dict(python.call_stats)
+        python_rounds = _resolve_python(python, root_package, cache, shared)
+        call_stats.update(python.call_stats)
         del python  # its lookup memos are not needed past here: freed before the graph grows
         emitter.flush()  # admit the Python facts while the workers finish the other files
-        pairs.extend(next(phases))
+        if not remember:
+            pairs.extend(next(phases))
     if cache is not None:
         try:
             cache.save(fresh.rows, (outcome.path for outcome, _ in pairs))
@@ -579,12 +600,8 @@ def _index(
     phase("resolving")
     pairs.sort(key=lambda pair: pair[0].path)
     extracts = [extract for _, extract in pairs]
-    code = _by_language(extracts, "javascript", "typescript", "go", "gomod")
-    if code and cache is not None and cache.remember:
-        kept = code_round(str(cache.path), code, _resolve_code(code))
-        emitter.add_shares([kept.share])
-        call_stats.update({path: Counter(stats) for path, stats in kept.call_stats.items()})
-    elif code:
+    code = _by_language(extracts, *CODE_LANGUAGES)
+    if code and not remember:
         call_stats.update(_resolve_code(code)(emitter))
     docs = _by_language(extracts, "markdown")
     all_paths = [outcome.path for outcome, _ in pairs]

@@ -33,7 +33,7 @@ over.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
@@ -106,6 +106,8 @@ FLOWS_FIRST = "flows 1"
 FLOWS_SECOND = "flows 2"
 EMISSION = "emission"
 STRUCTURE = "structure"
+CODE_SHARE = ("code", "")
+"""The merge key of the JavaScript, TypeScript and Go share (``code_round``)."""
 """The key of a module's nodes and ``contains`` facts among the shares a round merges."""
 PHASES = (FLOWS_FIRST, FLOWS_SECOND, EMISSION)
 """The per-module phases of a round: the argument flows' two rounds, then the facts."""
@@ -218,10 +220,13 @@ def resolve_rounds(
     resolver: PythonResolver,
     root_package: str | None,
     previous: PythonRounds | None,
+    shared: Sequence[tuple[Hashable, EmittedShare]] = (),
 ) -> PythonRounds:
     """``resolver.run()``, computing again only each module's share that ``previous``
     cannot vouch for; returns what the next round needs. Run it where deep recursion
-    is allowed."""
+    is allowed. ``shared`` (under keys of their own: ``CODE_SHARE``) are merged after
+    the modules' shares, in the same merge: a share that is the very object of the
+    round before is then no change of the graph (``SemanticGraph.changes``)."""
     structure = _structure(resolver, previous)
     resolver.subclass_table()
     tables = resolver.tables()
@@ -261,7 +266,8 @@ def resolve_rounds(
     )
     merged = resolver.emit.merge_shares(
         [((STRUCTURE, path), structure[path]) for path in paths]
-        + [((EMISSION, path), phases[EMISSION][path].output) for path in paths],
+        + [((EMISSION, path), phases[EMISSION][path].output) for path in paths]
+        + list(shared),
         previous.merged if previous is not None else None,
     )
     resolver.forget()  # the routes read from no memo made under another flow table

@@ -106,11 +106,14 @@ def test_a_record_the_artifact_refuses_is_refused_from_segments_too(tmp_path: Pa
 
 def test_a_handback_is_held_as_printed_and_one_that_does_not_fit_empties_the_holder() -> None:
     graph = rich_graph()
-    writer = PrintedSegments()
+    holder = PrintedSegments()
     with mock.patch.object(segments, "SEGMENT_RECORDS", 2):
+        writer = _fork(holder)
         writer.update(graph)  # as a forked helper does: every segment is new here
         handback = writer.handback()
-        holder = PrintedSegments()
+        stranger = PrintedSegments()
+        stranger.adopt(graph, handback)  # not forked from it: nothing held
+        assert stranger.empty
         holder.adopt(graph, handback)
         assert not holder.empty
         with mock.patch.object(segments, "_printed", side_effect=AssertionError("printed")):
@@ -118,9 +121,12 @@ def test_a_handback_is_held_as_printed_and_one_that_does_not_fit_empties_the_hol
         assert _written(graph, holder) == encode_artifact(graph, generated_at=FIXED_TIME)
         other = SemanticGraph()
         other.add_node("elsewhere", "file")
-        holder.adopt(other, handback)  # bounds of another graph's listing: not held
-        assert holder.empty
-        assert _written(other, holder) == encode_artifact(other, generated_at=FIXED_TIME)
+        emptied = PrintedSegments()
+        writer = _fork(emptied)
+        writer.update(graph)
+        emptied.adopt(other, writer.handback())  # records another graph lacks: not held
+        assert emptied.empty
+        assert _written(other, emptied) == encode_artifact(other, generated_at=FIXED_TIME)
 
 
 NODE_IDS = [f"function:m.f{number}" for number in range(6)]
@@ -156,8 +162,11 @@ def _merge_part(key: str, number: int, touched: bool, calls: list[Any]) -> Part:
 def _fork(holder: PrintedSegments) -> PrintedSegments:
     """What a forked writer starts from: the holder's state (its containers copied)."""
     child = copy.copy(holder)
-    child._held = {name: dict(held) for name, held in holder._held.items()}
-    child._fresh = {name: dict(fresh) for name, fresh in holder._fresh.items()}
+    child._held = {
+        name: segments._Held(list(held.keys), list(held.segments), [*map(list, held.columns)])
+        for name, held in holder._held.items()
+    }
+    child._changes = dict(holder._changes)
     child._tables = dict(holder._tables)
     return child
 
@@ -218,8 +227,12 @@ def _check_cut(holder: PrintedSegments, graph: SemanticGraph) -> None:
         ]
         starts = sorted({0, *ends} - {len(records)}) if records else []
         held = holder._held[name]
-        assert list(held) == [records[start].id for start in starts]
-        assert [item for segment in held.values() for item in segment.records] == list(records)
+        assert held.keys == [records[start].id for start in starts]
+        assert [item for segment in held.segments for item in segment.records] == list(records)
+        assert held.columns == [
+            [segment.texts[index] for segment in held.segments]
+            for index in range(len(held.columns))
+        ]
 
 
 def test_a_graph_merged_by_difference_is_not_listed_and_prints_only_its_changed_parts() -> None:

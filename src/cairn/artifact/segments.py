@@ -21,12 +21,13 @@ few objects (each object it reads is copied into the fork when its count changes
 
 from __future__ import annotations
 
+import itertools
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from itertools import accumulate, pairwise
+from itertools import pairwise
 from operator import attrgetter, is_
 from typing import Any
 
@@ -155,42 +156,88 @@ _OCCURRENCES = _Section(
 _SECTIONS = (_FACTS, _NODES, _OCCURRENCES)
 """In the order their members print (sorted keys: facts, nodes, occurrences)."""
 
-Handback = dict[
-    str,
-    tuple[
-        tuple[str, ...],
-        dict[str, tuple[int, int, tuple[bytes, ...], tuple[_Local, ...], bool]],
-    ],
-]
-"""Per section: every segment's key in order, and the printed segments' bounds and parts."""
+_Parts = tuple[tuple[str, ...], tuple[bytes, ...], tuple[_Local, ...], bool]
+"""A printed segment as handed back: its records' IDs, texts, local tables, NFC proof."""
 
-_Prepared = tuple[dict[str, list[_Segment]], dict[str, list[bytes]], dict[tuple[str, str], _Rows]]
-"""Each section's segments, each shared table, each table column's rows."""
+
+@dataclass(frozen=True, slots=True)
+class _Spliced:
+    """A section's cut by changes: ``(start, stop, segments)`` put in place of the
+    segments ``[start, stop)``, applied in this order."""
+
+    splices: tuple[tuple[int, int, tuple[Any, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Recut:
+    """A section's full cut: every segment's key in order, and the segments printed."""
+
+    keys: tuple[str, ...]
+    printed: dict[str, Any]
+
+
+Handback = tuple[int, dict[str, "_Spliced | _Recut"]]
+"""The state a forked writer started from (``PrintedSegments`` serial), and per section
+what it changed (``_Spliced`` or ``_Recut``, with each printed segment's ``_Parts``)."""
+
+
+@dataclass(slots=True)
+class _Held:
+    """One section's held segments in order: each one's key (its first record's ID), the
+    segments, and per printed column each segment's text (a column joins them in C)."""
+
+    keys: list[str]
+    segments: list[_Segment]
+    columns: list[list[bytes]]
+
+    @classmethod
+    def of(cls, section: _Section, segments: list[_Segment]) -> _Held:
+        columns = [
+            [item.texts[index] for item in segments] for index in range(len(section.printed))
+        ]
+        return cls([item.records[0].id for item in segments], segments, columns)
+
+    def splice(self, start: int, stop: int, fresh: list[_Segment]) -> None:
+        """Put ``fresh`` in the place of the segments ``[start, stop)``."""
+        self.keys[start:stop] = [item.records[0].id for item in fresh]
+        self.segments[start:stop] = fresh
+        for index, column in enumerate(self.columns):
+            column[start:stop] = [item.texts[index] for item in fresh]
+
+
+_SERIALS = itertools.count(1)
+"""Names of held states, unique in a process (a fork starts from its parent's)."""
+
+_Prepared = tuple[dict[str, _Held], dict[str, list[bytes]], dict[tuple[str, str], _Rows]]
+"""Each section's held segments, each shared table, each table column's rows."""
 
 
 class PrintedSegments:
     """The printed segments of the last graph written, per section (see the module)."""
 
     def __init__(self) -> None:
-        self._held: dict[str, dict[str, _Segment]] = {}
+        self._held: dict[str, _Held] = {}
         self._tables: dict[str, list[bytes]] = {}
         self._last: tuple[object, object, _Prepared] | None = None
-        self._fresh: dict[str, dict[str, tuple[int, int]]] = {}
+        self._changes: dict[str, _Spliced | _Recut] = {}  # what the last cut did, by section
         self._source: GraphChanges | None = None
+        self._serial = next(_SERIALS)  # another with every change of what is held
+        self._based = self._serial  # the serial the last cut started from
         self._reset()
 
     def _reset(self) -> None:
         """Hold nothing: the next write prints every segment."""
-        self._held = {section.name: {} for section in _SECTIONS}
+        self._held = {section.name: _Held.of(section, []) for section in _SECTIONS}
         self._tables = {}
         self._last = None
-        self._fresh = {section.name: {} for section in _SECTIONS}
+        self._changes = {}
         self._source = None
+        self._serial = next(_SERIALS)
 
     @property
     def empty(self) -> bool:
         """Whether nothing is held yet (no graph printed)."""
-        return not any(self._held.values())
+        return not any(held.keys for held in self._held.values())
 
     def update(self, graph: SemanticGraph) -> None:
         """Print the segments of ``graph`` not held yet, drop those it no longer has and
@@ -204,7 +251,7 @@ class PrintedSegments:
         """What ``format._fast_body`` gives for ``graph``: the body as pieces, whether
         all of it is proven NFC (``_fast_body`` says whether it is ASCII: either spares
         the whole-body check), and the digest tail."""
-        segments, tables, rows = self._prepared(graph)
+        held, tables, rows = self._prepared(graph)
         identities = tables["identities"]
         width = max(1, len(identities))
         keys = rows["facts", "source_identity"] * width + rows["facts", "target_identity"]
@@ -228,22 +275,22 @@ class PrintedSegments:
         for section in _SECTIONS:
             mark = rest.index(b"\x00", start)
             pieces.append(view[start:mark])
-            pieces.extend(_section_pieces(section, segments[section.name], rows))
+            pieces.extend(_section_pieces(section, held[section.name], rows))
             start = mark + 1
         pieces.append(view[start:])
         proven = (rest.isascii() or _normalized([rest])) and all(
-            segment.nfc for section in _SECTIONS for segment in segments[section.name]
+            segment.nfc for section in _SECTIONS for segment in held[section.name].segments
         )
         return pieces, proven, digest_tail(payload, _sorted_dumps)
 
     def _prepared(self, graph: SemanticGraph) -> _Prepared:
-        """Each section's segments, each shared table, and each table column's rows (the
-        last ones again while the graph holds the very same records: a forked writer
-        then only joins what the writing process prepared before the fork).
+        """Each section's held segments, each shared table, and each table column's rows
+        (the last ones again while the graph holds the very same records: a forked
+        writer then only joins what the writing process prepared before the fork).
 
         A graph made by the next merge of the lineage the held segments were printed
         from (``SemanticGraph.changes``) is not listed: only the segments where its
-        journals name a record are cut and printed again (``_segments_by_changes``)."""
+        journals name a record are cut and printed again (``_cut_changes``)."""
         changes = graph.changes()
         last = self._last
         # A graph made by a merge names every write since: more IDs, another state.
@@ -251,13 +298,8 @@ class PrintedSegments:
         if last is not None and sizes is not None and last[0] is graph and last[1] == sizes:
             return last[2]
         changed = self._changed(changes)
-        held: object = graph
-        if changed is not None:
-            segments = {
-                section.name: self._segments_by_changes(section, graph, ids)
-                for section, ids in zip(_SECTIONS, changed, strict=True)
-            }
-        else:
+        stamp: object = graph
+        if changed is None:
             listings = tuple(_records(graph, section.name) for section in _SECTIONS)
             if (
                 sizes is None
@@ -268,20 +310,26 @@ class PrintedSegments:
             ):
                 return last[2]
             if sizes is None:
-                held = listings
-            segments = {
-                section.name: self._segments(section, records)
-                for section, records in zip(_SECTIONS, listings, strict=True)
-            }
+                stamp = listings
+        self._based = self._serial
+        if changed is not None:
+            for section, ids in zip(_SECTIONS, changed, strict=True):
+                self._cut_changes(section, graph, ids)
+        else:
+            for section, records in zip(_SECTIONS, listings, strict=True):
+                self._cut(section, records)
+        self._serial = next(_SERIALS)
         self._source = changes
+        held = self._held
+        segments = {name: item.segments for name, item in held.items()}
         tables = {name: self._table(name, segments) for name in _TABLE_SOURCES}
         rows = {
             (section.name, column): _global_rows(segments[section.name], index, tables[table])
             for section in _SECTIONS
             for index, (column, table) in enumerate(section.tables)
         }
-        self._last = (held, sizes, (segments, tables, rows))
-        return segments, tables, rows
+        self._last = (stamp, sizes, (held, tables, rows))
+        return held, tables, rows
 
     def _changed(self, changes: GraphChanges | None) -> tuple[set[str], ...] | None:
         """Per section (in ``_SECTIONS`` order), the IDs of the records that may not be
@@ -303,31 +351,32 @@ class PrintedSegments:
         )
         return facts, nodes, occurrences
 
-    def _segments_by_changes(
+    def _cut_changes(
         self, section: _Section, graph: SemanticGraph, changed: AbstractSet[str]
-    ) -> list[_Segment]:
-        """The held segments of ``section``, those holding a changed record (or where a
-        new one sorts) cut and printed again from the graph's records; the held set
-        becomes exactly these. A run of such segments takes in the next one while its
-        last record ends no segment (the record that ended it was taken out)."""
+    ) -> None:
+        """Cut and print again the held segments of ``section`` that hold a changed
+        record (or where a new one sorts), from the graph's records. A run of such
+        segments takes in the next one while its last record ends no segment (the
+        record that ended it was taken out), so the cut stays the module's rule."""
         held = self._held[section.name]
-        keys, segments = list(held), list(held.values())
+        keys, segments = held.keys, held.segments
         count = len(keys)
-        dirty = {max(bisect_right(keys, record_id) - 1, 0) for record_id in changed}
         lookup = _RECORD_OF[section.name]
         present = sorted(record_id for record_id in changed if lookup(graph, record_id) is not None)
-        found: list[_Segment] = []
-        printed: list[int] = []
+        runs: list[tuple[int, int, list[Any]]] = []
+        if not count:
+            runs.append((0, 0, [lookup(graph, record_id) for record_id in present]))
+        dirty = (
+            {max(bisect_right(keys, record_id) - 1, 0) for record_id in changed} if count else set()
+        )
         index = taken = 0
-        while index < count:
-            if index not in dirty:
-                found.append(segments[index])
-                index += 1
-                continue
+        for start in sorted(dirty):
+            if start < index:
+                continue  # taken in by the run before
+            index = start
             records: list[Any] = []
             while True:
-                kept = segments[index].records
-                records.extend(item for item in kept if item.id not in changed)
+                records.extend(item for item in segments[index].records if item.id not in changed)
                 index += 1
                 upper = bisect_left(present, keys[index]) if index < count else len(present)
                 records.extend(lookup(graph, record_id) for record_id in present[taken:upper])
@@ -337,87 +386,99 @@ class PrintedSegments:
                     index not in dirty and (not records or _ends_segment(records[-1].id))
                 ):
                     break
+            runs.append((start, index, records))
+        splices: list[tuple[int, int, tuple[_Segment, ...]]] = []
+        for start, stop, records in reversed(runs):  # from the end: the starts stay valid
             listed = tuple(records)
-            for begin, end in _bounds(listed):
-                printed.append(len(found))
-                found.append(_printed(section, listed[begin:end]))
-        starts = [0, *accumulate(len(segment.records) for segment in found)]
-        self._held[section.name] = {segment.records[0].id: segment for segment in found}
-        self._fresh[section.name] = {
-            found[position].records[0].id: (starts[position], starts[position + 1])
-            for position in printed
-        }
-        return found
+            fresh = [_printed(section, listed[begin:end]) for begin, end in _bounds(listed)]
+            held.splice(start, stop, fresh)
+            splices.append((start, stop, tuple(fresh)))
+        self._changes[section.name] = _Spliced(tuple(splices))
 
-    def _segments(self, section: _Section, records: tuple[Any, ...]) -> list[_Segment]:
-        """The segments of ``records`` in order, held ones reused; the held set becomes
-        exactly these."""
+    def _cut(self, section: _Section, records: tuple[Any, ...]) -> None:
+        """Cut all of ``records`` into segments, reusing the held ones that hold the
+        very same records; the held set becomes exactly these."""
         held = self._held[section.name]
-        kept: dict[str, _Segment] = {}
+        by_key = dict(zip(held.keys, held.segments, strict=True))
         found: list[_Segment] = []
-        fresh: dict[str, tuple[int, int]] = {}
+        fresh: dict[str, _Segment] = {}
         for begin, end in _bounds(records):
             part = records[begin:end]
             key = part[0].id
-            segment = held.get(key)
+            segment = by_key.get(key)
             # Only the very records: equal ones can still print apart (True == 1 == 1.0,
             # 0.0 == -0.0), so a record built again prints its segment again.
             if segment is None or not (
                 len(segment.records) == len(part) and all(map(is_, segment.records, part))
             ):
                 segment = _printed(section, part)
-                fresh[key] = (begin, end)
-            kept[key] = segment
+                fresh[key] = segment
             found.append(segment)
-        self._held[section.name] = kept
-        self._fresh[section.name] = fresh
-        return found
+        self._held[section.name] = _Held.of(section, found)
+        self._changes[section.name] = _Recut(tuple(held_keys(found)), fresh)
 
     def handback(self) -> Handback:
         """What the last ``update`` or ``body`` printed, for the process this one was
-        forked from (``adopt``): each section's segment keys in order, and the bounds
-        and printed parts of the segments it printed. Small for an edit: only the
-        segments holding a changed record."""
-        return {
-            name: (
-                tuple(self._held[name]),
-                {
-                    key: (begin, end, *_parts(self._held[name][key]))
-                    for key, (begin, end) in self._fresh[name].items()
-                },
-            )
-            for name in self._held
-        }
+        forked from (``adopt``): the state it started from, and per section the splices
+        it made or, after a full cut, every segment's key and those it printed. Small
+        for an edit: only the segments holding a changed record."""
+        sections: dict[str, _Spliced | _Recut] = {}
+        for name, change in self._changes.items():
+            if isinstance(change, _Spliced):
+                sections[name] = _Spliced(
+                    tuple(
+                        (start, stop, tuple(map(_parts, fresh)))
+                        for start, stop, fresh in change.splices
+                    )
+                )
+            else:
+                printed = {key: _parts(segment) for key, segment in change.printed.items()}
+                sections[name] = _Recut(change.keys, printed)
+        return self._based, sections
 
     def adopt(self, graph: SemanticGraph, handback: Handback) -> None:
         """Hold what a forked writer printed for ``graph`` (its ``handback``), as if
-        this process had printed it: the next write reuses those segments. Anything
-        that does not fit (it cannot, from a fork of this very state) empties the
-        held segments instead, so the next write prints every segment."""
-        held: dict[str, dict[str, _Segment]] = {}
+        this process had printed it: the next write reuses those segments. A handback
+        from a fork of another state, or anything that does not fit (it cannot, from a
+        fork of this very state), empties the held segments instead, so the next write
+        prints every segment."""
+        based, sections = handback
+        if based != self._serial or set(sections) != {section.name for section in _SECTIONS}:
+            self._reset()
+            return
         for section in _SECTIONS:
-            records = _records(graph, section.name)
-            keys, fresh = handback[section.name]
-            before = self._held[section.name]
-            kept: dict[str, _Segment] = {}
-            for key in keys:
-                if key in fresh:
-                    begin, end, texts, locals_, nfc = fresh[key]
-                    part = records[begin:end]
-                    if not part or part[0].id != key:
-                        self._reset()
-                        return
-                    kept[key] = _Segment(part, texts, locals_, nfc, [None] * len(locals_))
-                elif key in before:
-                    kept[key] = before[key]
-                else:
-                    self._reset()
-                    return
-            held[section.name] = kept
-        self._held = held
-        self._fresh = {section.name: {} for section in _SECTIONS}
+            if not self._adopted(section, graph, sections[section.name]):
+                self._reset()
+                return
+        self._changes = {}
         self._last = None
+        self._serial = next(_SERIALS)
         self._source = graph.changes()
+
+    def _adopted(self, section: _Section, graph: SemanticGraph, back: _Spliced | _Recut) -> bool:
+        """Apply one section of a handback; False when it does not fit."""
+        held = self._held[section.name]
+        lookup = _RECORD_OF[section.name]
+        if isinstance(back, _Spliced):
+            for start, stop, printed in back.splices:
+                fresh = [_segment_of(graph, lookup, parts) for parts in printed]
+                if not 0 <= start <= stop <= len(held.keys):
+                    return False
+                kept = [item for item in fresh if item is not None]
+                if len(kept) != len(fresh):
+                    return False
+                held.splice(start, stop, kept)
+            return True
+        before = dict(zip(held.keys, held.segments, strict=True))
+        found: list[_Segment] = []
+        for key in back.keys:
+            parts = back.printed.get(key)
+            segment = before.get(key) if parts is None else _segment_of(graph, lookup, parts)
+            if segment is None or segment.records[0].id != key:
+                return False
+            found.append(segment)
+        self._held[section.name] = _Held.of(section, found)
+        return True
 
     def _table(self, name: str, segments: dict[str, list[_Segment]]) -> list[bytes]:
         """The shared table ``name``: the sorted union of the local entries of the
@@ -433,6 +494,22 @@ class PrintedSegments:
             return last
         self._tables[name] = entries
         return entries
+
+
+def held_keys(segments: list[_Segment]) -> list[str]:
+    """Each segment's key: its first record's ID."""
+    return [segment.records[0].id for segment in segments]
+
+
+def _segment_of(
+    graph: SemanticGraph, lookup: Callable[[SemanticGraph, str], Any], parts: _Parts
+) -> _Segment | None:
+    """A handed back segment over ``graph``'s records of its IDs (None: one is missing)."""
+    ids, texts, locals_, nfc = parts
+    records = tuple(lookup(graph, record_id) for record_id in ids)
+    if not records or any(record is None for record in records):
+        return None
+    return _Segment(records, texts, locals_, nfc, [None] * len(locals_))
 
 
 def _records(graph: SemanticGraph, name: str) -> tuple[Any, ...]:
@@ -520,14 +597,14 @@ def _global_rows(segments: Sequence[_Segment], index: int, table: list[bytes]) -
 
 
 def _section_pieces(
-    section: _Section, segments: Sequence[_Segment], rows: dict[tuple[str, str], _Rows]
+    section: _Section, held: _Held, rows: dict[tuple[str, str], _Rows]
 ) -> list[bytes]:
     """The section's object, ``{"column":[...],...}`` in sorted key order, as pieces."""
     columns: dict[str, list[bytes]] = {}
     for position, name in enumerate(section.printed):
         # One buffer per column: hashing and writing tens of thousands of small pieces
-        # cost more than copying them once.
-        inner = b",".join(text for segment in segments if (text := segment.texts[position]))
+        # cost more than copying them once. A segment with nothing in a column has no text.
+        inner = b",".join(filter(None, held.columns[position]))
         columns[name] = [b"[", inner, b"]"]
     for column, _ in section.tables:
         printed = orjson.dumps(rows[section.name, column], option=orjson.OPT_SERIALIZE_NUMPY)
@@ -541,5 +618,10 @@ def _section_pieces(
     return pieces
 
 
-def _parts(segment: _Segment) -> tuple[tuple[bytes, ...], tuple[_Local, ...], bool]:
-    return segment.texts, segment.locals, segment.nfc
+def _parts(segment: _Segment) -> _Parts:
+    return (
+        tuple(record.id for record in segment.records),
+        segment.texts,
+        segment.locals,
+        segment.nfc,
+    )

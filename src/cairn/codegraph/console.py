@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,9 @@ from cairn.codegraph.build import (
     default_workers,
     index_repository,
     index_summary,
+    manifest_bytes,
     write_index,
+    write_manifest,
 )
 from cairn.codegraph.cache import CACHE_FILENAME
 from cairn.codegraph.limits import DEFAULT_OUT_DIRNAME
@@ -202,7 +205,9 @@ def index_once(
         # segments for the next round instead of waiting.
         printed = _printed_segments(folder) if remember else None
         warm = printed is not None and not printed.empty
-        state = (result, out, generated_at, printed if warm else None, os.getpid())
+        # A forked helper writes graph.cairn alone; this process makes the manifest
+        # while the helper still writes, and writes it once graph.cairn is written.
+        state = (result, out, generated_at, printed if warm else None, os.getpid(), not beside)
         with SharedWork(state, 1, parallel=beside) as artifact:
             artifact.submit(_write_artifact)
             done: _Written | None = None if beside else artifact.drain()[0]
@@ -221,10 +226,14 @@ def index_once(
                 summary["load"] = loaded
             if printed is not None and not warm:
                 printed.update(result.graph)
+            manifest = manifest_bytes(result) if beside else None
             if done is None:
                 steps.phase("writing graph.cairn")
                 done = artifact.drain()[0]
         written, handback = done
+        if manifest is not None:
+            path, size = write_manifest(result, out, manifest)
+            written = replace(written, manifest_path=path, manifest_bytes=size)
         if printed is not None and handback is not None:
             _PENDING[printed] = (result.graph, handback)
         summary["graph_path"] = str(written.graph_path)
@@ -240,11 +249,14 @@ helper printed (None when it ran in this process, or printed nothing to keep).""
 
 
 def _write_artifact(
-    state: tuple[IndexResult, str | Path | None, str | None, PrintedSegments | None, int],
+    state: tuple[IndexResult, str | Path | None, str | None, PrintedSegments | None, int, bool],
 ) -> _Written:
-    """``write_index`` of an index result (the task ``index_once`` may fork)."""
-    result, out, generated_at, printed, parent = state
-    written = write_index(result, out, generated_at=generated_at, printed=printed)
+    """``write_index`` of an index result (the task ``index_once`` may fork; the manifest
+    too unless ``index_once`` writes it)."""
+    result, out, generated_at, printed, parent, manifest = state
+    written = write_index(
+        result, out, generated_at=generated_at, printed=printed, manifest=manifest
+    )
     forked = os.getpid() != parent
     return written, printed.handback() if printed is not None and forked else None
 

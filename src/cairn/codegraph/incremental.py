@@ -40,7 +40,7 @@ from typing import Any
 
 from cairn.codegraph.emit import EmittedShare, ShareEmitter, interned
 from cairn.codegraph.records import FileExtract
-from cairn.codegraph.resolve import PythonResolver, merge_flows, reaches
+from cairn.codegraph.resolve import PythonResolver, merge_flows, merge_flows_again, reaches
 from cairn.codegraph.watched import ALL, Token, WatchedModules, WatchedTable, module_changes
 from cairn.graph.multigraph import PartsMerge
 
@@ -254,9 +254,15 @@ def resolve_rounds(
         phases[phase] = done
         if before is not None and _same_outputs(done, held):
             table = before.flows[number]  # the merge of the same parts in the same order
+        elif before is not None:  # gathered again only for the keys changed parts name
+            outputs = {path: record.output for path, record in held.items()}
+            table = merge_flows_again(
+                before.flows[number], outputs, {path: done[path].output for path in paths}
+            )
+            changed |= _table_changes("f", before.flows[number], table)
         else:
             table = merge_flows([done[path].output for path in paths])
-            changed |= _table_changes("f", before.flows[number] if before else None, table)
+            changed |= _table_changes("f", None, table)
         flows.append(table)
     resolver.flows = dict(table)
     held = before.phases[EMISSION] if before is not None else {}

@@ -424,6 +424,45 @@ def merge_flows(parts: Sequence[FlowParts]) -> dict[FlowKey, tuple[FlowItem, ...
     return {key: tuple(items) for key, items in sorted(flows.items())}
 
 
+def merge_flows_again(
+    table: Mapping[FlowKey, tuple[FlowItem, ...]],
+    before: Mapping[str, FlowParts],
+    now: Mapping[str, FlowParts],
+) -> Mapping[FlowKey, tuple[FlowItem, ...]]:
+    """``merge_flows`` of ``now``'s parts (path -> parts, in path order) from ``table``,
+    the merge of ``before``'s: only the keys a changed module's parts name, before or
+    now, are gathered again (one pass over every edge, against a pass that also builds
+    and sorts every key's list); ``table`` itself when no module changed."""
+    changed = [
+        path
+        for path in before.keys() | now.keys()
+        if (old := before.get(path)) is not (new := now.get(path)) and old != new
+    ]
+    affected: set[FlowKey] = set()
+    for path in changed:
+        for parts in (before.get(path), now.get(path)):
+            if parts is not None:
+                affected.update(key for which in parts for key, _ in which)
+    if not affected:
+        return table
+    gathered: dict[FlowKey, list[FlowItem]] = {key: [] for key in affected}
+    for which in (0, 1):
+        for parts in now.values():
+            for key, item in parts[which]:
+                items = gathered.get(key)
+                if items is not None and item not in items:
+                    items.append(item)
+    merged = dict(table)
+    grown = False
+    for key, items in gathered.items():
+        if items:
+            grown = grown or key not in merged
+            merged[key] = tuple(items)
+        else:
+            merged.pop(key, None)
+    return dict(sorted(merged.items())) if grown else merged
+
+
 def _is_base(value: Value) -> bool:
     if isinstance(value, VSymbol):
         return value.kind == "class"

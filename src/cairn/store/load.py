@@ -98,7 +98,6 @@ from cairn.store.loadkeys import (
     LoadKeys,
     fact_key,
     header_key,
-    key_sums,
     keys_path,
     node_key,
     read_keys,
@@ -1307,8 +1306,8 @@ class _KeyState:
             for fact in graph.facts()
         }
         keyless = {fact_id for fact_id, key in facts.items() if key is None}
-        derived = DerivedKeys(documents, facts, key_sums(documents, facts), keyless)
-        return cls(header, incarnation, derived, kept)
+        # Summed only when the kept keys turn out current (``fingerprint``).
+        return cls(header, incarnation, DerivedKeys(documents, facts, None, keyless), kept)
 
     def stale(self, position: int) -> str | None:
         """Why the kept keys do not describe this database at ``position``, or None."""
@@ -1381,7 +1380,7 @@ class _KeyState:
     def fingerprint(self, walked: str) -> str:
         """Names a load that skipped records: every key (their ``key_sums``), and the
         digest of the records it did walk (``walked``: those compared whole)."""
-        documents, facts = self.derived.sums
+        documents, facts = self.derived.summed()
         digest = _Digest()
         digest.feed(
             b"keys",

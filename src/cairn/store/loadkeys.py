@@ -103,15 +103,19 @@ class KeyDelta:
 @dataclass(frozen=True, slots=True)
 class DerivedKeys:
     """The keys of a graph's records (``KeyMemo.keys``): node ID -> (collection, key),
-    fact ID -> key (None: compared whole); their ``key_sums``; the facts with no key;
-    and, when the memo derived them from the keys of the call before, where they
-    differ (``delta``)."""
+    fact ID -> key (None: compared whole); their ``key_sums`` (None: not summed yet,
+    ``summed`` sums them); the facts with no key; and, when the memo derived them from
+    the keys of the call before, where they differ (``delta``)."""
 
     documents: dict[str, tuple[str, bytes]]
     facts: dict[str, bytes | None]
-    sums: tuple[int, int]
+    sums: tuple[int, int] | None
     keyless: set[str]
     delta: KeyDelta | None = None
+
+    def summed(self) -> tuple[int, int]:
+        """``key_sums`` of these keys."""
+        return self.sums if self.sums is not None else key_sums(self.documents, self.facts)
 
 
 def _document_digest(item: tuple[str, tuple[str, bytes]]) -> int:
@@ -341,7 +345,7 @@ class KeyMemo:
         documents = dict(last.documents)
         facts = dict(last.facts)
         keyless = set(last.keyless)
-        document_sum, fact_sum = last.sums
+        document_sum, fact_sum = last.summed()
         nodes_changed: set[str] = set()
         for node_id in node_ids:
             old = documents.get(node_id)

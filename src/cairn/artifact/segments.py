@@ -311,14 +311,14 @@ class PrintedSegments:
                 return last[2]
             if sizes is None:
                 stamp = listings
-        self._based = self._serial
+        # Another state from here on, even when a cut fails half way.
+        self._based, self._serial = self._serial, next(_SERIALS)
         if changed is not None:
             for section, ids in zip(_SECTIONS, changed, strict=True):
                 self._cut_changes(section, graph, ids)
         else:
             for section, records in zip(_SECTIONS, listings, strict=True):
                 self._cut(section, records)
-        self._serial = next(_SERIALS)
         self._source = changes
         held = self._held
         segments = {name: item.segments for name, item in held.items()}

@@ -10,7 +10,10 @@ rows' entries in the shared tables (endpoint identities, discriminators, occurre
 owners) as a small local table. A write prints only the segments holding a record it
 has not printed, numbers the tables again from the local ones (a new entry moves the
 rows of later entries) and joins each column from the kept pieces (one copy per column:
-hashing and writing many small pieces costs more).
+hashing and writing many small pieces costs more). A graph made by the next merge of the
+lineage the held segments were printed from names the records that changed
+(``SemanticGraph.changes``): its write lists no table and cuts again only the segments
+holding a named record, spliced into the held lists in place.
 
 The bytes equal ``encode_artifact``'s: a JSON array printed whole is its elements'
 texts joined by commas, which is what the kept pieces are; a property test compares the
@@ -415,7 +418,7 @@ class PrintedSegments:
                 fresh[key] = segment
             found.append(segment)
         self._held[section.name] = _Held.of(section, found)
-        self._changes[section.name] = _Recut(tuple(held_keys(found)), fresh)
+        self._changes[section.name] = _Recut(tuple(_held_keys(found)), fresh)
 
     def handback(self) -> Handback:
         """What the last ``update`` or ``body`` printed, for the process this one was
@@ -496,7 +499,7 @@ class PrintedSegments:
         return entries
 
 
-def held_keys(segments: list[_Segment]) -> list[str]:
+def _held_keys(segments: list[_Segment]) -> list[str]:
     """Each segment's key: its first record's ID."""
     return [segment.records[0].id for segment in segments]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -168,6 +169,8 @@ def _fork(holder: PrintedSegments) -> PrintedSegments:
     }
     child._changes = dict(holder._changes)
     child._tables = dict(holder._tables)
+    child._counts = {name: Counter(counts) for name, counts in holder._counts.items()}
+    child._moved = set(holder._moved)
     return child
 
 

@@ -200,12 +200,14 @@ class _Held:
         ]
         return cls([item.records[0].id for item in segments], segments, columns)
 
-    def splice(self, start: int, stop: int, fresh: list[_Segment]) -> None:
-        """Put ``fresh`` in the place of the segments ``[start, stop)``."""
+    def splice(self, start: int, stop: int, fresh: list[_Segment]) -> list[_Segment]:
+        """Put ``fresh`` in the place of the segments ``[start, stop)``; those."""
+        removed = self.segments[start:stop]
         self.keys[start:stop] = [item.records[0].id for item in fresh]
         self.segments[start:stop] = fresh
         for index, column in enumerate(self.columns):
             column[start:stop] = [item.texts[index] for item in fresh]
+        return removed
 
 
 _SERIALS = itertools.count(1)
@@ -221,6 +223,10 @@ class PrintedSegments:
     def __init__(self) -> None:
         self._held: dict[str, _Held] = {}
         self._tables: dict[str, list[bytes]] = {}
+        # Per shared table, how many held segments list each entry (a table missing
+        # here is counted afresh), and the tables whose entries came or went since.
+        self._counts: dict[str, Counter[bytes]] = {}
+        self._moved: set[str] = set()
         self._last: tuple[object, object, _Prepared] | None = None
         self._changes: dict[str, _Spliced | _Recut] = {}  # what the last cut did, by section
         self._source: GraphChanges | None = None
@@ -232,6 +238,7 @@ class PrintedSegments:
         """Hold nothing: the next write prints every segment."""
         self._held = {section.name: _Held.of(section, []) for section in _SECTIONS}
         self._tables = {}
+        self._counts = {}
         self._last = None
         self._changes = {}
         self._source = None
@@ -394,7 +401,7 @@ class PrintedSegments:
         for start, stop, records in reversed(runs):  # from the end: the starts stay valid
             listed = tuple(records)
             fresh = [_printed(section, listed[begin:end]) for begin, end in _bounds(listed)]
-            held.splice(start, stop, fresh)
+            self._counted(section, held.splice(start, stop, fresh), fresh)
             splices.append((start, stop, tuple(fresh)))
         self._changes[section.name] = _Spliced(tuple(splices))
 
@@ -418,6 +425,7 @@ class PrintedSegments:
                 fresh[key] = segment
             found.append(segment)
         self._held[section.name] = _Held.of(section, found)
+        self._uncounted(section)
         self._changes[section.name] = _Recut(tuple(_held_keys(found)), fresh)
 
     def handback(self) -> Handback:
@@ -470,7 +478,7 @@ class PrintedSegments:
                 kept = [item for item in fresh if item is not None]
                 if len(kept) != len(fresh):
                     return False
-                held.splice(start, stop, kept)
+                self._counted(section, held.splice(start, stop, kept), kept)
             return True
         before = dict(zip(held.keys, held.segments, strict=True))
         found: list[_Segment] = []
@@ -481,18 +489,49 @@ class PrintedSegments:
                 return False
             found.append(segment)
         self._held[section.name] = _Held.of(section, found)
+        self._uncounted(section)
         return True
+
+    def _counted(self, section: _Section, removed: list[_Segment], added: list[_Segment]) -> None:
+        """Count the entries of segments put in and taken out of ``section``."""
+        for index, (_, name) in enumerate(section.tables):
+            counts = self._counts.get(name)
+            if counts is None:
+                continue  # counted afresh when the table is next made
+            for segment in removed:
+                for entry in segment.locals[index][0]:
+                    counts[entry] -= 1
+                    if not counts[entry]:
+                        del counts[entry]
+                        self._moved.add(name)
+            for segment in added:
+                for entry in segment.locals[index][0]:
+                    if entry not in counts:
+                        self._moved.add(name)
+                    counts[entry] += 1
+
+    def _uncounted(self, section: _Section) -> None:
+        """Count the tables ``section``'s columns point into afresh next time."""
+        for _, name in section.tables:
+            self._counts.pop(name, None)
 
     def _table(self, name: str, segments: dict[str, list[_Segment]]) -> list[bytes]:
         """The shared table ``name``: the sorted union of the local entries of the
-        columns pointing into it; the last one's very list when the entries are the
-        same, so the rows mapped into it stay valid."""
-        union: set[bytes] = set()
-        for section, index in _TABLE_SOURCES[name]:
-            for segment in segments[section]:
-                union.update(segment.locals[index][0])
-        entries = sorted(union)
+        columns pointing into it (kept counted as segments come and go); the last one's
+        very list when the entries are the same, so the rows mapped into it stay valid."""
+        counts = self._counts.get(name)
+        moved = name in self._moved or counts is None
+        self._moved.discard(name)
+        if counts is None:
+            counts = Counter()
+            for section, index in _TABLE_SOURCES[name]:
+                for segment in segments[section]:
+                    counts.update(segment.locals[index][0])
+            self._counts[name] = counts
         last = self._tables.get(name)
+        if last is not None and not moved:
+            return last
+        entries = sorted(counts)
         if last is not None and last == entries:
             return last
         self._tables[name] = entries

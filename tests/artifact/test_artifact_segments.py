@@ -53,10 +53,8 @@ def test_a_write_from_printed_segments_equals_encode_artifact(
             assert _written(graph, printed) == encode_artifact(graph, generated_at=FIXED_TIME)
 
 
-def test_the_same_records_print_no_segment_again() -> None:
-    graph = rich_graph()
-    printed = PrintedSegments()
-    assert printed.empty
+def _counting_prints() -> tuple[list[int], Any]:
+    """A stand-in for ``segments._printed`` that notes each printed segment's size."""
     calls: list[int] = []
     real = segments._printed
 
@@ -64,6 +62,14 @@ def test_the_same_records_print_no_segment_again() -> None:
         calls.append(len(part))
         return real(section, part)
 
+    return calls, counted
+
+
+def test_the_same_records_print_no_segment_again() -> None:
+    graph = rich_graph()
+    printed = PrintedSegments()
+    assert printed.empty
+    calls, counted = _counting_prints()
     with (
         mock.patch.object(segments, "SEGMENT_RECORDS", 2),
         mock.patch.object(segments, "_printed", counted),
@@ -252,13 +258,7 @@ def test_a_graph_merged_by_difference_is_not_listed_and_prints_only_its_changed_
     changed = _merge_part("q", 1, True, [(4, 5, 9)])
     second = SemanticGraph()
     assert second.merge_parts([same, changed], kept) is kept
-    calls: list[int] = []
-    real = segments._printed
-
-    def counted(section: Any, part: Any) -> Any:
-        calls.append(len(part))
-        return real(section, part)
-
+    calls, counted = _counting_prints()
     with (
         one,
         mock.patch.object(segments, "_records", side_effect=AssertionError("listed")),

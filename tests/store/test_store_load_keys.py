@@ -22,8 +22,9 @@ import cairn.store.load as load_module
 import cairn.store.loadkeys as loadkeys
 from cairn.graph import EndpointIdentity, Node, OccurrenceInput, SemanticGraph, SourceRange
 from cairn.graph.multigraph import FactCandidate, Part, PartsMerge, admit_apart
+from cairn.index import Database as IndexedDatabase
 from cairn.index import open as open_indexed
-from cairn.store import PutDocument
+from cairn.store import CommitReceipt, PutDocument
 from cairn.store.load import (
     COMPARED_BY_KEYS,
     KEYS_FOREIGN,
@@ -177,16 +178,8 @@ def _external(graph: SemanticGraph, node_id: str) -> SemanticGraph:
     return moved
 
 
-def test_a_key_memo_derives_only_new_records_and_changes_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Loads through one ``KeyMemo`` apply what loads without one apply, keep the same
-    keys, and derive keys only for records that are new objects."""
-    first = build(extra=True)
-    patched = _patched(first, "Changed.")
-    last = build()
-    graphs = [first, first, patched, _reobserved(patched), last, _external(last, SERVICE), last]
-    memo = KeyMemo()
+def _count_derived(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The IDs of the records whose keys are derived from now on, in order."""
     derived: list[str] = []
     original_node_key, original_fact_key = loadkeys.node_key, loadkeys.fact_key
 
@@ -200,22 +193,44 @@ def test_a_key_memo_derives_only_new_records_and_changes_nothing(
 
     monkeypatch.setattr(loadkeys, "node_key", counting_node_key)
     monkeypatch.setattr(loadkeys, "fact_key", counting_fact_key)
+    return derived
+
+
+def _assert_same_loads(
+    ours: IndexedDatabase,
+    mine: CommitReceipt,
+    theirs: IndexedDatabase,
+    plain: CommitReceipt,
+    step: int,
+) -> None:
+    """Two loads of one graph applied the same mutations and kept the same keys."""
+    assert [(m.kind, m.id) for m in mine.mutations] == [(m.kind, m.id) for m in plain.mutations], (
+        step
+    )
+    kept_mine = read_keys(keys_path(ours.path))
+    kept_plain = read_keys(keys_path(theirs.path))
+    assert kept_mine is not None and kept_plain is not None
+    assert (kept_mine.documents, kept_mine.facts) == (kept_plain.documents, kept_plain.facts), step
+
+
+def test_a_key_memo_derives_only_new_records_and_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loads through one ``KeyMemo`` apply what loads without one apply, keep the same
+    keys, and derive keys only for records that are new objects."""
+    first = build(extra=True)
+    patched = _patched(first, "Changed.")
+    last = build()
+    graphs = [first, first, patched, _reobserved(patched), last, _external(last, SERVICE), last]
+    memo = KeyMemo()
+    derived = _count_derived(monkeypatch)
     with open_indexed(tmp_path / "memo.db") as ours, open_indexed(tmp_path / "plain.db") as theirs:
         for step, graph in enumerate(graphs):
             derived.clear()
             mine = load_semantic_graph(ours, graph, incremental=True, key_memo=memo)
             memo.settle()  # the keys file is written on a thread
             plain = load_semantic_graph(theirs, graph, incremental=True)
-            assert [(m.kind, m.id) for m in mine.mutations] == [
-                (m.kind, m.id) for m in plain.mutations
-            ], step
-            kept_mine = read_keys(keys_path(ours.path))
-            kept_plain = read_keys(keys_path(theirs.path))
-            assert kept_mine is not None and kept_plain is not None
-            assert (kept_mine.documents, kept_mine.facts) == (
-                kept_plain.documents,
-                kept_plain.facts,
-            ), step
+            _assert_same_loads(ours, mine, theirs, plain, step)
             if step == 1:  # the same graph again: every key held
                 assert derived == []
             if step == 2:  # one node and the facts into it are new objects
@@ -360,19 +375,7 @@ def test_a_key_memo_derives_a_merged_graph_only_where_its_journal_says(
     keep what loads without one apply and keep, while only records the graphs'
     journals name have keys derived again (the memo walks every record only for the
     first merge and when a node moved to another collection)."""
-    derived: list[str] = []
-    original_node_key, original_fact_key = loadkeys.node_key, loadkeys.fact_key
-
-    def counting_node_key(node):  # type: ignore[no-untyped-def]
-        derived.append(node.id)
-        return original_node_key(node)
-
-    def counting_fact_key(fact, *rest):  # type: ignore[no-untyped-def]
-        derived.append(fact.id)
-        return original_fact_key(fact, *rest)
-
-    monkeypatch.setattr(loadkeys, "node_key", counting_node_key)
-    monkeypatch.setattr(loadkeys, "fact_key", counting_fact_key)
+    derived = _count_derived(monkeypatch)
     memo = KeyMemo()
     walked: list[bool] = []
     memo_keys = KeyMemo.keys
@@ -424,16 +427,7 @@ def test_a_key_memo_derives_a_merged_graph_only_where_its_journal_says(
             memo.settle()
             plain = load_semantic_graph(theirs, graph, incremental=True)
             load_semantic_graph(full, graph)
-            assert [(m.kind, m.id) for m in mine.mutations] == [
-                (m.kind, m.id) for m in plain.mutations
-            ], step
-            kept_mine = read_keys(keys_path(ours.path))
-            kept_plain = read_keys(keys_path(theirs.path))
-            assert kept_mine is not None and kept_plain is not None
-            assert (kept_mine.documents, kept_mine.facts) == (
-                kept_plain.documents,
-                kept_plain.facts,
-            ), step
+            _assert_same_loads(ours, mine, theirs, plain, step)
             assert mine.command_id == plain.command_id, step
             before = graph
     assert walked == [True, False, False, False, False, True, False]

@@ -426,7 +426,7 @@ class PrintedSegments:
             found.append(segment)
         self._held[section.name] = _Held.of(section, found)
         self._uncounted(section)
-        self._changes[section.name] = _Recut(tuple(_held_keys(found)), fresh)
+        self._changes[section.name] = _Recut(tuple(self._held[section.name].keys), fresh)
 
     def handback(self) -> Handback:
         """What the last ``update`` or ``body`` printed, for the process this one was
@@ -536,11 +536,6 @@ class PrintedSegments:
             return last
         self._tables[name] = entries
         return entries
-
-
-def _held_keys(segments: list[_Segment]) -> list[str]:
-    """Each segment's key: its first record's ID."""
-    return [segment.records[0].id for segment in segments]
 
 
 def _segment_of(

@@ -587,7 +587,8 @@ def _index(
         python_rounds = _resolve_python(python, root_package, cache, shared)
         call_stats.update(python.call_stats)
         del python  # its lookup memos are not needed past here: freed before the graph grows
-        emitter.flush()  # admit the Python facts while the workers finish the other files
+        # A one-shot run admits the Python facts while the workers finish the other files.
+        emitter.flush()
         if not remember:
             pairs.extend(next(phases))
     if cache is not None:

@@ -575,3 +575,115 @@ def test_entries_computed_again_in_earlier_rounds_are_still_watched(tmp_path: Pa
             clean, tmp_path / f"clean{step}"
         ), step
     assert any(fact.target.endswith("C.run") for fact in clean.graph.facts())
+
+
+def test_a_rebound_name_with_the_same_values_stops_at_its_own_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Early cut-off below the entries that read a name: a body edit that binds a local
+    again, to a value it already has, changes that name's bindings, not its values. The
+    name's own entry is computed again and found equal, and the entries that read it
+    through that one (``make``'s return, which user.py read) stand without being
+    computed again; a later edit that changes the values reaches user.py. Each round is
+    a clean build's bytes."""
+    from cairn.codegraph import resolve
+
+    redone: list[str] = []
+    original = resolve.PythonResolver.answer_again
+
+    def counted(self: resolve.PythonResolver, redo: resolve.Redo) -> object:
+        redone.append(redo[0])
+        return original(self, redo)
+
+    monkeypatch.setattr(resolve.PythonResolver, "answer_again", counted)
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/lib.py": (
+            "class A:\n    def run(self): pass\n\nclass B:\n    def run(self): pass\n\n"
+            "Alias = A\n\ndef make(item):\n    made = A()\n    return made\n"
+        ),
+        "pkg/user.py": "from pkg.lib import make\n\ndef use():\n    make(1).run()\n",
+    }
+    repo = _write(tmp_path / "repo", files)
+    cache = tmp_path / CACHE_FILENAME
+    index_repository(repo, cache=cache, remember=True)
+    rebound = "    made = A()\n    if item:\n        made = Alias()\n"
+    edits = [
+        ("    made = A()\n", rebound, 1, [resolve.REDO_LOCAL]),
+        ("        made = Alias()\n", "        made = B()\n", 2, None),
+    ]
+    for step, (old, new, emitted, kinds) in enumerate(edits):
+        redone.clear()
+        _edit(repo / "pkg" / "lib.py", old, new)
+        ours = index_repository(repo, cache=cache, remember=True)
+        kept = incremental.last_round(str(cache))
+        assert kept is not None
+        assert kept.emitted == emitted, step
+        if kinds is not None:
+            assert sorted(set(redone)) == kinds, step
+        clean = index_repository(repo)
+        assert _artifact(ours, tmp_path / f"ours{step}") == _artifact(
+            clean, tmp_path / f"clean{step}"
+        ), step
+    assert any(fact.target.endswith("B.run") for fact in clean.graph.facts())
+
+
+def test_a_name_newly_bound_in_a_class_reaches_the_readers_that_missed_it(
+    tmp_path: Path,
+) -> None:
+    """A reader that found no ``value`` in a class body read only that the name was not
+    there: binding it there (and taking it out again) must reach that reader, in
+    another module. Each round is a clean build's bytes."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/lib.py": (
+            "class A:\n    def run(self): pass\n\n"
+            "class Config:\n    other = 1\n\n    def setting(self): pass\n"
+        ),
+        "pkg/user.py": "from pkg.lib import Config\n\ndef use():\n    Config.value.run()\n",
+    }
+    repo = _write(tmp_path / "repo", files)
+    cache = tmp_path / CACHE_FILENAME
+    index_repository(repo, cache=cache, remember=True)
+    edits = [
+        ("    other = 1\n", "    other = 1\n    value = A()\n", True),
+        ("    value = A()\n", "", False),
+    ]
+    for step, (old, new, calls_run) in enumerate(edits):
+        _edit(repo / "pkg" / "lib.py", old, new)
+        ours = index_repository(repo, cache=cache, remember=True)
+        clean = index_repository(repo)
+        assert _artifact(ours, tmp_path / f"ours{step}") == _artifact(
+            clean, tmp_path / f"clean{step}"
+        ), step
+        targets = {fact.target for fact in clean.graph.facts() if fact.relation == "calls"}
+        assert ("method:pkg/lib.py#A.run" in targets) == calls_run, step
+
+
+def test_an_entry_over_a_changed_part_is_computed_again_and_stands_when_equal(
+    tmp_path: Path,
+) -> None:
+    """A part of ``use_it``'s return changes its answer (``made`` is another instance
+    now), but the return does not (``made.run()`` gives the same ``B``): the return is
+    computed again in go()'s place, found equal, and user.py keeps its share; each
+    round is a clean build's bytes."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/lib.py": (
+            "class B:\n    def stop(self): pass\n\n"
+            "class A:\n    def run(self):\n        return B()\n\n"
+            "def use_it(item):\n    made = item\n    return made.run()\n"
+        ),
+        "pkg/user.py": "from pkg.lib import A, use_it\n\ndef go():\n    use_it(A()).stop()\n",
+    }
+    repo = _write(tmp_path / "repo", files)
+    cache = tmp_path / CACHE_FILENAME
+    index_repository(repo, cache=cache, remember=True)
+    _edit(repo / "pkg" / "lib.py", "    made = item\n", "    made = A()\n")
+    ours = index_repository(repo, cache=cache, remember=True)
+    kept = incremental.last_round(str(cache))
+    assert kept is not None
+    assert kept.emitted == 1
+    clean = index_repository(repo)
+    assert _artifact(ours, tmp_path / "ours") == _artifact(clean, tmp_path / "clean")
+    assert any(fact.target.endswith("B.stop") for fact in clean.graph.facts())

@@ -58,6 +58,26 @@ def test_a_new_local_changes_only_that_scope_name() -> None:
     assert ("p", PATH) not in changes and ("i", PATH) not in changes
 
 
+def test_binding_a_name_again_leaves_whether_it_is_bound() -> None:
+    before = _module(SOURCE)
+    rebound = module_changes(
+        PATH, before, _module(SOURCE.replace("    z = y\n", "    z = y\n    z = 2\n"))
+    )
+    assert ("scopes", PATH, "second", "z") in rebound
+    assert not any(token[0] == "scopes?" for token in rebound)
+    added = module_changes(
+        PATH, before, _module(SOURCE.replace("    z = y\n", "    z = y\n    v = 2\n"))
+    )
+    assert ("scopes?", PATH, "second", "v") in added
+    assert ("scopes?", PATH, "second", "z") not in added
+    removed = module_changes(
+        PATH, _module(SOURCE.replace("    z = y\n", "    z = y\n    v = 2\n")), before
+    )
+    assert ("scopes?", PATH, "second", "v") in removed
+    gone = module_changes(PATH, before, None)  # a whole module: each name's presence
+    assert ("scopes?", PATH, "second", "z") in gone
+
+
 def test_moving_every_line_changes_no_table_another_module_reads() -> None:
     before = _module(SOURCE)
     now = _module("# a comment\n\n" + SOURCE)
@@ -108,7 +128,7 @@ def test_a_view_logs_each_name_read() -> None:
     assert log == [
         ("scopes", PATH, "second"),
         ("scopes", PATH, "second", "z"),
-        ("scopes", PATH, "second", "nothing"),
+        ("scopes?", PATH, "second", "nothing"),  # whether it is bound, not how
         ("scopes", PATH, "missing"),
         ("symbols", PATH, "first"),
         ("i", PATH),

@@ -231,12 +231,13 @@ _UNSET = object()
 
 Redo: TypeAlias = tuple[Any, ...]
 """How to compute a memo entry again in a later round (``PythonResolver.answer_again``):
-``(REDO_NAMESPACE, module name, name)``, or ``(REDO_RETURNS | REDO_OWN_RETURNS,
-function)``."""
+``(REDO_NAMESPACE, module name, name)``, ``(REDO_RETURNS | REDO_OWN_RETURNS,
+function)``, or ``(REDO_LOCAL, path, scope, name)``."""
 
 REDO_NAMESPACE = "namespace"
 REDO_RETURNS = "returns"
 REDO_OWN_RETURNS = "own returns"
+REDO_LOCAL = "local"
 
 
 class _Tokens(dict[Any, Any]):
@@ -277,6 +278,8 @@ CARRIED_CACHES = (
     "_returns_cache",
     "_own_returns_cache",
     "_iterated_cache",
+    "_local_cache",
+    "_reaching_cache",
     "_param_cache",
     "_overrides_cache",
     "_instance_cache",
@@ -340,6 +343,18 @@ def reaches(node: _Reads, changed: AbstractSet[Any], memo: dict[int, bool]) -> b
         memo[id(top)] = any(memo[id(child)] for child in top.children)
         stack.pop()
     return memo[id(node)]
+
+
+def _stands(node: _Reads, judged: Sequence[Judged | None]) -> Judged:
+    """``node`` as it reads now, its parts judged to stand (``judged``, in order): the
+    very node when each part is its own self, else a new one over the new parts, with
+    the entries computed again among them."""
+    parts = [found for found in judged if found is not None]
+    children = tuple(new for new, _ in parts)
+    if all(new is old for new, old in zip(children, node.children, strict=True)):
+        return node, ()
+    fresh = tuple(dict.fromkeys(entry for _, held in parts for entry in held))
+    return _Reads(node.tokens, children, node.redo, node.value), fresh
 
 
 _MARK_SPLIT = 1 << 40
@@ -610,6 +625,8 @@ class PythonResolver(ResolverFrame):
         self._pass_through_cache: dict[str, tuple[int, ...]] = {}
         self._calls_back_cache: dict[tuple[str, Ref], bool] = {}
         self._iterated_cache: dict[tuple[str, Binding], tuple[Value, ...]] = {}
+        self._local_cache: dict[tuple[str, str], tuple[Value, ...]] = {}
+        self._reaching_cache: dict[tuple[str, str, tuple[Binding, ...]], tuple[Value, ...]] = {}
         self._param_cache: dict[tuple[str, str], tuple[Value, ...] | None] = {}
         self._bound_methods: dict[VSymbol, VSymbol] = {}
         # Read tracking (``note_reads``): what the whole-program tables were asked, in
@@ -940,17 +957,28 @@ class PythonResolver(ResolverFrame):
         owner = _binding_scope(module, scope, name)
         if owner is None:
             return self.namespace(module, name, depth)
-        return self._local(module, owner, name, module.scopes[owner][name], depth)
+        return self._local(module, owner, name, depth)
 
-    def _local(
-        self, module: _Module, scope: str, name: str, bindings: Sequence[Binding], depth: int
-    ) -> tuple[Value, ...]:
+    def _local(self, module: _Module, scope: str, name: str, depth: int) -> tuple[Value, ...]:
+        """The values ``name`` is bound to in a function or class ``scope`` that binds it
+        (memoised with its reads, and computed again on its own in a later round: a
+        parameter's values gather every caller's arguments, and a body edit that binds
+        the name again mostly leaves them as they were)."""
         key = (f"{module.path}#{scope}", name)
+        known, cached = self._recall(self._local_cache, key)
+        if known:
+            assert cached is not None
+            return cached
         if key in self._in_progress:
             return self._hit(key)  # type: ignore[return-value]
-        found, _ = self._guarded(
-            key, lambda: self._bindings(module, scope, name, bindings, depth + 1)
+        mark = self._mark()
+        found, low = self._guarded(
+            key,
+            lambda: self._bindings(module, scope, name, module.scopes[scope][name], depth + 1),
+            mark,
         )
+        redo = (REDO_LOCAL, module.path, scope, name)
+        self._keep(self._local_cache, key, found, low, mark, ("p", module.path), redo=redo)
         return found
 
     def _reaching(self, module: _Module, ref: Ref, depth: int) -> tuple[Value, ...]:
@@ -961,10 +989,17 @@ class PythonResolver(ResolverFrame):
             return self._cut_at(_DEPTH_CUT)
         if key in self._in_progress:
             return self._hit(key)  # type: ignore[return-value]
+        known, cached = self._recall(self._reaching_cache, key)
+        if known:
+            assert cached is not None
+            return cached
         reaching = ref.reaching
-        return self._guarded(
-            key, lambda: self._bindings(module, ref.scope, ref.head, reaching, depth)
-        )[0]
+        mark = self._mark()
+        found, low = self._guarded(
+            key, lambda: self._bindings(module, ref.scope, ref.head, reaching, depth), mark
+        )
+        self._keep(self._reaching_cache, key, found, low, mark, ("p", module.path))
+        return found
 
     def namespace(self, module: _Module, name: str, depth: int = 0) -> tuple[Value, ...] | _Builtin:
         """Resolve ``name`` in a module's global namespace (memoised, cycle-safe)."""
@@ -1656,9 +1691,8 @@ class PythonResolver(ResolverFrame):
             member = module.members.get(entry.qualname, {}).get(attr)
             if member is not None:
                 return (self._vsymbol(module, member),)
-            bindings = module.scopes.get(entry.qualname, {}).get(attr)
-            if bindings is not None:
-                return self._local(module, entry.qualname, attr, bindings, 0)
+            if attr in module.scopes.get(entry.qualname, {}):
+                return self._local(module, entry.qualname, attr, 0)
         return self._instance_attribute(mro, attr)
 
     def _instance_attribute(
@@ -1687,9 +1721,8 @@ class PythonResolver(ResolverFrame):
             if isinstance(entry, VExternal) or (entry.path, entry.qualname) not in holders:
                 continue
             module = self.by_path[entry.path]
-            bindings = module.scopes.get(entry.qualname, {}).get(SELF_PREFIX + attr)
-            if bindings is not None:
-                values.extend(self._local(module, entry.qualname, SELF_PREFIX + attr, bindings, 0))
+            if SELF_PREFIX + attr in module.scopes.get(entry.qualname, {}):
+                values.extend(self._local(module, entry.qualname, SELF_PREFIX + attr, 0))
         return distinct(values)
 
     def bases_of(self, cls: VSymbol) -> list[VSymbol | VExternal]:
@@ -1872,12 +1905,20 @@ class PythonResolver(ResolverFrame):
         answer and what computing it read; None when it is not memoised for good here
         (cut by the depth bound, or no longer computed at all)."""
         cache: dict[Any, Any]
+        key: object
         if redo[0] == REDO_NAMESPACE:
             module = self.by_name.get(redo[1])
             if module is None:
                 return None
             value: object = self.namespace(module, redo[2])
             cache, key = self._namespace_cache, (redo[1], redo[2])
+        elif redo[0] == REDO_LOCAL:
+            _, path, scope, name = redo
+            found = self.by_path.get(path)
+            if found is None or name not in found.scopes.get(scope, {}):
+                return None
+            value = self._local(found, scope, name, 0)
+            cache, key = self._local_cache, (f"{path}#{scope}", name)
         else:
             function = redo[1]
             if function.path not in self.by_path:
@@ -1900,48 +1941,58 @@ class PythonResolver(ResolverFrame):
         """What ``root`` (a computation of an earlier round) reads in this round, when
         everything it was answered is the same, with the entries computed again that
         stand in it for their last selves; None when an answer may differ. A part that
-        read nothing in ``changed`` stays as it is; a memo entry that can be computed
-        again (``redo``) is, and stands for its part when its answer is equal (early
-        cut-off: an edit that changes what an entry read but not its answer reaches no
-        reader); any other part stands when its own tokens are unchanged and each part
-        it was answered by stands. ``seen`` holds the parts already judged (by ``id``;
-        their roots stay alive; None: may differ) and ``reached`` the parts found to
-        read something changed or not; both are shared across the roots of one
-        phase."""
-        stack = [root]
-        while stack:
-            node = stack[-1]
+        read nothing in ``changed`` stays as it is; a part whose own tokens are
+        unchanged stands when each part it was answered by stands; a memo entry that
+        read a changed token itself, or was answered by a part that may differ, is
+        computed again when it can be (``redo``) and stands for its part when its
+        answer is equal (early cut-off: an edit that changes what an entry read but not
+        its answer reaches no reader). ``seen`` holds the parts already judged (by
+        ``id``; their roots stay alive; None: may differ) and ``reached`` the parts
+        found to read something changed or not; both are shared across the roots of
+        one phase."""
+        # The path from the root: each part and its next child to judge (-1: the part
+        # itself is not looked at yet; a part's tokens are compared once).
+        frames: list[list[Any]] = [[root, -1]]
+        while frames:
+            frame = frames[-1]
+            node: _Reads = frame[0]
             if id(node) in seen:
-                if seen[id(node)] is None:
-                    return None
-                stack.pop()
+                frames.pop()
                 continue
             made: Judged | None
-            if not reaches(node, changed, reached):
+            if frame[1] < 0 and not reaches(node, changed, reached):
                 made = (node, ())
-            elif node.redo is not None:
-                again = self.answer_again(node.redo)
-                same = again is not None and again[0] == node.value
-                made = (again[1], (again[1],)) if again is not None and same else None
-            elif not changed.isdisjoint(node.tokens):
-                made = None
+            elif frame[1] < 0 and not changed.isdisjoint(node.tokens):
+                made = self._computed_again(node)
             else:
-                pending = [child for child in node.children if id(child) not in seen]
-                if pending:
-                    stack.extend(pending)
+                children = node.children
+                index = max(frame[1], 0)
+                while index < len(children) and seen.get(id(children[index]), _UNSET) not in (
+                    _UNSET,
+                    None,
+                ):
+                    index += 1
+                frame[1] = index
+                if index < len(children) and id(children[index]) not in seen:
+                    frames.append([children[index], -1])
                     continue
-                judged = [seen[id(child)] or (child, ()) for child in node.children]
-                children = tuple(new for new, _ in judged)
-                if all(new is old for new, old in zip(children, node.children, strict=True)):
-                    made = (node, ())
+                if index < len(children):  # a part may differ
+                    made = self._computed_again(node)
                 else:
-                    fresh = tuple(dict.fromkeys(entry for _, held in judged for entry in held))
-                    made = (_Reads(node.tokens, children), fresh)
+                    made = _stands(node, [seen[id(child)] for child in children])
             seen[id(node)] = made
-            if made is None:
-                return None  # every part judged is one its root was answered by
-            stack.pop()
+            frames.pop()
         return seen[id(root)]
+
+    def _computed_again(self, node: _Reads) -> Judged | None:
+        """``node``'s entry computed in this round, when it can be and its answer is the
+        same: what it reads now, standing for itself; else None."""
+        if node.redo is None:
+            return None
+        again = self.answer_again(node.redo)
+        if again is None or again[0] != node.value:
+            return None
+        return again[1], (again[1],)
 
     def module_reads(
         self, log: Iterable[Any], answered: Iterable[_Reads], also: Iterable[Any]
@@ -1981,6 +2032,8 @@ class PythonResolver(ResolverFrame):
             self._pass_through_cache,
             self._calls_back_cache,
             self._iterated_cache,
+            self._local_cache,
+            self._reaching_cache,
             self._param_cache,
             self._bound_methods,
             self._mro_cache,

@@ -16,8 +16,9 @@ Tokens (``Token``):
 - ``(part, path, key)``: one key of a module table (``symbols``, ``scope_kind``,
   ``scope_parent``, ``scope_owner``, ``class_bases``, ``imported``; in ``scopes`` and
   ``members``, whether a scope or class is there); ``(part, path, scope, name)``: one
-  name of one scope or class (``scopes``, ``members``); ``(part + "*", path[, scope])``:
-  a walk of a whole table;
+  name of one scope or class (``scopes``, ``members``), and ``(part + "?", path, scope,
+  name)`` whether that name is there at all; ``(part + "*", path[, scope])``: a walk
+  of a whole table;
 - ``("wildcards", path)``: a module's ``import *``s; ``("e", path, field)``: one field
   of its extract; ``("m", path)``: anything of the module (changed by any edit of it);
 - ``("f", key)``, ``("s", key)``, ``("a", name)``: one argument flow, one subclass list,
@@ -35,6 +36,7 @@ from cairn.codegraph.records import FileExtract
 
 __all__ = [
     "ALL",
+    "PRESENT",
     "ModuleView",
     "Token",
     "WatchedModules",
@@ -47,6 +49,10 @@ Token = tuple[object, ...]
 
 ALL = "*"
 """The tag of a walk of a whole-program table: ``(ALL, table tag)``."""
+
+PRESENT = "?"
+"""Appended to a twice-keyed table's tag: whether one name is in one scope or class,
+``(part + PRESENT, path, scope, name)``, apart from its value."""
 
 _FLAT_PARTS = (
     "symbols",
@@ -223,7 +229,9 @@ class _Inner(_Part):
         return self._data[key]
 
     def __contains__(self, key: object) -> bool:
-        self._log.append((self._tag, self._path, self._scope_key, key))
+        # Whether a name is bound, not how: a function's body edit rebinds its names
+        # without changing which scope a reader finds them in.
+        self._log.append((self._tag + PRESENT, self._path, self._scope_key, key))
         return key in self._data
 
     def _walked(self) -> Mapping[Any, Any]:
@@ -320,7 +328,10 @@ def module_changes(path: str, before: Any | None, now: Any | None) -> set[Token]
         for key in old.keys() | new.keys():
             if (key in old) != (key in new):
                 changed.add((part, path, key))
-            _table_changes(changed, (part, path, key), old.get(key, {}), new.get(key, {}))
+            inner_old, inner_new = old.get(key, {}), new.get(key, {})
+            _table_changes(changed, (part, path, key), inner_old, inner_new)
+            for name in inner_old.keys() ^ inner_new.keys():
+                changed.add((f"{part}{PRESENT}", path, key, name))
     return changed
 
 

@@ -7,6 +7,7 @@ the pool's own result pipe for ``Spool``.
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -28,7 +29,7 @@ from cairn.artifact.format import (
 )
 from cairn.artifact.limits import ARTIFACT_HEADER
 from cairn.artifact.paths import PATH_FIELD_NAMES
-from cairn.artifact.seal import DIGEST_PLACEHOLDER, digest_tail, seal, sealed_pieces
+from cairn.artifact.seal import DIGEST_PLACEHOLDER, digest_tail, seal, sealed_pieces, sealing
 from cairn.artifact.workers import SharedWork, Spool
 from cairn.errors import CairnError
 from cairn.graph.model import Discriminator, freeze
@@ -161,6 +162,28 @@ def test_sealed_pieces_equal_seal_however_the_body_is_split() -> None:
         sealed_pieces([b"{}"], b"}")
     with pytest.raises(ValueError, match="no top-level payload_sha256"):
         sealed_pieces([body], b"}")  # a tail that is not the body's
+
+
+def test_sealing_streams_the_same_pieces_and_checks_the_body_first() -> None:
+    """The stream written while the digest is hashed on a thread: the same bytes as
+    ``sealed_pieces``, the pieces before the last handed on as they are, a bad body
+    refused before anything is handed on, and no hashing thread left behind by a
+    writer that stops early."""
+    body = b'{"a":1,"payload_sha256":"' + DIGEST_PLACEHOLDER.encode() + b'","z":2}'
+    tail = b',"z":2}'
+    split = [body[:3], memoryview(body)[3:6], body[6:]]
+    streamed = list(sealing(split, tail))
+    assert streamed[:2] == split[:2] and streamed[0] is split[0]
+    assert b"".join(streamed) == b"".join(sealed_pieces(split, tail)) == seal(body)
+    with pytest.raises(ValueError, match="placeholder"):
+        sealing([body.replace(b"0", b"1")], tail)  # raised at the call, not when consumed
+    with pytest.raises(ValueError, match="no top-level payload_sha256"):
+        sealing([body], b"}")
+    before = threading.active_count()
+    stream = sealing([b"x" * 10_000_000, *split], tail)
+    next(stream)
+    stream.close()  # a failed write stops consuming: the thread is joined all the same
+    assert threading.active_count() == before
 
 
 def test_a_nested_key_named_like_the_digest_is_left_alone() -> None:

@@ -42,7 +42,13 @@ from cairn.artifact.limits import (
 from cairn.artifact.paths import PATH_FIELD_NAMES, absolute_path_fields, is_absolute_path
 from cairn.artifact.runtime import gc_paused
 from cairn.artifact.schema import OCCURRENCE_COLUMNS, expected_versions
-from cairn.artifact.seal import DIGEST_KEY, DIGEST_PLACEHOLDER, digest_tail, sealed_pieces
+from cairn.artifact.seal import (
+    DIGEST_KEY,
+    DIGEST_PLACEHOLDER,
+    digest_tail,
+    sealed_pieces,
+    sealing,
+)
 from cairn.artifact.tally import receipt_from_pairs
 from cairn.artifact.workers import SharedWork, Spool
 from cairn.canonical import MAX_SAFE_INTEGER, canonical_bytes, format_number
@@ -118,18 +124,20 @@ def encode_artifact(
     ``parallel`` lets a forked worker print most occurrences; the bytes are the same.
     """
     meta = _metadata(repository_revision, generation_mode, generated_at, directed, provenance)
-    return b"".join(_artifact_pieces(graph, meta, parallel=parallel))
+    pieces, tail = _body_pieces(graph, meta, parallel=parallel)
+    return b"".join([ARTIFACT_HEADER, *sealed_pieces(pieces, tail), b"\n"])
 
 
-def _artifact_pieces(
+def _body_pieces(
     graph: SemanticGraph,
     meta: dict[str, Any],
     *,
     parallel: bool,
     printed: PrintedSegments | None = None,
-) -> list[bytes | memoryview]:
-    """The artifact as buffers to concatenate: header, sealed body pieces, newline
-    (the body joined from ``printed``'s segments when given: the same bytes)."""
+) -> tuple[list[bytes | memoryview], bytes]:
+    """The artifact's body as buffers to concatenate, not sealed yet, and its digest
+    tail (the body joined from ``printed``'s segments when given: the same bytes); the
+    artifact is the header, the sealed body and a newline."""
     with gc_paused():
         if printed is not None:
             pieces, ascii_only, tail = printed.body(graph, meta)
@@ -138,7 +146,7 @@ def _artifact_pieces(
         if not ascii_only and not _normalized(pieces):
             plain = _payload(graph, meta, fast=False)
             pieces, tail = [canonical_bytes(plain)], digest_tail(plain)
-        return [ARTIFACT_HEADER, *sealed_pieces(pieces, tail), b"\n"]
+        return pieces, tail
 
 
 _ASCII_BYTE = re.compile(rb"[\x00-\x7f]")
@@ -320,9 +328,10 @@ def write_artifact(
     graph with mostly the same records printed; the bytes are the same.
     """
     meta = _metadata(repository_revision, generation_mode, generated_at, directed, provenance)
-    pieces = _artifact_pieces(graph, meta, parallel=parallel, printed=printed)
-    atomic_write_pieces(path, pieces)
-    return sum(len(piece) for piece in pieces)
+    pieces, tail = _body_pieces(graph, meta, parallel=parallel, printed=printed)
+    body = sealing(pieces, tail)  # the digest is hashed while the body is written
+    atomic_write_pieces(path, chain((ARTIFACT_HEADER,), body, (b"\n",)))
+    return len(ARTIFACT_HEADER) + sum(len(piece) for piece in pieces) + 1
 
 
 def artifact_payload(

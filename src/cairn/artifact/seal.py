@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -28,6 +29,7 @@ __all__ = [
     "digest_tail",
     "seal",
     "sealed_pieces",
+    "sealing",
     "stored_digest",
     "unsealed_digest",
 ]
@@ -85,6 +87,37 @@ def sealed_pieces(pieces: Sequence[bytes | memoryview], tail: bytes) -> list[byt
         hasher.update(piece)
     digest = hasher.hexdigest().encode()
     return [*pieces[:-1], last[:offset] + digest + last[offset + _WIDTH :]]
+
+
+def sealing(pieces: Sequence[bytes | memoryview], tail: bytes) -> Iterator[bytes | memoryview]:
+    """``sealed_pieces`` as they are written: the digest is hashed on a thread while the
+    pieces before the last are handed on (hashing and writing a file both release the
+    GIL: the whole Django sdist's 128 MB hash in 0.11 s beside a 0.23 s write), and the
+    last piece, holding the digest, comes once it is known. The body is checked first."""
+    last = bytes(pieces[-1])
+    offset = _value_offset(last, tail)
+    if last[offset : offset + _WIDTH] != DIGEST_PLACEHOLDER.encode():
+        raise ValueError("the body does not hold the digest placeholder")
+    return _sealing(pieces, last, offset)
+
+
+def _sealing(
+    pieces: Sequence[bytes | memoryview], last: bytes, offset: int
+) -> Iterator[bytes | memoryview]:
+    hasher = hashlib.sha256()
+
+    def hash_all() -> None:
+        for piece in pieces:
+            hasher.update(piece)
+
+    hashing = threading.Thread(target=hash_all, name="cairn-seal")
+    hashing.start()
+    try:
+        yield from pieces[:-1]
+    finally:
+        hashing.join()  # also when the writer stops early: no thread outlives the write
+    digest = hasher.hexdigest().encode()
+    yield last[:offset] + digest + last[offset + _WIDTH :]
 
 
 def seal(body: bytes, tail: bytes | None = None) -> bytes:

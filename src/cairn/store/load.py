@@ -882,6 +882,8 @@ class _Plan:
         self.bulk = bulk  # False: every put through the row-at-a-time applier (tests' oracle)
         self.progress = progress
         self.on_repair = on_repair
+        self.base = -1  # the position the last run found the database at
+        self.wrote = False  # whether that run wrote anything
 
     def __call__(self, conn: sqlite3.Connection, principal: Principal, position: int) -> Planned:
         # A load writes most pages of a large file in one transaction: with SQLite's
@@ -890,9 +892,11 @@ class _Plan:
         previous = int(conn.execute("PRAGMA cache_size").fetchone()[0])
         conn.execute(f"PRAGMA cache_size = {-LOAD_CACHE_KIB}")
         try:
-            return self._apply(conn, principal, position)
+            planned = self._apply(conn, principal, position)
         finally:
             conn.execute(f"PRAGMA cache_size = {previous}")
+        self.base, self.wrote = position - 1, bool(planned.mutations)
+        return planned
 
     def _apply(self, conn: sqlite3.Connection, principal: Principal, position: int) -> Planned:
         wanted = self.wanted
@@ -1597,7 +1601,11 @@ def _load(
         )
         receipt = db.apply_internal(plan, principal, now=now)
         if path is not None and keys is not None:
-            kept_now = keys.for_position(receipt.token.position)
+            # A load that wrote nothing found the wanted state stored where the database
+            # stood; its receipt may be the replay of the same content's load at an
+            # older position.
+            at = receipt.token.position if plan.wrote else plan.base
+            kept_now = keys.for_position(at)
             if key_memo is None:
                 write_keys(path, kept_now)
             else:

@@ -38,14 +38,19 @@ def _written(graph: SemanticGraph, printed: PrintedSegments | None) -> bytes:
     st.lists(graph_specs(), min_size=1, max_size=4),
     st.sampled_from([1, 2, 4]),
     st.lists(st.booleans(), min_size=4, max_size=4),
+    st.sampled_from([1, 3, segments.JOIN_SEGMENTS]),
 )
 def test_a_write_from_printed_segments_equals_encode_artifact(
-    specs: list[dict[str, Any]], size: int, updates: list[bool]
+    specs: list[dict[str, Any]], size: int, updates: list[bool], chunk: int
 ) -> None:
     # One PrintedSegments across a sequence of graphs (records equal or not between
-    # them, tables growing and shrinking), updated before some writes and not others.
+    # them, tables growing and shrinking), updated before some writes and not others;
+    # columns joined in chunks of a few segments or of the default count.
     printed = PrintedSegments()
-    with mock.patch.object(segments, "SEGMENT_RECORDS", size):
+    with (
+        mock.patch.object(segments, "SEGMENT_RECORDS", size),
+        mock.patch.object(segments, "JOIN_SEGMENTS", chunk),
+    ):
         for spec, update in zip(specs, updates, strict=False):
             graph = build(spec)
             if update:

@@ -29,7 +29,14 @@ from cairn.artifact.format import (
 )
 from cairn.artifact.limits import ARTIFACT_HEADER
 from cairn.artifact.paths import PATH_FIELD_NAMES
-from cairn.artifact.seal import DIGEST_PLACEHOLDER, digest_tail, seal, sealed_pieces, sealing
+from cairn.artifact.seal import (
+    DIGEST_PLACEHOLDER,
+    Chunked,
+    digest_tail,
+    seal,
+    sealed_pieces,
+    sealing,
+)
 from cairn.artifact.workers import SharedWork, Spool
 from cairn.errors import CairnError
 from cairn.graph.model import Discriminator, freeze
@@ -175,6 +182,10 @@ def test_sealing_streams_the_same_pieces_and_checks_the_body_first() -> None:
     streamed = list(sealing(split, tail))
     assert streamed[:2] == split[:2] and streamed[0] is split[0]
     assert b"".join(streamed) == b"".join(sealed_pieces(split, tail)) == seal(body)
+    chunked = Chunked(6, lambda: [body[:2], body[2:6]])  # made again for each reader
+    assert b"".join(sealing([chunked, body[6:]], tail)) == seal(body)
+    with pytest.raises(ValueError, match="not whole"):
+        sealing([body[:6], Chunked(len(body) - 6, lambda: [body[6:]])], tail)
     with pytest.raises(ValueError, match="placeholder"):
         sealing([body.replace(b"0", b"1")], tail)  # raised at the call, not when consumed
     with pytest.raises(ValueError, match="no top-level payload_sha256"):

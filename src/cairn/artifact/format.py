@@ -45,7 +45,9 @@ from cairn.artifact.schema import OCCURRENCE_COLUMNS, expected_versions
 from cairn.artifact.seal import (
     DIGEST_KEY,
     DIGEST_PLACEHOLDER,
+    Piece,
     digest_tail,
+    expanded,
     sealed_pieces,
     sealing,
 )
@@ -125,7 +127,7 @@ def encode_artifact(
     """
     meta = _metadata(repository_revision, generation_mode, generated_at, directed, provenance)
     pieces, tail = _body_pieces(graph, meta, parallel=parallel)
-    return b"".join([ARTIFACT_HEADER, *sealed_pieces(pieces, tail), b"\n"])
+    return b"".join([ARTIFACT_HEADER, *sealed_pieces(list(expanded(pieces)), tail), b"\n"])
 
 
 def _body_pieces(
@@ -134,16 +136,18 @@ def _body_pieces(
     *,
     parallel: bool,
     printed: PrintedSegments | None = None,
-) -> tuple[list[bytes | memoryview], bytes]:
+) -> tuple[list[Piece], bytes]:
     """The artifact's body as buffers to concatenate, not sealed yet, and its digest
     tail (the body joined from ``printed``'s segments when given: the same bytes); the
     artifact is the header, the sealed body and a newline."""
     with gc_paused():
+        pieces: list[Piece]
         if printed is not None:
             pieces, ascii_only, tail = printed.body(graph, meta)
         else:
-            pieces, ascii_only, tail = _fast_body(graph, meta, parallel=parallel)
-        if not ascii_only and not _normalized(pieces):
+            fast, ascii_only, tail = _fast_body(graph, meta, parallel=parallel)
+            pieces = list(fast)
+        if not ascii_only and not _normalized(expanded(pieces)):
             plain = _payload(graph, meta, fast=False)
             pieces, tail = [canonical_bytes(plain)], digest_tail(plain)
         return pieces, tail
@@ -152,7 +156,7 @@ def _body_pieces(
 _ASCII_BYTE = re.compile(rb"[\x00-\x7f]")
 
 
-def _normalized(pieces: Sequence[bytes | memoryview]) -> bool:
+def _normalized(pieces: Iterable[bytes | memoryview]) -> bool:
     """Whether the UTF-8 text of ``pieces`` joined is NFC, checked window by window.
 
     Windows of about ``NFC_WINDOW_BYTES`` end just before an ASCII byte: an ASCII

@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeAlias
 
 import orjson
 
@@ -26,7 +26,10 @@ from cairn.canonical import canonical_bytes
 __all__ = [
     "DIGEST_KEY",
     "DIGEST_PLACEHOLDER",
+    "Chunked",
+    "Piece",
     "digest_tail",
+    "expanded",
     "seal",
     "sealed_pieces",
     "sealing",
@@ -72,6 +75,40 @@ def _value_offset(body: bytes | memoryview, tail: bytes) -> int:
     return offset
 
 
+class Chunked:
+    """A piece of a body given as the chunks it joins to, made again for each reader
+    (``chunks``): a column of a hundred megabytes is never joined whole, and chunks of
+    a megabyte or so reuse the memory the last one freed instead of faulting in fresh
+    pages (whole Django sdist, in a forked writer: joining and hashing 0.34-0.37 s
+    whole, 0.25-0.26 s in chunks)."""
+
+    __slots__ = ("_make", "size")
+
+    def __init__(self, size: int, make: Callable[[], Iterable[bytes]]) -> None:
+        self.size = size
+        self._make = make
+
+    def __len__(self) -> int:
+        return self.size
+
+    def chunks(self) -> Iterator[bytes]:
+        """The chunks, in order (their lengths add up to ``size``)."""
+        return iter(self._make())
+
+
+Piece: TypeAlias = "bytes | memoryview | Chunked"
+"""One piece of a printed body."""
+
+
+def expanded(pieces: Iterable[Piece]) -> Iterator[bytes | memoryview]:
+    """``pieces`` with each ``Chunked`` one given as its chunks."""
+    for piece in pieces:
+        if isinstance(piece, Chunked):
+            yield from piece.chunks()
+        else:
+            yield piece
+
+
 def sealed_pieces(pieces: Sequence[bytes | memoryview], tail: bytes) -> list[bytes | memoryview]:
     """``pieces`` of a body with the digest filled in; the member must lie in the last one.
 
@@ -89,31 +126,32 @@ def sealed_pieces(pieces: Sequence[bytes | memoryview], tail: bytes) -> list[byt
     return [*pieces[:-1], last[:offset] + digest + last[offset + _WIDTH :]]
 
 
-def sealing(pieces: Sequence[bytes | memoryview], tail: bytes) -> Iterator[bytes | memoryview]:
+def sealing(pieces: Sequence[Piece], tail: bytes) -> Iterator[bytes | memoryview]:
     """``sealed_pieces`` as they are written: the digest is hashed on a thread while the
     pieces before the last are handed on (hashing and writing a file both release the
     GIL: the whole Django sdist's 128 MB hash in 0.11 s beside a 0.23 s write), and the
     last piece, holding the digest, comes once it is known. The body is checked first."""
-    last = bytes(pieces[-1])
+    final = pieces[-1]
+    if isinstance(final, Chunked):
+        raise ValueError("the body's last piece, which holds the digest, is not whole")
+    last = bytes(final)
     offset = _value_offset(last, tail)
     if last[offset : offset + _WIDTH] != DIGEST_PLACEHOLDER.encode():
         raise ValueError("the body does not hold the digest placeholder")
     return _sealing(pieces, last, offset)
 
 
-def _sealing(
-    pieces: Sequence[bytes | memoryview], last: bytes, offset: int
-) -> Iterator[bytes | memoryview]:
+def _sealing(pieces: Sequence[Piece], last: bytes, offset: int) -> Iterator[bytes | memoryview]:
     hasher = hashlib.sha256()
 
     def hash_all() -> None:
-        for piece in pieces:
+        for piece in expanded(pieces):
             hasher.update(piece)
 
     hashing = threading.Thread(target=hash_all, name="cairn-seal")
     hashing.start()
     try:
-        yield from pieces[:-1]
+        yield from expanded(pieces[:-1])
     finally:
         hashing.join()  # also when the writer stops early: no thread outlives the write
     digest = hasher.hexdigest().encode()

@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import pairwise
@@ -54,7 +54,7 @@ from cairn.artifact.format import (
     _table,
     _Writer,
 )
-from cairn.artifact.seal import digest_tail
+from cairn.artifact.seal import Chunked, Piece, digest_tail
 from cairn.graph.model import EndpointIdentity, OccurrenceOwner
 from cairn.graph.multigraph import GraphChanges, SemanticGraph
 
@@ -64,6 +64,9 @@ SEGMENT_RECORDS = 16
 """Records per segment on average (a power of two): fewer makes more buffers, more
 prints more records again per edit (an edit's records are scattered over the sorted
 order: fact and occurrence IDs are hashes)."""
+
+JOIN_SEGMENTS = 256
+"""Segments per chunk of a printed column (``_joined``): about a megabyte on Django."""
 
 _ID = attrgetter("id")
 _MARK = orjson.Fragment(b"\x00")
@@ -255,9 +258,7 @@ class PrintedSegments:
         the writing process updates first and the writer only joins)."""
         self._prepared(graph)
 
-    def body(
-        self, graph: SemanticGraph, meta: dict[str, Any]
-    ) -> tuple[list[bytes | memoryview], bool, bytes]:
+    def body(self, graph: SemanticGraph, meta: dict[str, Any]) -> tuple[list[Piece], bool, bytes]:
         """What ``format._fast_body`` gives for ``graph``: the body as pieces, whether
         all of it is proven NFC (``_fast_body`` says whether it is ASCII: either spares
         the whole-body check), and the digest tail."""
@@ -280,7 +281,7 @@ class PrintedSegments:
             payload[section.name] = _MARK
         rest = _sorted_dumps(payload)
         view = memoryview(rest)
-        pieces: list[bytes | memoryview] = []
+        pieces: list[Piece] = []
         start = 0
         for section in _SECTIONS:
             mark = rest.index(b"\x00", start)
@@ -635,24 +636,37 @@ def _global_rows(segments: Sequence[_Segment], index: int, table: list[bytes]) -
 
 def _section_pieces(
     section: _Section, held: _Held, rows: dict[tuple[str, str], _Rows]
-) -> list[bytes]:
+) -> list[Piece]:
     """The section's object, ``{"column":[...],...}`` in sorted key order, as pieces."""
-    columns: dict[str, list[bytes]] = {}
+    columns: dict[str, list[Piece]] = {}
     for position, name in enumerate(section.printed):
-        # One buffer per column: hashing and writing tens of thousands of small pieces
-        # cost more than copying them once. A segment with nothing in a column has no text.
-        inner = b",".join(filter(None, held.columns[position]))
-        columns[name] = [b"[", inner, b"]"]
+        columns[name] = [b"[", _joined(held.columns[position]), b"]"]
     for column, _ in section.tables:
         printed = orjson.dumps(rows[section.name, column], option=orjson.OPT_SERIALIZE_NUMPY)
         columns[column] = [printed]
-    pieces: list[bytes] = [b"{"]
+    pieces: list[Piece] = [b"{"]
     for name in sorted(columns):
         pieces.append(b'"%s":' % name.encode())
         pieces.extend(columns[name])
         pieces.append(b",")
     pieces[-1] = b"}"
     return pieces
+
+
+def _joined(texts: Sequence[bytes]) -> Chunked:
+    """One column's segment texts joined by commas, in chunks of ``JOIN_SEGMENTS`` (a
+    segment with nothing in the column has no text): hashing and writing tens of
+    thousands of small pieces cost more than copying them into a few large ones."""
+    present = list(filter(None, texts))
+    size = sum(map(len, present)) + max(len(present) - 1, 0)
+
+    def chunks() -> Iterator[bytes]:
+        for start in range(0, len(present), JOIN_SEGMENTS):
+            if start:
+                yield b","
+            yield b",".join(present[start : start + JOIN_SEGMENTS])
+
+    return Chunked(size, chunks)
 
 
 def _parts(segment: _Segment) -> _Parts:

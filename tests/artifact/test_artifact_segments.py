@@ -4,9 +4,7 @@ and only segments with a changed record are printed again."""
 
 from __future__ import annotations
 
-import copy
 import tempfile
-from collections import Counter
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -116,31 +114,6 @@ def test_a_record_the_artifact_refuses_is_refused_from_segments_too(tmp_path: Pa
     assert printed.empty  # nothing kept for a graph the artifact refuses
 
 
-def test_a_handback_is_held_as_printed_and_one_that_does_not_fit_empties_the_holder() -> None:
-    graph = rich_graph()
-    holder = PrintedSegments()
-    with mock.patch.object(segments, "SEGMENT_RECORDS", 2):
-        writer = _fork(holder)
-        writer.update(graph)  # as a forked helper does: every segment is new here
-        handback = writer.handback()
-        stranger = PrintedSegments()
-        stranger.adopt(graph, handback)  # not forked from it: nothing held
-        assert stranger.empty
-        holder.adopt(graph, handback)
-        assert not holder.empty
-        with mock.patch.object(segments, "_printed", side_effect=AssertionError("printed")):
-            holder.update(graph)  # the very records: nothing printed again
-        assert _written(graph, holder) == encode_artifact(graph, generated_at=FIXED_TIME)
-        other = SemanticGraph()
-        other.add_node("elsewhere", "file")
-        emptied = PrintedSegments()
-        writer = _fork(emptied)
-        writer.update(graph)
-        emptied.adopt(other, writer.handback())  # records another graph lacks: not held
-        assert emptied.empty
-        assert _written(other, emptied) == encode_artifact(other, generated_at=FIXED_TIME)
-
-
 NODE_IDS = [f"function:m.f{number}" for number in range(6)]
 _CALL = {"invocation": "call", "dispatch": "direct", "resolution": "resolved"}
 
@@ -153,7 +126,6 @@ part_specs = st.tuples(
 round_specs = st.tuples(
     st.lists(part_specs, max_size=3, unique_by=lambda spec: spec[0]),
     st.booleans(),  # a node and a fact written after the merge
-    st.booleans(),  # written by a fork of the holder, whose handback the holder adopts
 )
 
 
@@ -171,20 +143,6 @@ def _merge_part(key: str, number: int, touched: bool, calls: list[Any]) -> Part:
     return key, nodes, admit_apart(candidates, {node.id: node.identity for node in nodes})
 
 
-def _fork(holder: PrintedSegments) -> PrintedSegments:
-    """What a forked writer starts from: the holder's state (its containers copied)."""
-    child = copy.copy(holder)
-    child._held = {
-        name: segments._Held(list(held.keys), list(held.segments), [*map(list, held.columns)])
-        for name, held in holder._held.items()
-    }
-    child._changes = dict(holder._changes)
-    child._tables = dict(holder._tables)
-    child._counts = {name: Counter(counts) for name, counts in holder._counts.items()}
-    child._moved = set(holder._moved)
-    return child
-
-
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(round_specs, min_size=1, max_size=6), st.sampled_from([1, 2, 4]))
 def test_graphs_made_by_merges_print_only_what_their_journals_name(
@@ -192,13 +150,12 @@ def test_graphs_made_by_merges_print_only_what_their_journals_name(
 ) -> None:
     """Round after round of graphs merged by difference (parts kept, changed, gone,
     sharing nodes or facts), some written to after the merge, written from one holder
-    or from a fork of it whose handback the holder adopts (as ``cairn watch`` does):
-    every write has the bytes ``encode_artifact`` prints."""
+    (as ``cairn watch`` does): every write has the bytes ``encode_artifact`` prints."""
     printed = PrintedSegments()
     kept: PartsMerge | None = None
     last_parts: dict[str, Part] = {}
     with mock.patch.object(segments, "SEGMENT_RECORDS", size):
-        for number, (specs, written, forked) in enumerate(rounds):
+        for number, (specs, written) in enumerate(rounds):
             parts = [
                 last_parts[key]
                 if same and key in last_parts
@@ -218,12 +175,8 @@ def test_graphs_made_by_merges_print_only_what_their_journals_name(
                 graph.add_fact(
                     f"section:doc#{number % 2}", target, "mentions", occurrence=site(number + 1)
                 )
-            writer = _fork(printed) if forked else printed
-            assert _written(graph, writer) == encode_artifact(graph, generated_at=FIXED_TIME)
-            _check_cut(writer, graph)
-            if forked:
-                printed.adopt(graph, writer.handback())
-                _check_cut(printed, graph)
+            assert _written(graph, printed) == encode_artifact(graph, generated_at=FIXED_TIME)
+            _check_cut(printed, graph)
 
 
 def _check_cut(holder: PrintedSegments, graph: SemanticGraph) -> None:

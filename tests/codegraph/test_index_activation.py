@@ -171,58 +171,40 @@ def test_the_json_summary_times_every_phase_in_order(tmp_path: Path) -> None:
     assert sum(spent.values()) <= wall + 0.001 * len(spent)  # each rounded to the ms
 
 
-def test_a_remembering_round_writes_graph_cairn_beside_the_load(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``cairn watch`` rounds write graph.cairn in a forked helper while the database
-    loads: the same artifact and manifest bytes and the same stored state as a one-shot
-    index of the same tree, written by another process."""
-    import os
-
+def test_a_remembering_round_writes_graph_cairn_before_the_load(tmp_path: Path) -> None:
+    """``cairn watch`` rounds write graph.cairn in this process from the segments they
+    hold, then load the database: the same artifact and manifest bytes as a one-shot
+    index of the same tree."""
     from rich.console import Console
 
-    import cairn.codegraph.console as console_module
-    from cairn.artifact.runtime import fork_available
     from cairn.codegraph.console import index_once
 
-    assert fork_available()  # the test runs where the helper can be forked
-    writers: list[int] = []
-    original = console_module.write_index
-
-    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
-        writers.append(os.getpid())
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(console_module, "write_index", recording)
     root = repository(tmp_path)
     quiet = Console(quiet=True)
     fixed = "2026-01-01T00:00:00Z"
     watched, plain = tmp_path / "watched", tmp_path / "plain"
     index_once(root, console=quiet, out=watched, workers=1, generated_at=fixed, remember=True)
     (root / "app.py").write_text((root / "app.py").read_text() + "\n\ndef later():\n    main()\n")
-    writers.clear()
     summary, _ = index_once(
         root, console=quiet, out=watched, workers=1, generated_at=fixed, remember=True
     )
-    assert writers == []  # not written by this process: the forked helper did it
     index_once(root, console=quiet, out=plain, workers=1, generated_at=fixed)
-    assert writers == [os.getpid()]  # a one-shot index writes it here, first
     for name in ("graph.cairn", "manifest.json"):
         assert (watched / name).read_bytes() == (plain / name).read_bytes(), name
     assert summary["graph_path"] == str(watched / "graph.cairn")
     assert summary["graph_bytes"] == (watched / "graph.cairn").stat().st_size
     assert summary["load"]["changes"] > 0
     phases = list(summary["phase_seconds"])
-    assert phases[4] == "writing graph.cairn"  # forked first; waited for after the summary
+    assert phases.index("writing graph.cairn") < phases.index("loading: encoding")
     assert phases.index("loading: committing") < phases.index("summarising")
 
 
 def test_watch_rounds_write_graph_cairn_from_the_segments_earlier_rounds_printed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """From the third round on, the forked helper joins segments printed by earlier
-    rounds (handed back to the watching process): every round's graph.cairn still has
-    a one-shot index's bytes, and a round prints again only segments it changed."""
+    """From the second round on, a round joins segments printed by earlier rounds:
+    every round's graph.cairn still has a one-shot index's bytes, and a round prints
+    again only segments holding a record it changed."""
     import shutil
 
     from codegraph_expect import FIXTURES
@@ -230,18 +212,17 @@ def test_watch_rounds_write_graph_cairn_from_the_segments_earlier_rounds_printed
 
     import cairn.codegraph.console as console_module
     from cairn.artifact import segments
-    from cairn.codegraph.console import index_once, settle_printed
+    from cairn.codegraph.console import index_once
 
-    settle_printed()  # another test's last round, not this one's
     monkeypatch.setattr(segments, "SEGMENT_RECORDS", 4)  # many segments in a small tree
-    handed: list[int] = []
-    adopt = segments.PrintedSegments.adopt
+    printing = segments._printed
+    counted: list[int] = []
 
-    def recording(self, graph, handback):  # type: ignore[no-untyped-def]
-        handed.append(sum(map(_printed_count, handback[1].values())))
-        adopt(self, graph, handback)
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        counted[-1] += 1
+        return printing(*args, **kwargs)
 
-    monkeypatch.setattr(segments.PrintedSegments, "adopt", recording)
+    monkeypatch.setattr(segments, "_printed", counting)
     root = tmp_path / "repo"
     shutil.copytree(FIXTURES / "flask_app", root)
     # A module no edit reaches: its records stay the very objects round after round.
@@ -251,39 +232,32 @@ def test_watch_rounds_write_graph_cairn_from_the_segments_earlier_rounds_printed
     quiet = Console(quiet=True)
     fixed = "2026-01-01T00:00:00Z"
     watched = tmp_path / "watched"
+    printed_per_round: list[int] = []
+    totals: list[int] = []  # segments held after each round
     for step in range(4):
         if step:
             views.write_text(views.read_text() + f"\n\ndef later_{step}():\n    return {step}\n")
+        counted.append(0)
         _, result = index_once(
             root, console=quiet, out=watched, workers=1, generated_at=fixed, remember=True
         )
-        if step % 2:
-            settle_printed()  # as `cairn watch` does after its report; else the next round
+        printed_per_round.append(counted[-1])
+        held = console_module._PRINTED[watched.resolve()]._held.values()
+        totals.append(sum(len(section.segments) for section in held))
         plain = tmp_path / f"plain{step}"
         index_once(root, console=quiet, out=plain, workers=1, generated_at=fixed)
         for name in ("graph.cairn", "manifest.json"):
             assert (watched / name).read_bytes() == (plain / name).read_bytes(), (step, name)
-    settle_printed()
+    assert printed_per_round[0] == totals[0]  # the first round prints every segment
+    later = zip(printed_per_round[1:], totals[1:], strict=True)
+    assert all(0 < count < total / 3 for count, total in later), (printed_per_round, totals)
     printed = console_module._PRINTED[watched.resolve()]
-    total = sum(len(held.segments) for held in printed._held.values())
-    assert len(handed) == 3  # rounds 1-3 were written by a helper from held segments
-    assert all(0 < count < total / 3 for count in handed), (handed, total)
-    # What the last helper printed is held here now: the same graph prints nothing.
+    # What the last round printed is held: the same graph prints nothing again.
     monkeypatch.setattr(segments, "_printed", lambda *_: pytest.fail("printed again"))
     printed.update(result.graph)
 
 
-def _printed_count(section: object) -> int:
-    """Segments a handed back section printed (its splices', or a full cut's)."""
-    from cairn.artifact.segments import _Recut, _Spliced
-
-    if isinstance(section, _Spliced):
-        return sum(len(fresh) for _, _, fresh in section.splices)
-    assert isinstance(section, _Recut)
-    return len(section.printed)
-
-
-def test_an_artifact_error_in_the_forked_writer_is_raised_as_itself(tmp_path: Path) -> None:
+def test_an_artifact_error_in_a_remembering_round_is_raised_as_itself(tmp_path: Path) -> None:
     from rich.console import Console
 
     from cairn.codegraph.console import index_once

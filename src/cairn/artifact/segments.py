@@ -18,13 +18,11 @@ holding a named record, spliced into the held lists in place.
 The bytes equal ``encode_artifact``'s: a JSON array printed whole is its elements'
 texts joined by commas, which is what the kept pieces are; a property test compares the
 two over edits. Memory: about one more copy of the printed sections (the size of
-graph.cairn), in some thousands of buffers, so a forked writer that joins them touches
-few objects (each object it reads is copied into the fork when its count changes).
+graph.cairn), in some thousands of buffers.
 """
 
 from __future__ import annotations
 
-import itertools
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -58,7 +56,7 @@ from cairn.artifact.seal import Chunked, Piece, digest_tail
 from cairn.graph.model import EndpointIdentity, OccurrenceOwner
 from cairn.graph.multigraph import GraphChanges, SemanticGraph
 
-__all__ = ["SEGMENT_RECORDS", "Handback", "PrintedSegments"]
+__all__ = ["SEGMENT_RECORDS", "PrintedSegments"]
 
 SEGMENT_RECORDS = 16
 """Records per segment on average (a power of two): fewer makes more buffers, more
@@ -162,30 +160,6 @@ _OCCURRENCES = _Section(
 _SECTIONS = (_FACTS, _NODES, _OCCURRENCES)
 """In the order their members print (sorted keys: facts, nodes, occurrences)."""
 
-_Parts = tuple[tuple[str, ...], tuple[bytes, ...], tuple[_Local, ...], bool]
-"""A printed segment as handed back: its records' IDs, texts, local tables, NFC proof."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Spliced:
-    """A section's cut by changes: ``(start, stop, segments)`` put in place of the
-    segments ``[start, stop)``, applied in this order."""
-
-    splices: tuple[tuple[int, int, tuple[Any, ...]], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class _Recut:
-    """A section's full cut: every segment's key in order, and the segments printed."""
-
-    keys: tuple[str, ...]
-    printed: dict[str, Any]
-
-
-Handback = tuple[int, dict[str, "_Spliced | _Recut"]]
-"""The state a forked writer started from (``PrintedSegments`` serial), and per section
-what it changed (``_Spliced`` or ``_Recut``, with each printed segment's ``_Parts``)."""
-
 
 @dataclass(slots=True)
 class _Held:
@@ -213,9 +187,6 @@ class _Held:
         return removed
 
 
-_SERIALS = itertools.count(1)
-"""Names of held states, unique in a process (a fork starts from its parent's)."""
-
 _Prepared = tuple[dict[str, _Held], dict[str, list[bytes]], dict[tuple[str, str], _Rows]]
 """Each section's held segments, each shared table, each table column's rows."""
 
@@ -231,10 +202,7 @@ class PrintedSegments:
         self._counts: dict[str, Counter[bytes]] = {}
         self._moved: set[str] = set()
         self._last: tuple[object, object, _Prepared] | None = None
-        self._changes: dict[str, _Spliced | _Recut] = {}  # what the last cut did, by section
         self._source: GraphChanges | None = None
-        self._serial = next(_SERIALS)  # another with every change of what is held
-        self._based = self._serial  # the serial the last cut started from
         self._reset()
 
     def _reset(self) -> None:
@@ -243,9 +211,7 @@ class PrintedSegments:
         self._tables = {}
         self._counts = {}
         self._last = None
-        self._changes = {}
         self._source = None
-        self._serial = next(_SERIALS)
 
     @property
     def empty(self) -> bool:
@@ -254,8 +220,7 @@ class PrintedSegments:
 
     def update(self, graph: SemanticGraph) -> None:
         """Print the segments of ``graph`` not held yet, drop those it no longer has and
-        number the tables (``body`` does it too; a forked writer's work dies with it, so
-        the writing process updates first and the writer only joins)."""
+        number the tables (``body`` does it too)."""
         self._prepared(graph)
 
     def body(self, graph: SemanticGraph, meta: dict[str, Any]) -> tuple[list[Piece], bool, bytes]:
@@ -296,8 +261,7 @@ class PrintedSegments:
 
     def _prepared(self, graph: SemanticGraph) -> _Prepared:
         """Each section's held segments, each shared table, and each table column's rows
-        (the last ones again while the graph holds the very same records: a forked
-        writer then only joins what the writing process prepared before the fork).
+        (the last ones again while the graph holds the very same records).
 
         A graph made by the next merge of the lineage the held segments were printed
         from (``SemanticGraph.changes``) is not listed: only the segments where its
@@ -322,8 +286,6 @@ class PrintedSegments:
                 return last[2]
             if sizes is None:
                 stamp = listings
-        # Another state from here on, even when a cut fails half way.
-        self._based, self._serial = self._serial, next(_SERIALS)
         if changed is not None:
             for section, ids in zip(_SECTIONS, changed, strict=True):
                 self._cut_changes(section, graph, ids)
@@ -398,13 +360,10 @@ class PrintedSegments:
                 ):
                     break
             runs.append((start, index, records))
-        splices: list[tuple[int, int, tuple[_Segment, ...]]] = []
         for start, stop, records in reversed(runs):  # from the end: the starts stay valid
             listed = tuple(records)
             fresh = [_printed(section, listed[begin:end]) for begin, end in _bounds(listed)]
             self._counted(section, held.splice(start, stop, fresh), fresh)
-            splices.append((start, stop, tuple(fresh)))
-        self._changes[section.name] = _Spliced(tuple(splices))
 
     def _cut(self, section: _Section, records: tuple[Any, ...]) -> None:
         """Cut all of ``records`` into segments, reusing the held ones that hold the
@@ -412,7 +371,6 @@ class PrintedSegments:
         held = self._held[section.name]
         by_key = dict(zip(held.keys, held.segments, strict=True))
         found: list[_Segment] = []
-        fresh: dict[str, _Segment] = {}
         for begin, end in _bounds(records):
             part = records[begin:end]
             key = part[0].id
@@ -423,75 +381,9 @@ class PrintedSegments:
                 len(segment.records) == len(part) and all(map(is_, segment.records, part))
             ):
                 segment = _printed(section, part)
-                fresh[key] = segment
             found.append(segment)
         self._held[section.name] = _Held.of(section, found)
         self._uncounted(section)
-        self._changes[section.name] = _Recut(tuple(self._held[section.name].keys), fresh)
-
-    def handback(self) -> Handback:
-        """What the last ``update`` or ``body`` printed, for the process this one was
-        forked from (``adopt``): the state it started from, and per section the splices
-        it made or, after a full cut, every segment's key and those it printed. Small
-        for an edit: only the segments holding a changed record."""
-        sections: dict[str, _Spliced | _Recut] = {}
-        for name, change in self._changes.items():
-            if isinstance(change, _Spliced):
-                sections[name] = _Spliced(
-                    tuple(
-                        (start, stop, tuple(map(_parts, fresh)))
-                        for start, stop, fresh in change.splices
-                    )
-                )
-            else:
-                printed = {key: _parts(segment) for key, segment in change.printed.items()}
-                sections[name] = _Recut(change.keys, printed)
-        return self._based, sections
-
-    def adopt(self, graph: SemanticGraph, handback: Handback) -> None:
-        """Hold what a forked writer printed for ``graph`` (its ``handback``), as if
-        this process had printed it: the next write reuses those segments. A handback
-        from a fork of another state, or anything that does not fit (it cannot, from a
-        fork of this very state), empties the held segments instead, so the next write
-        prints every segment."""
-        based, sections = handback
-        if based != self._serial or set(sections) != {section.name for section in _SECTIONS}:
-            self._reset()
-            return
-        for section in _SECTIONS:
-            if not self._adopted(section, graph, sections[section.name]):
-                self._reset()
-                return
-        self._changes = {}
-        self._last = None
-        self._serial = next(_SERIALS)
-        self._source = graph.changes()
-
-    def _adopted(self, section: _Section, graph: SemanticGraph, back: _Spliced | _Recut) -> bool:
-        """Apply one section of a handback; False when it does not fit."""
-        held = self._held[section.name]
-        lookup = _RECORD_OF[section.name]
-        if isinstance(back, _Spliced):
-            for start, stop, printed in back.splices:
-                fresh = [_segment_of(graph, lookup, parts) for parts in printed]
-                if not 0 <= start <= stop <= len(held.keys):
-                    return False
-                kept = [item for item in fresh if item is not None]
-                if len(kept) != len(fresh):
-                    return False
-                self._counted(section, held.splice(start, stop, kept), kept)
-            return True
-        before = dict(zip(held.keys, held.segments, strict=True))
-        found: list[_Segment] = []
-        for key in back.keys:
-            parts = back.printed.get(key)
-            segment = before.get(key) if parts is None else _segment_of(graph, lookup, parts)
-            if segment is None or segment.records[0].id != key:
-                return False
-            found.append(segment)
-        self._held[section.name] = _Held.of(section, found)
-        self._uncounted(section)
-        return True
 
     def _counted(self, section: _Section, removed: list[_Segment], added: list[_Segment]) -> None:
         """Count the entries of segments put in and taken out of ``section``."""
@@ -537,17 +429,6 @@ class PrintedSegments:
             return last
         self._tables[name] = entries
         return entries
-
-
-def _segment_of(
-    graph: SemanticGraph, lookup: Callable[[SemanticGraph, str], Any], parts: _Parts
-) -> _Segment | None:
-    """A handed back segment over ``graph``'s records of its IDs (None: one is missing)."""
-    ids, texts, locals_, nfc = parts
-    records = tuple(lookup(graph, record_id) for record_id in ids)
-    if not records or any(record is None for record in records):
-        return None
-    return _Segment(records, texts, locals_, nfc, [None] * len(locals_))
 
 
 def _records(graph: SemanticGraph, name: str) -> tuple[Any, ...]:
@@ -667,12 +548,3 @@ def _joined(texts: Sequence[bytes]) -> Chunked:
             yield b",".join(present[start : start + JOIN_SEGMENTS])
 
     return Chunked(size, chunks)
-
-
-def _parts(segment: _Segment) -> _Parts:
-    return (
-        tuple(record.id for record in segment.records),
-        segment.texts,
-        segment.locals,
-        segment.nfc,
-    )

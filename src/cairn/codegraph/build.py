@@ -85,10 +85,8 @@ __all__ = [
     "extract_file",
     "index_repository",
     "index_summary",
-    "manifest_bytes",
     "repository_revision",
     "write_index",
-    "write_manifest",
 ]
 
 MAX_WORKERS = 64
@@ -729,7 +727,6 @@ def write_index(
     *,
     generated_at: str | None = None,
     printed: PrintedSegments | None = None,
-    manifest: bool = True,
 ) -> WrittenIndex:
     """Activate ``graph.cairn`` and write the manifest in ``out_dir`` (default ``ROOT/.cairn``).
 
@@ -742,9 +739,7 @@ def write_index(
     in it (the index is derived; a user's own ``.gitignore`` is never touched).
     ``generated_at`` is injected for reproducible output; when omitted the writer uses
     ``SOURCE_DATE_EPOCH`` or now. ``printed`` reuses an earlier write's printed
-    segments (``cairn.artifact.segments``; the same bytes). ``manifest=False`` leaves the
-    manifest to ``write_manifest`` (``cairn watch`` writes it while a forked helper
-    writes ``graph.cairn``; the size is then 0 here).
+    segments (``cairn.artifact.segments``; the same bytes).
     """
     from cairn.artifact.folder import activate_folder
 
@@ -759,29 +754,17 @@ def write_index(
         provenance={"producer": "cairn.codegraph", "adapter_version": ADAPTER_VERSION},
         printed=printed,
     )
-    graph_bytes = activated.artifact_bytes
-    if not manifest:
-        return WrittenIndex(graph_path, target / MANIFEST_FILENAME, graph_bytes, 0)
-    manifest_path, manifest_bytes = write_manifest(result, out_dir)
-    return WrittenIndex(graph_path, manifest_path, graph_bytes, manifest_bytes)
+    manifest_path, manifest_bytes = _write_manifest(result, target)
+    return WrittenIndex(graph_path, manifest_path, activated.artifact_bytes, manifest_bytes)
 
 
-def manifest_bytes(result: IndexResult) -> bytes:
-    """The bytes of ``result``'s manifest (``manifest.json``)."""
+def _write_manifest(result: IndexResult, target: Path) -> tuple[Path, int]:
+    """Write ``result``'s manifest (``manifest.json``) in ``target``; its path and size."""
+    from cairn.artifact.atomic import atomic_write_bytes
     from cairn.canonical import canonical_bytes
 
-    return canonical_bytes(result.manifest.to_json()) + b"\n"
-
-
-def write_manifest(
-    result: IndexResult, out_dir: Path | str | None = None, data: bytes | None = None
-) -> tuple[Path, int]:
-    """Write ``result``'s manifest (``data`` when made ahead: ``manifest_bytes``) in
-    ``out_dir``, as ``write_index`` does; its path and size."""
-    from cairn.artifact.atomic import atomic_write_bytes
-
-    manifest = manifest_bytes(result) if data is None else data
-    manifest_path = _index_folder(result, out_dir) / MANIFEST_FILENAME
+    manifest = canonical_bytes(result.manifest.to_json()) + b"\n"
+    manifest_path = target / MANIFEST_FILENAME
     atomic_write_bytes(manifest_path, manifest)
     return manifest_path, len(manifest)
 

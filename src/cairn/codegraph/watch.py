@@ -24,7 +24,7 @@ from typing import Any
 from rich.console import Console
 
 from cairn.codegraph.build import IndexResult
-from cairn.codegraph.console import index_folder, index_once, settle_printed
+from cairn.codegraph.console import index_folder, index_once
 from cairn.codegraph.limits import DEFAULT_EXCLUDED_DIRS
 from cairn.codegraph.wire import gc_paused
 from cairn.errors import ValidationError
@@ -210,7 +210,6 @@ def _rounds(
                 previous = current
                 done += 1
                 on_round(_record(done, len(batch), changes, summary, _since(started)))
-            settle_printed()  # what the round's graph.cairn helper printed, for the next
             heap.collect()
             if rounds is not None and done >= rounds:
                 break

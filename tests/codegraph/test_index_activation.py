@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import pytest
@@ -197,6 +198,82 @@ def test_a_remembering_round_writes_graph_cairn_before_the_load(tmp_path: Path) 
     phases = list(summary["phase_seconds"])
     assert phases.index("writing graph.cairn") < phases.index("loading: encoding")
     assert phases.index("loading: committing") < phases.index("summarising")
+
+
+def _file_alone_position(db_path: Path, tmp_path: Path) -> int:
+    """The position ``db_path`` holds without its write-ahead log."""
+    import shutil
+    import sqlite3
+    from contextlib import closing
+
+    alone = tmp_path / "alone.db"
+    alone.unlink(missing_ok=True)
+    shutil.copyfile(db_path, alone)
+    with closing(sqlite3.connect(alone)) as conn:
+        return int(conn.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()[0])
+
+
+def test_remembering_rounds_keep_the_database_open_and_open_a_new_file_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cairn watch`` rounds load through one handle kept open (no checkpoint at each
+    close: ``checkpoint_held`` copies the log while idle); a round after the index was
+    removed builds a new database, and the next one opens that file, not the old."""
+    import shutil
+    import sqlite3
+    from contextlib import closing
+
+    from rich.console import Console
+
+    import cairn.store as store_module
+    from cairn.codegraph.console import checkpoint_held, index_once, release_held
+    from cairn.store.locate import DATABASE_FILE
+
+    opened: list[Path] = []
+    real_open = store_module.open
+
+    def counting(path, **kwargs):  # type: ignore[no-untyped-def]
+        opened.append(Path(path))
+        return real_open(path, **kwargs)
+
+    monkeypatch.setattr(store_module, "open", counting)
+    root = repository(tmp_path)
+    app = root / "app.py"
+    quiet = Console(quiet=True)
+    out = tmp_path / "watched"
+    database = out / DATABASE_FILE
+
+    def edit_and_round(step: int) -> dict[str, Any]:
+        app.write_text(app.read_text() + f"\n\ndef later_{step}():\n    main()\n")
+        summary, _ = index_once(root, console=quiet, out=out, workers=1, remember=True)
+        return summary
+
+    try:
+        index_once(root, console=quiet, out=out, workers=1, remember=True)  # built aside
+        assert opened == []
+        first = edit_and_round(1)["load"]["position"]
+        second = edit_and_round(2)["load"]["position"]
+        assert second > first
+        assert opened == [database]  # one handle for both rounds
+        # Not closed: the last commit is in the log, not yet in the file.
+        assert _file_alone_position(database, tmp_path) < second
+        checkpoint_held()
+        assert _file_alone_position(database, tmp_path) == second
+        shutil.rmtree(out)  # the index removed while the handle is held
+        edit_and_round(3)  # a new database, built aside
+        assert opened == [database]
+        summary = edit_and_round(4)
+        assert opened == [database, database]  # the new file, opened again
+        with store_module.open(database) as db:
+            assert db.position == summary["load"]["position"]
+        with closing(sqlite3.connect(database)) as conn:
+            ids = conn.execute(
+                "SELECT id FROM documents WHERE collection = 'symbols' AND deleted = 0"
+            ).fetchall()
+        names = {row[0].rsplit("#", 1)[-1] for row in ids}
+        assert {"later_3", "later_4"} <= names
+    finally:
+        release_held()
 
 
 def test_watch_rounds_write_graph_cairn_from_the_segments_earlier_rounds_printed(

@@ -153,6 +153,33 @@ def test_file_stays_consistent_after_reopen_with_wal_checkpoint(db_path: Path) -
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
+def _main_file_position(db_path: Path, tmp_path: Path) -> int:
+    """The position the database file alone holds (its write-ahead log left out)."""
+    import shutil
+
+    alone = tmp_path / "alone" / "copy.db"
+    alone.parent.mkdir(exist_ok=True)
+    alone.unlink(missing_ok=True)
+    shutil.copyfile(db_path, alone)
+    with closing(sqlite3.connect(alone)) as conn:
+        return int(conn.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()[0])
+
+
+def test_checkpoint_wal_copies_committed_pages_into_the_file(db_path: Path, tmp_path: Path) -> None:
+    with store.open(db_path) as db:
+        setup_docs(db)
+        db.checkpoint_wal()
+        assert _main_file_position(db_path, tmp_path) == 1
+        db.command(cmd(put("docs", "a", "alpha")))
+        assert _main_file_position(db_path, tmp_path) == 1  # committed to the log only
+        db.checkpoint_wal()
+        assert _main_file_position(db_path, tmp_path) == 2
+        assert db.position == 2
+    db.close()
+    with pytest.raises(ValidationError, match="closed"):
+        db.checkpoint_wal()
+
+
 def test_the_package_root_exports_open_and_database(tmp_path: Path) -> None:
     import cairn
 

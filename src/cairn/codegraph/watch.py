@@ -24,7 +24,7 @@ from typing import Any
 from rich.console import Console
 
 from cairn.codegraph.build import IndexResult
-from cairn.codegraph.console import index_folder, index_once
+from cairn.codegraph.console import checkpoint_held, index_folder, index_once, release_held
 from cairn.codegraph.limits import DEFAULT_EXCLUDED_DIRS
 from cairn.codegraph.wire import gc_paused
 from cairn.errors import ValidationError
@@ -211,11 +211,13 @@ def _rounds(
                 done += 1
                 on_round(_record(done, len(batch), changes, summary, _since(started)))
             heap.collect()
+            checkpoint_held()  # the round's log pages into the file, while idle
             if rounds is not None and done >= rounds:
                 break
         return done
     finally:
         heap.release()
+        release_held()
 
 
 class HeapCollector:

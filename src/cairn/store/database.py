@@ -497,6 +497,18 @@ class Database:
                 rollback(conn)
                 raise
 
+    def checkpoint_wal(self) -> None:
+        """Copy the write-ahead log's committed pages into the file (SQLite's passive
+        checkpoint): what closing the last connection does, for a process that keeps
+        its handle open between writes (``cairn watch``) to run while idle. Commits are
+        durable without it (each is synced to the log); readers are not waited for."""
+        with self._write_lock:
+            self._check_open()
+            try:
+                self._writer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            except sqlite3.Error as exc:
+                raise _translate(exc, "checkpoint", self._path) from exc
+
     def vacuum(self) -> None:
         """Rewrite the file without free space (SQLite ``VACUUM``); no data or position changes.
 

@@ -337,6 +337,7 @@ def test_watch_rounds_write_graph_cairn_from_the_segments_earlier_rounds_printed
 def test_an_artifact_error_in_a_remembering_round_is_raised_as_itself(tmp_path: Path) -> None:
     from rich.console import Console
 
+    import cairn.codegraph.console as console_module
     from cairn.codegraph.console import index_once
 
     root = repository(tmp_path)
@@ -347,3 +348,4 @@ def test_an_artifact_error_in_a_remembering_round_is_raised_as_itself(tmp_path: 
         index_once(root, console=Console(quiet=True), out=out, workers=1, remember=True)
     assert (out / "graph.json").read_bytes() == b"not a graph at all"
     assert not (out / "graph.cairn").exists()
+    assert out.resolve() not in console_module._PRINTED  # no half cut kept for next round

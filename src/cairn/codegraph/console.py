@@ -193,7 +193,11 @@ def index_once(
         # than the overlap saved (sdist body edit, 6 interleaved rounds each: 1.87 s in
         # process against 2.04 s forked; package 0.61 against 0.72 s).
         printed = _printed_segments(folder) if remember else None
-        written = write_index(result, out, generated_at=generated_at, printed=printed)
+        try:
+            written = write_index(result, out, generated_at=generated_at, printed=printed)
+        except BaseException:
+            _PRINTED.pop(folder.resolve(), None)  # half cut: the next round prints anew
+            raise
         loaded: dict[str, Any] | None = None
         if chosen is not None:
             database = index_folder(result.root, out) / DATABASE_FILE

@@ -196,7 +196,7 @@ def _steps(repo: Path, root: Path, edits: list[tuple[str, int]], printed: Printe
         remember = step % 3 != 2
         cached = index_repository(repo, workers=1 + step % 2, cache=cache, remember=remember)
         if step % 2:
-            printed.update(cached.graph)  # as the watching process does before its fork
+            printed.update(cached.graph)  # prepared, then written: the same bytes
         ours = write_index(cached, living, generated_at=FIXED_TIME, printed=printed)
         with cairn.open(living / "cairn.db") as db:  # as `cairn index` loads: by keys
             load_semantic_graph(

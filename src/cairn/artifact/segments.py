@@ -201,7 +201,6 @@ class PrintedSegments:
         # here is counted afresh), and the tables whose entries came or went since.
         self._counts: dict[str, Counter[bytes]] = {}
         self._moved: set[str] = set()
-        self._last: tuple[object, object, _Prepared] | None = None
         self._source: GraphChanges | None = None
         self._reset()
 
@@ -210,7 +209,6 @@ class PrintedSegments:
         self._held = {section.name: _Held.of(section, []) for section in _SECTIONS}
         self._tables = {}
         self._counts = {}
-        self._last = None
         self._source = None
 
     @property
@@ -260,38 +258,19 @@ class PrintedSegments:
         return pieces, proven, digest_tail(payload, _sorted_dumps)
 
     def _prepared(self, graph: SemanticGraph) -> _Prepared:
-        """Each section's held segments, each shared table, and each table column's rows
-        (the last ones again while the graph holds the very same records).
+        """Each section's held segments, each shared table, and each table column's rows.
 
         A graph made by the next merge of the lineage the held segments were printed
         from (``SemanticGraph.changes``) is not listed: only the segments where its
         journals name a record are cut and printed again (``_cut_changes``)."""
         changes = graph.changes()
-        last = self._last
-        # A graph made by a merge names every write since: more IDs, another state.
-        sizes = None if changes is None else tuple(map(len, changes.written))
-        if last is not None and sizes is not None and last[0] is graph and last[1] == sizes:
-            return last[2]
         changed = self._changed(changes)
-        stamp: object = graph
-        if changed is None:
-            listings = tuple(_records(graph, section.name) for section in _SECTIONS)
-            if (
-                sizes is None
-                and last is not None
-                and isinstance(last[0], tuple)
-                and len(last[0]) == len(listings)
-                and all(map(is_, last[0], listings))
-            ):
-                return last[2]
-            if sizes is None:
-                stamp = listings
         if changed is not None:
             for section, ids in zip(_SECTIONS, changed, strict=True):
                 self._cut_changes(section, graph, ids)
         else:
-            for section, records in zip(_SECTIONS, listings, strict=True):
-                self._cut(section, records)
+            for section in _SECTIONS:
+                self._cut(section, _records(graph, section.name))
         self._source = changes
         held = self._held
         segments = {name: item.segments for name, item in held.items()}
@@ -301,7 +280,6 @@ class PrintedSegments:
             for section in _SECTIONS
             for index, (column, table) in enumerate(section.tables)
         }
-        self._last = (stamp, sizes, (held, tables, rows))
         return held, tables, rows
 
     def _changed(self, changes: GraphChanges | None) -> tuple[set[str], ...] | None:

@@ -15,8 +15,10 @@ whole sdist). For each corpus and round, on a fresh copy of the tree:
 
 With ``--watch``, each round also runs ``cairn watch TREE --json`` (one long-lived
 process, started after the clean build) through the same edits: the time from writing
-the edit to the round record after which the change is searchable in cairn.db (file
-events, the debounce, the round's re-index and load), and the round's own ``seconds``.
+the edit until a reader of cairn.db sees it (polled every 10 ms from this process: the
+database's position moved and the edit's checks pass; file events, the debounce, the
+round's re-index and load), the time until the round's record is printed (a watch round
+writes graph.cairn after its load commits), and the round's own ``seconds``.
 The tree is then put back and the watcher's rounds for that are waited out (not timed);
 each edit goes through the watcher ``--watch-samples`` times per round (default 3).
 
@@ -132,14 +134,21 @@ class Timings:
     cpu: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     rounds: dict[str, list[float]] = field(default_factory=dict)
     """Per edit, the ``cairn watch`` rounds' own seconds (beside the watch wall time)."""
+    searchable: dict[str, list[float]] = field(default_factory=dict)
+    """Per edit, edit written -> a reader of cairn.db sees it (``cairn watch``)."""
 
     def add(self, tool: str, step: str, run: ib.Run) -> None:
         self.wall.setdefault((tool, step), []).append(run.wall)
         self.cpu.setdefault((tool, step), []).append(run.cpu)
 
-    def add_watch(self, step: str, wall: float, rounds: float) -> None:
+    def add_watch(self, step: str, wall: float, rounds: float, searchable: float) -> None:
         self.wall.setdefault(("watch", step), []).append(wall)
         self.rounds.setdefault(step, []).append(rounds)
+        self.searchable.setdefault(step, []).append(searchable)
+
+    def searchable_median(self, step: str) -> float | None:
+        values = self.searchable.get(step)
+        return statistics.median(values) if values else None
 
     def rounds_median(self, step: str) -> float | None:
         values = self.rounds.get(step)
@@ -159,6 +168,28 @@ def _cairn(exe: Path, tree: Path, workers: int) -> ib.Run:
     if run.returncode != 0:
         raise RuntimeError(f"cairn exit {run.returncode}: {(run.stderr or run.stdout)[-600:]}")
     return run
+
+
+SEARCHABLE_POLL_S = 0.01
+"""How often the watch rounds look into cairn.db for the edit (a reader's view)."""
+
+
+def _position(tree: Path) -> int:
+    """The position cairn.db's readers see now."""
+    with sqlite3.connect(tree / ".cairn" / "cairn.db") as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
+    return int(row[0])
+
+
+def _seen(tree: Path, edit: Edit, before: int) -> bool:
+    """Whether a reader of cairn.db sees ``edit``: a later position, the edit's checks."""
+    try:
+        if _position(tree) <= before:
+            return False
+        _searchable(tree, edit)
+    except (RuntimeError, sqlite3.Error):
+        return False
+    return True
 
 
 def _searchable(tree: Path, edit: Edit) -> None:
@@ -208,6 +239,13 @@ class _Watcher:
         except queue.Empty:
             raise RuntimeError(f"cairn watch printed no round for {timeout:.0f} s") from None
 
+    def poll(self) -> dict[str, object] | None:
+        """The next round record if one comes within ``SEARCHABLE_POLL_S``, else None."""
+        try:
+            return self.records.get(timeout=SEARCHABLE_POLL_S)
+        except queue.Empty:
+            return None
+
     def settle(self, paths: set[str]) -> None:
         """Wait for the rounds that saw ``paths`` change (the tree put back), then until
         no round record has come for ``WATCH_QUIET_S`` seconds."""
@@ -241,11 +279,20 @@ def _watch_rounds(
     try:
         watcher.next()  # round 0: the index of the tree as it is
         for edit in (edit for edit in EDITS for _ in range(samples)):
+            before = _position(tree)
             started = time.perf_counter()
             edit.apply(tree)
             own = 0.0
+            seen: float | None = None
+            deadline = started + WATCH_TIMEOUT_S
             while True:
-                record = watcher.next()
+                if seen is None and _seen(tree, edit, before):
+                    seen = time.perf_counter() - started
+                record = watcher.poll()
+                if record is None:
+                    if time.perf_counter() > deadline:
+                        raise RuntimeError(f"cairn watch printed no round for {edit.name}")
+                    continue
                 own += float(record["seconds"])  # type: ignore[arg-type]
                 files = record["files"]
                 assert isinstance(files, dict)
@@ -257,7 +304,7 @@ def _watch_rounds(
                     continue  # the edit's files came in more than one batch
                 break
             wall = time.perf_counter() - started
-            timings.add_watch(edit.name, wall, own)
+            timings.add_watch(edit.name, wall, own, wall if seen is None else seen)
             watcher.settle(_restore(pristine, tree))
     finally:
         watcher.stop()
@@ -340,7 +387,7 @@ def report(name: str, timings: Timings, peers: bool) -> dict[str, object]:
     if peers:
         header += f" {'codegraph':>14} {'cairn/cg':>9}"
     if watching:
-        header += f" {'watch (round s)':>17}"
+        header += f" {'watch: searchable, record (round s)':>36}"
     print(header)
     rows: dict[str, object] = {}
     for step in ("clean", *(edit.name for edit in EDITS)):
@@ -354,11 +401,12 @@ def report(name: str, timings: Timings, peers: bool) -> dict[str, object]:
             line += f" {ib._fmt(theirs, '.2f'):>7} ({cg_cpu})"
             line += f" {ib._fmt(ib._ratio(mine, theirs), '.2f'):>9}"
         watched = timings.median("watch", step) if watching else None
-        if watching:
+        seen = timings.searchable_median(step) if watching else None
+        if watching and step != "clean":
             own = ib._fmt(timings.rounds_median(step), ".2f")
-            line += f" {ib._fmt(watched, '.2f'):>8} ({own})" if step != "clean" else ""
+            line += f" {ib._fmt(seen, '.2f'):>8}, {ib._fmt(watched, '.2f')} ({own})"
         print(line)
-        rows[step] = {"cairn": mine, "codegraph": theirs, "watch": watched}
+        rows[step] = {"cairn": mine, "codegraph": theirs, "watch": watched, "searchable": seen}
     one_file = max(
         timings.median("cairn", step) or 0.0 for step in ("body", "call", "delete", "rename")
     )
@@ -368,23 +416,24 @@ def report(name: str, timings: Timings, peers: bool) -> dict[str, object]:
         verdict = "PASS" if one_file <= target else "FAIL"
         print(f"target: slowest one-file edit {one_file:.2f} s <= {target} s: {verdict}")
         if watching:
-            slowest = max(
-                timings.median("watch", step) or 0.0
-                for step in ("body", "call", "delete", "rename")
-            )
-            verdict = "PASS" if slowest <= target else "FAIL"
-            print(
-                f"target (cairn watch): slowest one-file edit {slowest:.2f} s <= {target} s: "
-                f"{verdict}"
-            )
+            for label, median in (
+                ("searchable", timings.searchable_median),
+                ("round record", lambda step: timings.median("watch", step)),
+            ):
+                slowest = max(median(step) or 0.0 for step in ("body", "call", "delete", "rename"))
+                verdict = "PASS" if slowest <= target else "FAIL"
+                print(
+                    f"target (cairn watch, {label}): slowest one-file edit {slowest:.2f} s "
+                    f"<= {target} s: {verdict}"
+                )
     if ten is not None:
         verdict = "PASS" if ten <= TEN_FILES_TARGET_RATIO else "FAIL"
         print(f"target: ten files {ten:.2f}x clean <= {TEN_FILES_TARGET_RATIO}x: {verdict}")
-    watched_ten = ib._ratio(timings.median("watch", "ten"), clean) if watching else None
+    watched_ten = ib._ratio(timings.searchable_median("ten"), clean) if watching else None
     if watched_ten is not None:
         verdict = "PASS" if watched_ten <= TEN_FILES_TARGET_RATIO else "FAIL"
         print(
-            f"target (cairn watch): ten files {watched_ten:.3f}x clean <= "
+            f"target (cairn watch, searchable): ten files {watched_ten:.3f}x clean <= "
             f"{TEN_FILES_TARGET_RATIO}x: {verdict}"
         )
     return {

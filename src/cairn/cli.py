@@ -286,6 +286,9 @@ def _watch_line(record: Mapping[str, Any]) -> str:
     problems = record["problems"]
     if problems:
         head += f"; not fully indexed: {', '.join(p['path'] for p in problems[:3])}"
+    searchable = record.get("searchable_seconds")
+    if searchable is not None:  # the commit comes before graph.cairn is written
+        return escape(f"{head}; searchable in {searchable:.2f} s, {record['seconds']:.2f} s in all")
     return escape(f"{head}; {record['seconds']:.2f} s")
 
 

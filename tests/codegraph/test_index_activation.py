@@ -172,10 +172,10 @@ def test_the_json_summary_times_every_phase_in_order(tmp_path: Path) -> None:
     assert sum(spent.values()) <= wall + 0.001 * len(spent)  # each rounded to the ms
 
 
-def test_a_remembering_round_writes_graph_cairn_before_the_load(tmp_path: Path) -> None:
-    """``cairn watch`` rounds write graph.cairn in this process from the segments they
-    hold, then load the database: the same artifact and manifest bytes as a one-shot
-    index of the same tree."""
+def test_a_remembering_round_loads_then_writes_graph_cairn(tmp_path: Path) -> None:
+    """``cairn watch`` rounds load the database first (the edit is searchable sooner),
+    then write graph.cairn in this process from the segments they hold: the same
+    artifact and manifest bytes as a one-shot index of the same tree."""
     from rich.console import Console
 
     from cairn.codegraph.console import index_once
@@ -196,8 +196,13 @@ def test_a_remembering_round_writes_graph_cairn_before_the_load(tmp_path: Path) 
     assert summary["graph_bytes"] == (watched / "graph.cairn").stat().st_size
     assert summary["load"]["changes"] > 0
     phases = list(summary["phase_seconds"])
-    assert phases.index("writing graph.cairn") < phases.index("loading: encoding")
-    assert phases.index("loading: committing") < phases.index("summarising")
+    assert phases.index("loading: committing") < phases.index("writing graph.cairn")
+    assert phases.index("writing graph.cairn") < phases.index("summarising")
+    # Searchable once the load committed, before the artifact was written.
+    spent = summary["phase_seconds"]
+    before_write = sum(spent[name] for name in phases[: phases.index("writing graph.cairn")])
+    assert before_write - 0.01 <= summary["searchable_seconds"]
+    assert summary["searchable_seconds"] <= before_write + spent["writing graph.cairn"] / 2 + 0.05
 
 
 def _file_alone_position(db_path: Path, tmp_path: Path) -> int:

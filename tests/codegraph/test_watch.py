@@ -93,6 +93,9 @@ def test_an_edit_is_reindexed_and_an_open_handle_sees_it(watcher: Watcher) -> No
         # Each phase is rounded to the millisecond: allow that much per phase.
         assert "loading: committing" in spent
         assert sum(spent.values()) <= second["seconds"] + 0.001 * len(spent)
+        # The load commits before graph.cairn is written: searchable before the round ends.
+        assert list(spent).index("loading: committing") < list(spent).index("writing graph.cairn")
+        assert 0 < second["searchable_seconds"] <= second["seconds"]
         hits = db.search(request)
         assert [hit.document.ref.id for hit in hits][:1] == [f"function:app/views.py#{NEW_NAME}"]
     # The round's own writes (.cairn/) woke nothing: no further round comes.
@@ -171,6 +174,9 @@ def test_a_round_line_says_how_many_python_modules_were_resolved_again() -> None
     assert "python 3/10 modules re-resolved" in line
     assert line.startswith("round 2: 1 changed (app/views.py)")
     assert "re-resolved" not in _watch_line({**record, "python_rounds": None})
+    assert line.endswith("; 1.50 s")
+    timed = _watch_line({**record, "searchable_seconds": 1.125})
+    assert timed.endswith("; searchable in 1.12 s, 1.50 s in all")
 
 
 def test_a_round_runs_with_the_collector_paused_and_collects_after_its_report(

@@ -31,8 +31,10 @@ from cairn.store.limits import MAX_DOCUMENT_DEPTH, json_depth
 from cairn.store.load import (
     _Encoder,
     _gc_paused,
+    _plain_identifier,
     _record_bytes,
     _Splitter,
+    _unplain_positions,
     _validate_ref,
     _wanted,
 )
@@ -154,6 +156,29 @@ _identifiers = (
 def test_validate_ref_accepts_and_refuses_like_validate(collection: str, doc_id: str) -> None:
     ref = EntityRef(collection, doc_id)
     assert _outcome(_validate_ref, ref) == _outcome(EntityRef.validate, ref)
+
+
+@given(st.lists(_identifiers | st.sampled_from(["function:a.py#f", "file:b.py"]), max_size=1200))
+@settings(max_examples=200, deadline=None)
+def test_unplain_positions_are_the_values_not_plain_one_by_one(values: list[str]) -> None:
+    expected = [at for at, value in enumerate(values) if not _plain_identifier(value)]
+    assert list(_unplain_positions(values)) == expected
+
+
+def test_wanted_names_the_first_bad_node_id_among_plain_and_non_ascii_ones() -> None:
+    graph = SemanticGraph()
+    stable = EndpointIdentity.stable()
+    for number in range(1500):  # several check chunks; the odd IDs sit in the middle
+        graph.add_node(f"function:m.py#f{number:04d}", "function", identity=stable)
+    graph.add_node("function:m.py#größe", "function", identity=stable)  # valid, not ASCII
+    refs = _wanted(graph, "code", HashingEmbedder(16).space).refs
+    assert refs["function:m.py#größe"] == EntityRef("symbols", "function:m.py#größe")
+    assert len(refs) == 1501
+    graph.add_node("function:m.py#f0700\x01", "function", identity=stable)
+    graph.add_node("function:m.py#f0900" + "x" * 300, "function", identity=stable)
+    with pytest.raises(CairnError) as raised:  # the first in node order, not the longer one
+        _wanted(graph, "code", HashingEmbedder(16).space)
+    assert "control character" in str(raised.value)
 
 
 def _rich_graph() -> SemanticGraph:

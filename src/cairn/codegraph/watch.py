@@ -112,6 +112,7 @@ def _record(
         "counts": summary.get("counts"),
         "python_rounds": summary.get("python_rounds"),
         "phase_seconds": summary.get("phase_seconds"),
+        "searchable_seconds": summary.get("searchable_seconds"),
         "seconds": round(seconds, 3),
     }
 

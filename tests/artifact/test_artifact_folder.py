@@ -118,6 +118,27 @@ def test_activation_refuses_to_replace_an_unknown_graph_json(tmp_path: Path) -> 
     assert not (tmp_path / "graph.cairn").exists()
 
 
+def test_check_activation_refuses_what_activation_refuses_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    from cairn.artifact.folder import check_activation
+
+    check_activation(tmp_path / "absent")  # nothing there: nothing to refuse
+    assert not (tmp_path / "absent").exists()
+    for name, data in (("tombstone", TOMBSTONE), ("v1", networkx_v1("links"))):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "graph.json").write_bytes(data)
+        check_activation(folder)
+        assert sorted(path.name for path in folder.iterdir()) == ["graph.json"]
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "graph.json").write_bytes(b"this is not a graph")
+    with pytest.raises(ArtifactCorruptError, match="refusing to replace"):
+        check_activation(foreign)
+    assert sorted(path.name for path in foreign.iterdir()) == ["graph.json"]
+
+
 def test_activation_never_overwrites_a_different_preserved_v1(tmp_path: Path) -> None:
     (tmp_path / "graph.json").write_bytes(networkx_v1("links"))
     (tmp_path / "graph.v1.json").write_bytes(networkx_v1("edges"))

@@ -353,4 +353,5 @@ def test_an_artifact_error_in_a_remembering_round_is_raised_as_itself(tmp_path: 
         index_once(root, console=Console(quiet=True), out=out, workers=1, remember=True)
     assert (out / "graph.json").read_bytes() == b"not a graph at all"
     assert not (out / "graph.cairn").exists()
+    assert not (out / "cairn.db").exists()  # refused before the load, which comes first
     assert out.resolve() not in console_module._PRINTED  # no half cut kept for next round

@@ -53,6 +53,7 @@ __all__ = [
     "FolderState",
     "FolderStatus",
     "activate_folder",
+    "check_activation",
     "classify_file",
     "folder_status",
     "load_graph",
@@ -221,16 +222,9 @@ def activate_folder(
     root = Path(folder)
     root.mkdir(parents=True, exist_ok=True)
     legacy_path = root / LEGACY_FILENAME
-    legacy_kind = classify_file(legacy_path)
+    legacy_kind, original = _replaceable_legacy(legacy_path)
     preserved = False
-    if legacy_kind is not FileKind.ABSENT and legacy_kind is not FileKind.TOMBSTONE:
-        original = read_bounded(legacy_path, MAX_LEGACY_BYTES, "v1 graph")
-        try:
-            decode_legacy_v1(original)
-        except ArtifactError as exc:
-            raise type(exc)(
-                f"refusing to replace {legacy_path}: it is not a valid v1 graph ({exc.message})"
-            ) from exc
+    if original is not None:
         preserved = _preserve(root / LEGACY_PRESERVED_FILENAME, original)
     size = write_artifact(
         root / ARTIFACT_FILENAME,
@@ -250,6 +244,30 @@ def activate_folder(
     if tombstone_written:
         atomic_write_bytes(legacy_path, TOMBSTONE)
     return ActivationResult(folder_status(root), size, preserved, tombstone_written)
+
+
+def check_activation(folder: str | os.PathLike[str]) -> None:
+    """Refuse now what ``activate_folder`` would refuse before writing anything (a
+    ``graph.json`` that is neither a valid v1 graph nor a tombstone): for a writer that
+    does other work first (a ``cairn watch`` round loads the database before it writes
+    ``graph.cairn``)."""
+    _replaceable_legacy(Path(folder) / LEGACY_FILENAME)
+
+
+def _replaceable_legacy(legacy_path: Path) -> tuple[FileKind, bytes | None]:
+    """What is at ``graph.json`` and, for a v1 graph, its bytes (to preserve); anything
+    else there (neither a valid bounded v1 graph nor a tombstone) raises."""
+    kind = classify_file(legacy_path)
+    if kind is FileKind.ABSENT or kind is FileKind.TOMBSTONE:
+        return kind, None
+    original = read_bounded(legacy_path, MAX_LEGACY_BYTES, "v1 graph")
+    try:
+        decode_legacy_v1(original)
+    except ArtifactError as exc:
+        raise type(exc)(
+            f"refusing to replace {legacy_path}: it is not a valid v1 graph ({exc.message})"
+        ) from exc
+    return kind, original
 
 
 def _read(path: Path) -> bytes | None:

@@ -193,6 +193,10 @@ def index_once(
         # the load small, the fork's copied pages (in both processes) cost more than the
         # overlap saved (sdist body edit, 6 interleaved rounds each: 1.87 s in process
         # against 2.04 s forked; package 0.61 against 0.72 s).
+        if remember:  # refused before the load, as a one-shot write refuses first
+            from cairn.artifact.folder import check_activation
+
+            check_activation(index_folder(result.root, out))
         printed = _printed_segments(folder) if remember else None
 
         def write() -> WrittenIndex:

@@ -324,7 +324,7 @@ def test_watch_rounds_write_graph_cairn_from_the_segments_earlier_rounds_printed
             root, console=quiet, out=watched, workers=1, generated_at=fixed, remember=True
         )
         printed_per_round.append(counted[-1])
-        held = console_module._PRINTED[watched.resolve()]._held.values()
+        held = console_module._KEPT[watched.resolve()].printed._held.values()
         totals.append(sum(len(section.segments) for section in held))
         plain = tmp_path / f"plain{step}"
         index_once(root, console=quiet, out=plain, workers=1, generated_at=fixed)
@@ -333,7 +333,7 @@ def test_watch_rounds_write_graph_cairn_from_the_segments_earlier_rounds_printed
     assert printed_per_round[0] == totals[0]  # the first round prints every segment
     later = zip(printed_per_round[1:], totals[1:], strict=True)
     assert all(0 < count < total / 3 for count, total in later), (printed_per_round, totals)
-    printed = console_module._PRINTED[watched.resolve()]
+    printed = console_module._KEPT[watched.resolve()].printed
     # What the last round printed is held: the same graph prints nothing again.
     monkeypatch.setattr(segments, "_printed", lambda *_: pytest.fail("printed again"))
     printed.update(result.graph)
@@ -354,4 +354,54 @@ def test_an_artifact_error_in_a_remembering_round_is_raised_as_itself(tmp_path: 
     assert (out / "graph.json").read_bytes() == b"not a graph at all"
     assert not (out / "graph.cairn").exists()
     assert not (out / "cairn.db").exists()  # refused before the load, which comes first
-    assert out.resolve() not in console_module._PRINTED  # no half cut kept for next round
+    assert out.resolve() not in console_module._KEPT  # refused before anything was kept
+
+
+def test_a_remembering_round_whose_graph_cairn_write_fails_prints_anew_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The load commits first; a write that fails then is raised as itself, the round's
+    printed segments are dropped (never joined from a half cut), and the next round
+    writes a one-shot index's bytes again."""
+    from rich.console import Console
+
+    import cairn.codegraph.console as console_module
+    from cairn.codegraph.console import index_once, release_held
+    from cairn.errors import StorageIOError
+
+    root = repository(tmp_path)
+    app = root / "app.py"
+    quiet = Console(quiet=True)
+    fixed = "2026-01-01T00:00:00Z"
+    watched = tmp_path / "watched"
+    real_write = console_module.write_index
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise StorageIOError("disk full while writing graph.cairn")
+
+    try:
+        first, _ = index_once(
+            root, console=quiet, out=watched, workers=1, generated_at=fixed, remember=True
+        )
+        kept = console_module._KEPT[watched.resolve()]
+        assert not kept.printed.empty
+        app.write_text(app.read_text() + "\n\ndef later():\n    main()\n")
+        monkeypatch.setattr(console_module, "write_index", failing)
+        with pytest.raises(StorageIOError, match="disk full"):
+            index_once(
+                root, console=quiet, out=watched, workers=1, generated_at=fixed, remember=True
+            )
+        assert kept.printed.empty
+        monkeypatch.setattr(console_module, "write_index", real_write)
+        third, _ = index_once(
+            root, console=quiet, out=watched, workers=1, generated_at=fixed, remember=True
+        )
+        # The failed round's load had committed: this one found nothing more to load.
+        assert third["load"]["position"] == first["load"]["position"] + 1
+        assert third["load"]["changes"] == 0
+        plain = tmp_path / "plain"
+        index_once(root, console=quiet, out=plain, workers=1, generated_at=fixed)
+        for name in ("graph.cairn", "manifest.json"):
+            assert (watched / name).read_bytes() == (plain / name).read_bytes(), name
+    finally:
+        release_held()

@@ -11,6 +11,7 @@ import gc
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -197,14 +198,16 @@ def index_once(
             from cairn.artifact.folder import check_activation
 
             check_activation(index_folder(result.root, out))
-        printed = _printed_segments(folder) if remember else None
+        kept = _kept(folder) if remember else None
 
         def write() -> WrittenIndex:
             steps.phase("writing graph.cairn")
+            printed = kept.printed if kept is not None else None
             try:
                 return write_index(result, out, generated_at=generated_at, printed=printed)
             except BaseException:
-                _PRINTED.pop(folder.resolve(), None)  # half cut: the next round prints anew
+                if kept is not None:
+                    kept.forget_printed()  # half cut: the next round prints anew
                 raise
 
         # A one-shot index writes graph.cairn first: its peak memory (the whole sdist is
@@ -216,8 +219,7 @@ def index_once(
         searchable: float | None = None
         if chosen is not None:
             database = index_folder(result.root, out) / DATABASE_FILE
-            memo = _key_memo(database) if remember else None
-            loaded = _load(database, result, chosen, steps.loading, memo, hold=remember)
+            loaded = _load(database, result, chosen, steps.loading, kept)
             searchable = round(time.perf_counter() - started, 3)
         if written is None:
             written = write()
@@ -233,19 +235,6 @@ def index_once(
         summary["graph_bytes"] = written.graph_bytes
         summary["phase_seconds"] = steps.seconds()
     return summary, result
-
-
-_PRINTED: dict[Path, PrintedSegments] = {}
-"""The printed graph.cairn segments of each folder this process re-indexes (``cairn
-watch``; ``cairn.artifact.segments``)."""
-
-
-def _printed_segments(folder: Path) -> PrintedSegments:
-    """This process's printed segments of ``folder``'s graph.cairn (made on first use):
-    what the last round's write printed."""
-    from cairn.artifact.segments import PrintedSegments
-
-    return _PRINTED.setdefault(folder.resolve(), PrintedSegments())
 
 
 def choose_embedder(name: str | None, database: Path) -> Embedder:
@@ -264,43 +253,65 @@ def choose_embedder(name: str | None, database: Path) -> Embedder:
     return found if found is not None else HashingEmbedder()
 
 
-_KEY_MEMOS: dict[Path, KeyMemo] = {}
-"""The load keys' memo of each database this process re-indexes (``cairn watch``)."""
+@dataclass(slots=True)
+class _Kept:
+    """What this process keeps between the remembering rounds (``cairn watch``) of one
+    index folder: the graph.cairn segments the last write printed
+    (``cairn.artifact.segments``), the memo of the database's load keys, and the database
+    handle the rounds load through, with the identity (device, inode) of the file it
+    opened. Closing the last connection copies the write-ahead log into the file
+    (0.18-0.26 s a round on the whole Django sdist); ``checkpoint_held`` does that while
+    the watch waits for edits instead."""
+
+    printed: PrintedSegments
+    keys: KeyMemo
+    database: Database | None = None
+    identity: tuple[int, int] | None = None
+
+    def forget_printed(self) -> None:
+        """Hold no printed segments (the next write prints every one)."""
+        from cairn.artifact.segments import PrintedSegments
+
+        self.printed = PrintedSegments()
+
+    def release(self) -> None:
+        """Close the held database handle, if any."""
+        database, self.database, self.identity = self.database, None, None
+        if database is not None:
+            database.close()
 
 
-def _key_memo(database: Path) -> KeyMemo:
-    """This process's memo of ``database``'s load keys (made on first use)."""
+_KEPT: dict[Path, _Kept] = {}
+"""Each index folder this process re-indexes with ``remember`` (by resolved path)."""
+
+
+def _kept(folder: Path) -> _Kept:
+    """This process's record of ``folder`` (made on first use)."""
+    from cairn.artifact.segments import PrintedSegments
     from cairn.store.loadkeys import KeyMemo
 
-    return _KEY_MEMOS.setdefault(database.resolve(), KeyMemo())
-
-
-_HELD: dict[Path, tuple[Database, tuple[int, int]]] = {}
-"""The database each remembering round (``cairn watch``) loads, kept open between rounds
-with the identity (device, inode) of the file it opened. Closing the last connection
-copies the write-ahead log into the file (0.18-0.26 s a round on the whole Django
-sdist); ``checkpoint_held`` does that while the watch waits for edits instead."""
+    key = folder.resolve()
+    kept = _KEPT.get(key)
+    if kept is None:
+        kept = _KEPT[key] = _Kept(PrintedSegments(), KeyMemo())
+    return kept
 
 
 @contextmanager
-def _held(path: Path) -> Iterator[Database]:
-    """The handle this process keeps open for ``path`` (opened again when the file there
-    is another one: removed, or replaced by a rebuild); a load that fails through it
-    closes it, so the next round starts from a fresh one."""
+def _held(kept: _Kept, path: Path) -> Iterator[Database]:
+    """The handle ``kept`` holds open for ``path`` (opened again when the file there is
+    another one: removed, or replaced by a rebuild); a load that fails through it closes
+    it, so the next round starts from a fresh one."""
     from cairn.store import open as open_database
 
-    key = path.resolve()
-    kept = _HELD.get(key)
-    if kept is not None and kept[1] != _identity(path):
-        release_held(key)
-        kept = None
-    if kept is None:
-        database = open_database(path)
-        kept = _HELD[key] = (database, _identity(path))
+    if kept.database is not None and kept.identity != _identity(path):
+        kept.release()
+    if kept.database is None:
+        kept.database, kept.identity = open_database(path), _identity(path)
     try:
-        yield kept[0]
+        yield kept.database
     except BaseException:
-        release_held(key)
+        kept.release()
         raise
 
 
@@ -312,16 +323,15 @@ def _identity(path: Path) -> tuple[int, int]:
 def checkpoint_held() -> None:
     """Copy each held database's write-ahead log into its file (``cairn watch`` calls it
     once a round is reported, while it waits for edits)."""
-    for database, _ in _HELD.values():
-        database.checkpoint_wal()
+    for kept in _KEPT.values():
+        if kept.database is not None:
+            kept.database.checkpoint_wal()
 
 
-def release_held(path: Path | None = None) -> None:
-    """Close the database handle held for ``path`` (every one when None)."""
-    for key in [path] if path is not None else list(_HELD):
-        kept = _HELD.pop(key, None)
-        if kept is not None:
-            kept[0].close()
+def release_held() -> None:
+    """Close every database handle this process holds for remembering rounds."""
+    for kept in _KEPT.values():
+        kept.release()
 
 
 def _load(
@@ -329,18 +339,18 @@ def _load(
     result: IndexResult,
     embedder: Embedder,
     progress: LoadProgress,
-    key_memo: KeyMemo | None = None,
-    *,
-    hold: bool = False,
+    kept: _Kept | None = None,
 ) -> dict[str, Any]:
-    """Load ``result`` into ``db_path`` (built aside when there is none; with ``hold``,
-    through the handle this process keeps open for it: ``_held``); its load summary."""
+    """Load ``result`` into ``db_path`` (built aside when there is none; with ``kept``,
+    a remembering round's, through its memo of the load keys and the handle it holds
+    open: ``_held``); its load summary."""
     from cairn.store import open as open_database
     from cairn.store.aside import building
     from cairn.store.load import load_semantic_graph, load_summary, repair_collector
     from cairn.store.loadkeys import LOAD_KEYS_SUFFIX
 
     progress("opening")
+    key_memo = kept.keys if kept is not None else None
     repaired: list[dict[str, str]] = []
     compared: list[str] = []
     # A first index writes each page once, aside, and moves the whole file in place.
@@ -348,8 +358,8 @@ def _load(
     opened: AbstractContextManager[Database]
     if aside:
         opened = building(db_path, sidecars=(LOAD_KEYS_SUFFIX,))
-    elif hold:
-        opened = _held(db_path)
+    elif kept is not None:
+        opened = _held(kept, db_path)
     else:
         opened = open_database(db_path)
     with opened as db:

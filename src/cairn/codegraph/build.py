@@ -152,6 +152,11 @@ class IndexResult:
     python_rounds: Mapping[str, int] | None = None
     """A remembering index (``cairn watch``): the Python modules in all, and how many
     each per-module phase computed again (the rest were reused from the round before)."""
+    scan: ScanResult | None = None
+    """What the scan found (each file's signature before it was read: ``cairn.codegraph.
+    stamp``)."""
+    started_ns: int = 0
+    """Wall clock (``time.time_ns``) when the scan began."""
 
     @property
     def prepared(self) -> PreparedDocuments | None:
@@ -498,6 +503,7 @@ def index_repository(
     if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
         raise ValidationError(f"workers must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
     started = time.perf_counter()
+    started_ns = time.time_ns()
     tell = phase or _quiet
     with gc_paused():  # ~10^5 acyclic records: the collector would only rescan them
         tell("scanning")
@@ -512,7 +518,9 @@ def index_repository(
             if opened is not None:
                 opened.close()
     seconds = time.perf_counter() - started
-    return IndexResult(scan.root, graph, manifest, seconds, stats, preparing, rounds)
+    return IndexResult(
+        scan.root, graph, manifest, seconds, stats, preparing, rounds, scan, started_ns
+    )
 
 
 def _root_package(root: Path) -> str | None:

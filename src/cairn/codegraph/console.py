@@ -125,9 +125,28 @@ def index_and_write(
     (and without ``as_json``) one transient line shows each phase as it runs.
     ``embedder`` names the embedder (``cairn.embed.load_embedder``; see ``choose_embedder``).
     """
+    from cairn.codegraph import stamp
+
     console = Console(stderr=as_json)
+    folder = index_folder(path, out)
+    chosen = choose_embedder(embedder, folder / DATABASE_FILE) if load else None
+    fingerprint = stamp.inputs_fingerprint(
+        Path(path),
+        folder,
+        excludes=excludes,
+        generated_at=generated_at,
+        load=load,
+        space=None if chosen is None else chosen.space.to_json(),
+    )
+    unchanged = stamp.unchanged_summary(Path(path), folder, fingerprint, excludes)
+    if unchanged is not None:
+        unchanged["workers"] = workers if workers is not None else default_workers()
+        if not as_json:
+            print_summary(console, unchanged)
+        return unchanged
+    stamp.remove_stamp(folder)
     with gc_paused():
-        summary = index_once(
+        summary, result = index_once(
             path,
             console=console,
             out=out,
@@ -137,7 +156,9 @@ def index_and_write(
             show_progress=console.is_terminal and not as_json,
             load=load,
             embedder=embedder,
-        )[0]  # the index result is dropped here: only the summary outlives the work
+        )
+        stamp.write_stamp(folder, fingerprint, result, summary)
+        del result  # only the summary outlives the work
         # Everything allocated while the collector was off sits in its youngest
         # generation: the first collection after it is back on would walk those ~10^6
         # objects (~0.3 s on the Django package) to find no cycles. Moved to the
@@ -447,7 +468,13 @@ def print_summary(console: Console, summary: dict[str, Any]) -> None:
             f"extraction cache: {cache['hits']} files reused, {cache['misses']} parsed"
             f"{damaged}{note}"
         )
-    console.print(f"wrote {summary['graph_path']} and {summary['manifest_path']}")
+    if summary.get("unchanged"):
+        console.print(
+            "nothing changed since the last index (the files, Cairn and the options are "
+            f"as they were): kept {summary['graph_path']} and {summary['manifest_path']}"
+        )
+    else:
+        console.print(f"wrote {summary['graph_path']} and {summary['manifest_path']}")
     spent = summary.get("phase_seconds")
     if spent:
         parts = (f"{name} {value:.2f} s" for name, value in spent.items())

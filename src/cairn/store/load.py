@@ -152,6 +152,7 @@ __all__ = [
     "embedding_text",
     "load_semantic_graph",
     "load_summary",
+    "loaded_position",
     "loaded_space",
     "merge_prepared",
     "node_body",
@@ -1650,6 +1651,25 @@ def loaded_space(path: str | Path) -> VectorSpace | None:
         return None
     spaces = [item.space for item in config.vector_fields if item.name == VECTOR_FIELD]
     return spaces[0] if spaces else None
+
+
+def loaded_position(path: str | Path) -> tuple[str, int] | None:
+    """The incarnation and position of the database file at ``path`` (read-only: what a
+    reader sees now), or None when there is no readable database there. ``cairn index``
+    compares them with those its last run left (``cairn.codegraph.stamp``)."""
+    target = Path(path)
+    if not target.is_file():
+        return None
+    try:
+        with closing(sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            meta = dict(
+                conn.execute(
+                    "SELECT key, value FROM meta WHERE key IN ('incarnation', 'position')"
+                ).fetchall()
+            )
+        return str(meta["incarnation"]), int(meta["position"])
+    except (sqlite3.Error, KeyError, TypeError, ValueError):
+        return None
 
 
 def repair_collector(into: list[dict[str, str]]) -> RepairReport:

@@ -1,0 +1,267 @@
+"""The index stamp: what the last whole ``cairn index`` of a folder read and wrote, so a
+run whose inputs and outputs are all as that run left them says "nothing changed"
+without parsing, resolving, writing or loading anything.
+
+A stamp (``STAMP_FILENAME`` in the index folder) holds a fingerprint of every input
+besides the files (Cairn's own code and the versions it depends on, the repository's
+path and checked-out revision, the options that shape the outputs: excludes, a fixed
+``generated_at`` or ``SOURCE_DATE_EPOCH``, loading or not, the embedder's space), every
+scanned file's path, language, signature (size, mtime, ctime, inode) and the SHA-256
+the run read, the entries the scan skipped, the identities of the outputs (graph.cairn
+and manifest.json: size, mtime, inode; what is at graph.json; cairn.db: incarnation and
+position) and the summary the run printed. A file whose signature is unchanged and was
+last written ``RACY_MARGIN_NS`` before the stamped run began is taken as read; any
+other is read and hashed again. A run that goes on to write removes the stamp first
+and writes a new one only after its load committed, so a stamp never describes outputs
+it did not see whole; any doubt (no stamp, another format, a file that cannot be read)
+means the whole index runs, as it would without a stamp.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from cairn.artifact.atomic import atomic_write_bytes, read_bounded
+from cairn.codegraph.build import IndexResult, repository_revision
+from cairn.codegraph.cache import RACY_MARGIN_NS, extractor_fingerprint
+from cairn.codegraph.scan import ScanResult, read_source, scan_repository
+from cairn.errors import CairnError
+
+__all__ = [
+    "STAMP_FILENAME",
+    "UNCHANGED",
+    "code_fingerprint",
+    "inputs_fingerprint",
+    "remove_stamp",
+    "unchanged_summary",
+    "write_stamp",
+]
+
+STAMP_FILENAME = "index-stamp.json"
+STAMP_FORMAT = "cairn.codegraph.stamp/1"
+MAX_STAMP_BYTES = 256 * 1024 * 1024
+"""A stamp larger than this is not read (the whole index runs)."""
+
+UNCHANGED = "nothing: no input changed since the last index"
+"""What the load summary's ``compared`` says when nothing was loaded because nothing
+changed."""
+
+_OUTPUT_FILES = ("graph.cairn", "manifest.json")
+_LEGACY_FILE = "graph.json"
+_DATABASE_FILE = "cairn.db"
+_VERSIONED = ("numpy", "orjson", "pathspec")
+"""Libraries whose output the index's bytes go through (beside the extractor's)."""
+
+_CODE: list[str] = []
+
+
+def code_fingerprint() -> str:
+    """A SHA-256 of everything of Cairn itself an index depends on: its extractor
+    fingerprint (grammars, Python), the bytes of every module of the ``cairn`` package,
+    SQLite's and a few libraries' versions (computed once per process)."""
+    if _CODE:
+        return _CODE[0]
+    digest = hashlib.sha256(extractor_fingerprint().encode())
+    digest.update(f"{sys.version}\x00{sqlite3.sqlite_version}\x00".encode())
+    for name in _VERSIONED:
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            version = "absent"
+        digest.update(f"{name}={version}\x00".encode())
+    package = Path(__file__).resolve().parents[1]
+    for source in sorted(package.rglob("*.py")):
+        digest.update(source.relative_to(package).as_posix().encode() + b"\x00")
+        digest.update(source.read_bytes())
+    _CODE.append(digest.hexdigest())
+    return _CODE[0]
+
+
+def inputs_fingerprint(
+    root: Path,
+    folder: Path,
+    *,
+    excludes: Sequence[str],
+    generated_at: str | None,
+    load: bool,
+    space: Mapping[str, Any] | None,
+) -> str:
+    """A SHA-256 of every input of an index besides the files themselves."""
+    timestamp = generated_at if generated_at is not None else os.environ.get("SOURCE_DATE_EPOCH")
+    inputs = {
+        "format": STAMP_FORMAT,
+        "code": code_fingerprint(),
+        "root": str(root.resolve()),
+        "folder": str(folder.resolve()),
+        "revision": repository_revision(root.resolve()),
+        "excludes": list(excludes),
+        "generated_at": [generated_at is not None, timestamp],
+        "load": load,
+        "space": space,
+    }
+    return hashlib.sha256(orjson.dumps(inputs, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _identity(path: Path) -> list[int] | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return [status.st_size, status.st_mtime_ns, status.st_ino]
+
+
+def _outputs(folder: Path) -> dict[str, Any]:
+    """What is in the index folder now, as a stamp records it."""
+    from cairn.artifact.folder import classify_file
+
+    found: dict[str, Any] = {name: _identity(folder / name) for name in _OUTPUT_FILES}
+    found[_LEGACY_FILE] = classify_file(folder / _LEGACY_FILE).value
+    found[".gitignore"] = (folder / ".gitignore").exists()
+    return found
+
+
+def _database(folder: Path) -> list[Any] | None:
+    from cairn.store.load import loaded_position
+
+    found = loaded_position(folder / _DATABASE_FILE)
+    return None if found is None else [found[0], found[1]]
+
+
+def _skipped(scan: ScanResult) -> list[Any]:
+    return [entry.to_json() for entry in scan.skipped]
+
+
+def remove_stamp(folder: Path) -> None:
+    """Remove ``folder``'s stamp (a run that is about to write)."""
+    # A folder the run cannot write to fails on its first real write instead.
+    with contextlib.suppress(OSError):
+        (folder / STAMP_FILENAME).unlink(missing_ok=True)
+
+
+def write_stamp(
+    folder: Path, fingerprint: str, result: IndexResult, summary: Mapping[str, Any]
+) -> bool:
+    """Stamp what the run that made ``result`` and ``summary`` read and wrote (after its
+    load committed); False when it cannot be stamped (a file without a hash, a stamp
+    that cannot be written): the next run then indexes whole."""
+    scan = result.scan
+    if scan is None:
+        return False
+    hashes = {entry.path: entry.sha256 for entry in result.manifest.entries}
+    files: list[Any] = []
+    for scanned in scan.files:
+        sha256 = hashes.get(scanned.path)
+        if sha256 is None or scanned.signature is None:
+            return False
+        files.append([scanned.path, scanned.language, list(scanned.signature), sha256])
+    kept = {
+        key: value
+        for key, value in summary.items()
+        if key not in ("seconds", "phase_seconds", "cache", "workers", "searchable_seconds")
+    }
+    stamp = {
+        "format": STAMP_FORMAT,
+        "inputs": fingerprint,
+        "started_ns": result.started_ns,
+        "files": files,
+        "skipped": _skipped(scan),
+        "outputs": _outputs(folder),
+        "database": _database(folder) if summary.get("load") is not None else None,
+        "summary": kept,
+    }
+    try:
+        atomic_write_bytes(folder / STAMP_FILENAME, orjson.dumps(stamp))
+    except (OSError, CairnError):
+        remove_stamp(folder)
+        return False
+    return True
+
+
+def _read_stamp(folder: Path) -> dict[str, Any] | None:
+    path = folder / STAMP_FILENAME
+    if not path.is_file():
+        return None
+    try:
+        stamp = orjson.loads(read_bounded(path, MAX_STAMP_BYTES, "index stamp"))
+    except (OSError, CairnError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(stamp, dict) or stamp.get("format") != STAMP_FORMAT:
+        return None
+    return stamp
+
+
+def unchanged_summary(
+    root: Path, folder: Path, fingerprint: str, excludes: Sequence[str]
+) -> dict[str, Any] | None:
+    """The summary of the last run when nothing it read or wrote changed since (its
+    stamp says what: see the module), else None."""
+    started = time.perf_counter()
+    stamp = _read_stamp(folder)
+    if stamp is None or stamp.get("inputs") != fingerprint:
+        return None
+    try:
+        if _outputs(folder) != stamp["outputs"]:
+            return None
+        if stamp["database"] is not None and _database(folder) != stamp["database"]:
+            return None
+        checked = time.perf_counter()
+        scan = scan_repository(root, excludes=excludes)
+        scanned = time.perf_counter()
+        if not _same_files(scan, stamp):
+            return None
+        summary = dict(stamp["summary"])
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None  # a stamp of another shape: the whole index runs
+    ended = time.perf_counter()
+    summary["phase_seconds"] = {
+        "checking outputs": round(checked - started, 3),
+        "scanning": round(scanned - checked, 3),
+        "comparing files": round(ended - scanned, 3),
+    }
+    summary["seconds"] = round(ended - started, 3)
+    summary["cache"] = None
+    summary["unchanged"] = True
+    load = summary.get("load")
+    if isinstance(load, dict):
+        summary["searchable_seconds"] = 0.0  # it was before this run began
+        summary["load"] = {
+            **load,
+            "changes": 0,
+            "up_to_date": True,
+            "mutations": {},
+            "repaired": [],
+            "compared": UNCHANGED,
+        }
+    return summary
+
+
+def _same_files(scan: ScanResult, stamp: Mapping[str, Any]) -> bool:
+    """Whether the scan finds the stamped run's files with the bytes it read, and the
+    entries it skipped."""
+    if _skipped(scan) != stamp["skipped"]:
+        return False
+    files = stamp["files"]
+    if len(files) != len(scan.files):
+        return False
+    trusted_before = int(stamp["started_ns"]) - RACY_MARGIN_NS
+    for scanned, (path, language, signature, sha256) in zip(scan.files, files, strict=True):
+        if scanned.path != path or scanned.language != language:
+            return False
+        now = scanned.signature
+        if now is not None and list(now) == signature and max(now[1], now[2]) < trusted_before:
+            continue
+        read = read_source(scan.root, scanned)
+        if read.outcome.sha256 != sha256:
+            return False
+    return True

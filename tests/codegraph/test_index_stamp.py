@@ -1,0 +1,248 @@
+"""``cairn index`` says "nothing changed" without indexing when nothing it read or wrote
+changed since its last whole run (``cairn.codegraph.stamp``), and indexes whole on any
+doubt: a changed, added or removed file, changed outputs, another database position,
+other options or other code."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cairn.codegraph.stamp as stamp_module
+from cairn.codegraph.console import index_and_write
+from cairn.codegraph.stamp import STAMP_FILENAME, UNCHANGED
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+PAST_NS = 1_600_000_000 * 10**9
+"""A modification time long before any run (so a file's signature can be trusted)."""
+
+
+def _repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", root)
+    return root
+
+
+def _age(root: Path) -> None:
+    """Give every file a modification time far in the past (its signature is trusted)."""
+    for path in root.rglob("*"):
+        if path.is_file():
+            os.utime(path, ns=(PAST_NS, PAST_NS))
+
+
+def _index(root: Path, **options: Any) -> dict[str, Any]:
+    return index_and_write(root, workers=1, as_json=True, **options)
+
+
+def _outputs(root: Path) -> dict[str, tuple[int, int, bytes]]:
+    found = {}
+    for name in ("graph.cairn", "manifest.json"):
+        status = (root / ".cairn" / name).stat()
+        found[name] = (status.st_ino, status.st_mtime_ns, (root / ".cairn" / name).read_bytes())
+    return found
+
+
+def _position(root: Path) -> int:
+    with closing(sqlite3.connect(root / ".cairn" / "cairn.db")) as conn:
+        return int(conn.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()[0])
+
+
+def test_a_second_run_with_nothing_changed_touches_nothing(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    _index(root)  # the first index creates .cairn/, which the next scan lists as skipped
+    first = _index(root)
+    assert not first.get("unchanged")
+    assert (root / ".cairn" / STAMP_FILENAME).is_file()
+    before, position = _outputs(root), _position(root)
+    second = _index(root)
+    assert second["unchanged"] is True
+    assert second["load"]["compared"] == UNCHANGED
+    assert second["load"]["changes"] == 0 and second["load"]["up_to_date"] is True
+    assert second["load"]["position"] == position == _position(root)
+    assert _outputs(root) == before  # same files (inode, mtime), same bytes
+    for key in ("files", "nodes_by_kind", "facts_by_relation", "counts", "calls", "problems"):
+        assert second[key] == first[key], key
+    assert second["graph_path"] == first["graph_path"]
+
+
+def test_trusted_signatures_are_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Aging a file sets its ctime to now: without a margin, "now" is before the run.
+    monkeypatch.setattr(stamp_module, "RACY_MARGIN_NS", 0)
+    root = _repo(tmp_path)
+    _age(root)
+    _index(root)
+    _index(root)
+
+    def no_read(*_: Any) -> Any:
+        raise AssertionError("a file with a trusted signature was read again")
+
+    monkeypatch.setattr(stamp_module, "read_source", no_read)
+    assert _index(root)["unchanged"] is True
+
+
+def test_files_written_just_before_the_stamped_run_are_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Within ``RACY_MARGIN_NS`` of the stamped run, a second write could keep the
+    signature: such files are hashed again, whatever their signature says."""
+    root = _repo(tmp_path)
+    _index(root)
+    _index(root)
+    real_read = stamp_module.read_source
+    read: list[str] = []
+
+    def counting(base: Path, scanned: Any) -> Any:
+        read.append(scanned.path)
+        return real_read(base, scanned)
+
+    monkeypatch.setattr(stamp_module, "read_source", counting)
+    assert _index(root)["unchanged"] is True
+    assert "app/views.py" in read
+
+
+def test_a_file_rewritten_with_the_same_bytes_is_no_change(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    _age(root)
+    _index(root)
+    _index(root)
+    views = root / "app" / "views.py"
+    views.write_bytes(views.read_bytes())  # a new mtime: hashed again, same bytes
+    assert _index(root)["unchanged"] is True
+
+
+def _edit(root: Path) -> None:
+    views = root / "app" / "views.py"
+    views.write_text(views.read_text() + "\n\ndef stamped_later():\n    return 1\n")
+
+
+def _add(root: Path) -> None:
+    (root / "app" / "extra.py").write_text("def extra():\n    return 2\n")
+
+
+def _remove(root: Path) -> None:
+    (root / "app" / "views.py").unlink()
+
+
+def _same_size_edit(root: Path) -> None:
+    views = root / "app" / "views.py"
+    data = views.read_bytes()
+    at = data.index(b"def ") + 4
+    swapped = data[:at] + (b"x" if data[at : at + 1] != b"x" else b"y") + data[at + 1 :]
+    views.write_bytes(swapped)
+    os.utime(views, ns=(PAST_NS, PAST_NS))  # same size and mtime: only ctime tells
+
+
+def _graph_removed(root: Path) -> None:
+    (root / ".cairn" / "graph.cairn").unlink()
+
+
+def _manifest_touched(root: Path) -> None:
+    manifest = root / ".cairn" / "manifest.json"
+    manifest.write_bytes(manifest.read_bytes())
+
+
+def _database_removed(root: Path) -> None:
+    for name in ("cairn.db", "cairn.db-wal", "cairn.db-shm"):
+        (root / ".cairn" / name).unlink(missing_ok=True)
+
+
+def _stamp_garbled(root: Path) -> None:
+    (root / ".cairn" / STAMP_FILENAME).write_bytes(b'{"format": "cairn.codegraph.stamp/1", ')
+
+
+def _other_code(root: Path) -> None:
+    stamp_module._CODE[:] = ["0" * 64]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _edit,
+        _add,
+        _remove,
+        _same_size_edit,
+        _graph_removed,
+        _manifest_touched,
+        _database_removed,
+        _stamp_garbled,
+        _other_code,
+    ],
+    ids=lambda change: change.__name__.strip("_"),
+)
+def test_any_change_indexes_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: Callable[[Path], None]
+) -> None:
+    monkeypatch.setattr(stamp_module, "_CODE", [])
+    root = _repo(tmp_path)
+    _age(root)
+    _index(root)
+    _index(root)
+    change(root)
+    again = _index(root)
+    assert not again.get("unchanged")
+    assert again["load"]["compared"] != UNCHANGED
+    # The whole run stamped what it saw: with nothing changed since, the next is a no-op.
+    assert _index(root)["unchanged"] is True
+
+
+def test_a_change_of_the_database_position_indexes_whole(tmp_path: Path) -> None:
+    import uuid
+
+    from cairn import store
+    from cairn.store import CommandRequest, ConfigureCollection
+
+    root = _repo(tmp_path)
+    _index(root)
+    _index(root)
+    before = _position(root)
+    with store.open(root / ".cairn" / "cairn.db") as db:
+        db.command(CommandRequest(uuid.uuid4(), "main", (ConfigureCollection("notes"),)))
+    assert _position(root) == before + 1
+    again = _index(root)
+    assert not again.get("unchanged")
+    assert again["load"]["position"] == _position(root)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"excludes": ["app/models.py"]},
+        {"generated_at": "2030-01-01T00:00:00Z"},
+        {"load": False},
+    ],
+    ids=["excludes", "generated_at", "no_load"],
+)
+def test_other_options_index_whole(tmp_path: Path, options: dict[str, Any]) -> None:
+    root = _repo(tmp_path)
+    _index(root)
+    _index(root)
+    assert not _index(root, **options).get("unchanged")
+
+
+def test_a_stamp_is_not_written_by_a_watch_round_and_its_outputs_void_it(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from cairn.codegraph.console import index_once, release_held
+
+    root = _repo(tmp_path)
+    _index(root)
+    _index(root)
+    _edit(root)
+    try:
+        index_once(root, console=Console(quiet=True), workers=1, remember=True)
+    finally:
+        release_held()
+    time.sleep(0.01)
+    again = _index(root)  # the watch round rewrote graph.cairn and loaded: not the stamp's
+    assert not again.get("unchanged")
+    assert again["load"]["changes"] == 0  # the watch round had loaded the edit already

@@ -24,9 +24,11 @@ each edit goes through the watcher ``--watch-samples`` times per round (default 
 
 Edits: ``body`` (one function body changes), ``call`` (a new function calling across
 modules), ``delete`` (a module is removed), ``rename`` (a module is renamed),
-``ten`` (ten files change). Printed per corpus: median wall (and CPU) per edit for Cairn
-and CodeGraph, Cairn's ratio to its own clean build, and the issue's targets: one-file
-edits <= 1.0 s (django) / 2.0 s (django-sdist), ten files <= 0.1x a clean build.
+``ten`` (ten files change); then ``none``: ``cairn index`` and ``codegraph sync`` once
+more with nothing changed since the last run. Printed per corpus: median wall (and CPU)
+per edit for Cairn and CodeGraph, Cairn's ratio to its own clean build, and the issue's
+targets: one-file edits <= 1.0 s (django) / 2.0 s (django-sdist), ten files <= 0.1x a
+clean build.
 
     .venv/bin/python bench/incremental_bench.py [--only django,django-sdist] [--repeat 3]
         [--workers 2] [--cache DIR] [--no-peers] [--watch] [--watch-samples 3]
@@ -58,6 +60,8 @@ import index_bench as ib
 ONE_FILE_TARGET_S = {"django": 1.0, "django-sdist": 2.0}
 TEN_FILES_TARGET_RATIO = 0.1
 ADDED = "bench_incremental_added"
+NO_CHANGE = "none"
+"""The step that changes nothing (a re-run after the tree was put back and indexed)."""
 WATCH_TIMEOUT_S = 300.0
 """Longest wait for one ``cairn watch`` round record before the bench gives up."""
 WATCH_SAMPLES = 3
@@ -372,6 +376,13 @@ def bench_corpus(
                 _cairn(exe, tree, workers)
                 if codegraph is not None:
                     _codegraph(codegraph, tree, "sync")
+            # Nothing changed since the last run: what a re-run "to be safe" costs.
+            again = _cairn(exe, tree, workers)
+            if not json.loads(again.stdout).get("unchanged"):
+                print(f"  {name}: a run with nothing changed indexed whole", flush=True)
+            timings.add("cairn", NO_CHANGE, again)
+            if codegraph is not None:
+                timings.add("codegraph", NO_CHANGE, _codegraph(codegraph, tree, "sync"))
             if watch:
                 _watch_rounds(exe, tree, pristine, workers, timings, watch_samples)
             print(f"  {name}: round {round_number + 1}/{repeat} done", flush=True)
@@ -390,7 +401,7 @@ def report(name: str, timings: Timings, peers: bool) -> dict[str, object]:
         header += f" {'watch: searchable, record (round s)':>36}"
     print(header)
     rows: dict[str, object] = {}
-    for step in ("clean", *(edit.name for edit in EDITS)):
+    for step in ("clean", *(edit.name for edit in EDITS), NO_CHANGE):
         mine = timings.median("cairn", step)
         cpu = ib._fmt(timings.cpu_median("cairn", step), ".2f")
         line = f"{step:<8} {ib._fmt(mine, '.2f'):>7} ({cpu})"
@@ -402,7 +413,7 @@ def report(name: str, timings: Timings, peers: bool) -> dict[str, object]:
             line += f" {ib._fmt(ib._ratio(mine, theirs), '.2f'):>9}"
         watched = timings.median("watch", step) if watching else None
         seen = timings.searchable_median(step) if watching else None
-        if watching and step != "clean":
+        if watching and step not in ("clean", NO_CHANGE):
             own = ib._fmt(timings.rounds_median(step), ".2f")
             line += f" {ib._fmt(seen, '.2f'):>8}, {ib._fmt(watched, '.2f')} ({own})"
         print(line)

@@ -195,6 +195,14 @@ def index_command(
     ] = None,
     no_load: NoLoadOption = False,
     embedder: EmbedderOption = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Index whole even when nothing changed since the last run (which is "
+            "otherwise said and skipped); a load also rewrites damaged records.",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Build the semantic graph of PATH, write graph.cairn and load it into cairn.db."""
@@ -210,6 +218,7 @@ def index_command(
             as_json=as_json,
             load=not no_load,
             embedder=embedder,
+            force=force,
         )
     except CairnError as error:
         fail(error)
@@ -960,8 +969,8 @@ def _print_check(report: Any) -> None:
         console.print("[bold green]ok[/]: every record verifies")
         return
     console.print(
-        "[bold red]damaged or different[/]: re-run the load or `cairn index` that wrote the "
-        "database (it rewrites damaged records and names them), or restore a backup"
+        "[bold red]damaged or different[/]: re-run the load or `cairn index --force` that "
+        "wrote the database (it rewrites damaged records and names them), or restore a backup"
     )
 
 

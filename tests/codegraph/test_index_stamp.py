@@ -246,3 +246,30 @@ def test_a_stamp_is_not_written_by_a_watch_round_and_its_outputs_void_it(tmp_pat
     again = _index(root)  # the watch round rewrote graph.cairn and loaded: not the stamp's
     assert not again.get("unchanged")
     assert again["load"]["changes"] == 0  # the watch round had loaded the edit already
+
+
+def test_force_indexes_whole_with_nothing_changed(tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    _index(root)
+    _index(root)
+    forced = _index(root, force=True)
+    assert not forced.get("unchanged")
+    assert forced["load"]["compared"] != UNCHANGED
+    assert _index(root)["unchanged"] is True  # the forced run stamped what it saw
+
+
+def test_the_cli_says_nothing_changed(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cairn.cli import app
+
+    root = _repo(tmp_path)
+    for _ in range(2):
+        assert CliRunner().invoke(app, ["index", str(root), "--workers", "1"]).exit_code == 0
+    done = CliRunner().invoke(app, ["index", str(root), "--workers", "1"])
+    assert done.exit_code == 0, done.output
+    assert "nothing changed since the last index" in done.output
+    assert "already up to date" in done.output
+    forced = CliRunner().invoke(app, ["index", str(root), "--workers", "1", "--force"])
+    assert "nothing changed since the last index" not in forced.output
+    assert "wrote " in forced.output

@@ -117,6 +117,7 @@ def index_and_write(
     as_json: bool = False,
     load: bool = True,
     embedder: str | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Index ``path``, write ``graph.cairn`` and the manifest, load the database, summarise.
 
@@ -138,7 +139,9 @@ def index_and_write(
         load=load,
         space=None if chosen is None else chosen.space.to_json(),
     )
-    unchanged = stamp.unchanged_summary(Path(path), folder, fingerprint, excludes)
+    unchanged = (
+        None if force else stamp.unchanged_summary(Path(path), folder, fingerprint, excludes)
+    )
     if unchanged is not None:
         unchanged["workers"] = workers if workers is not None else default_workers()
         if not as_json:

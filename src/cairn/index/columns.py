@@ -956,14 +956,15 @@ class Columns:
             if found != held:
                 raise CorruptionError(
                     f"slot {slot} is damaged: it does not name the live document that holds "
-                    "it (restore a backup, or re-run the load or cairn index that wrote it)",
+                    "it (restore a backup, or re-run the load or `cairn index --force` that "
+                    "wrote it)",
                     details={"table": "slots", "slot": slot},
                 )
         if live:
             slot, (collection, doc_id, _, _) = min(live.items())
             raise CorruptionError(
                 f"document {collection}/{doc_id} is damaged: its slot {slot} is not alive "
-                "(restore a backup, or re-run the load or cairn index that wrote it)",
+                "(restore a backup, or re-run the load or `cairn index --force` that wrote it)",
                 details={"table": "documents", "collection": collection, "id": doc_id},
             )
 

@@ -125,7 +125,7 @@ def _damaged(key: tuple[str, str]) -> CorruptionError:
     collection, field = key
     return CorruptionError(
         f"the text postings of {collection!r} field {field} are damaged (doc_terms "
-        "rows that no write could have made); re-run the load or cairn index that "
+        "rows that no write could have made); re-run the load or `cairn index --force` that "
         "wrote the database, or restore a backup",
         details={"table": "doc_terms", "collection": collection, "field": field},
     )

@@ -144,7 +144,7 @@ def damaged(table: str, resource: str, key: str, *, what: str) -> CorruptionErro
     column = "graph" if table in ("facts", "occurrences") else "collection"
     return CorruptionError(
         f"{what} is damaged: its stored checksum does not match its contents (restore a "
-        "backup, or re-run the load or cairn index that wrote it)",
+        "backup, or re-run the load or `cairn index --force` that wrote it)",
         details={"table": table, column: resource, "id": key},
     )
 
@@ -259,7 +259,7 @@ def verify_shape(table: str, number: int, data: bytes | None, stored: int | None
     if stored != shape_checksum(table, number, data):
         raise CorruptionError(
             f"shape {number} of {table} is damaged: its stored checksum does not match its "
-            "contents (re-run the load or cairn index that wrote it)",
+            "contents (re-run the load or `cairn index --force` that wrote it)",
             details={"table": table, "id": number},
         )
 

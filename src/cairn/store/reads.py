@@ -157,7 +157,8 @@ def _check_absent(cut: ReadCut, collection: str, doc_id: str) -> None:
     if found is not None:
         raise CorruptionError(
             f"document {collection}/{doc_id} is damaged: its live slot {found[0]} has no "
-            "stored row (restore a backup, or re-run the load or cairn index that wrote it)",
+            "stored row (restore a backup, or re-run the load or `cairn index --force` that "
+            "wrote it)",
             details={"table": "documents", "collection": collection, "id": doc_id},
         )
 

@@ -273,3 +273,22 @@ def test_the_cli_says_nothing_changed(tmp_path: Path) -> None:
     forced = CliRunner().invoke(app, ["index", str(root), "--workers", "1", "--force"])
     assert "nothing changed since the last index" not in forced.output
     assert "wrote " in forced.output
+
+
+def test_a_named_embedder_is_loaded_once_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cairn.embed as embed_module
+
+    real_load = embed_module.load_embedder
+    loaded: list[str] = []
+
+    def counting(name: str = "hashing") -> Any:
+        loaded.append(name)
+        return real_load(name)
+
+    monkeypatch.setattr(embed_module, "load_embedder", counting)
+    root = _repo(tmp_path)
+    summary = _index(root, embedder="hashing-64")
+    assert loaded == ["hashing-64"]  # the stamp's fingerprint and the index share it
+    assert summary["embedder"]["dimension"] == 64

@@ -158,7 +158,7 @@ def index_and_write(
             generated_at=generated_at,
             show_progress=console.is_terminal and not as_json,
             load=load,
-            embedder=embedder,
+            embedder=chosen,
         )
         stamp.write_stamp(folder, fingerprint, result, summary)
         del result  # only the summary outlives the work
@@ -187,17 +187,18 @@ def index_once(
     generated_at: str | None = None,
     show_progress: bool = False,
     load: bool = True,
-    embedder: str | None = None,
+    embedder: str | Embedder | None = None,
     remember: bool = False,
 ) -> tuple[dict[str, Any], IndexResult]:
     """One index, write and load (with the extraction cache), without printing the
     summary: the summary and the index result (``cairn index`` and ``cairn watch``;
     ``remember`` keeps the extracts in this process for the next round, and leaves out
-    the summary's tallies, which a watch round does not report: ``index_summary``)."""
+    the summary's tallies, which a watch round does not report: ``index_summary``).
+    ``embedder``: a name for ``choose_embedder``, or an embedder the caller chose."""
     started = time.perf_counter()
     count = workers if workers is not None else default_workers()
     folder = index_folder(path, out)
-    chosen = choose_embedder(embedder, folder / DATABASE_FILE) if load else None
+    chosen = _chosen(embedder, folder) if load else None
     # The collector stays off from the scan to the load's commit: the graph, the
     # artifact's columns and the load's rows are ~10^6 acyclic containers that every
     # full collection would walk again (0.3-0.4 s on the Django package).
@@ -259,6 +260,14 @@ def index_once(
         summary["graph_bytes"] = written.graph_bytes
         summary["phase_seconds"] = steps.seconds()
     return summary, result
+
+
+def _chosen(embedder: str | Embedder | None, folder: Path) -> Embedder:
+    """``embedder`` itself when it is one (chosen by the caller: a model loads once),
+    else ``choose_embedder`` of the name for ``folder``'s database."""
+    if embedder is None or isinstance(embedder, str):
+        return choose_embedder(embedder, folder / DATABASE_FILE)
+    return embedder
 
 
 def choose_embedder(name: str | None, database: Path) -> Embedder:

@@ -125,6 +125,8 @@ def index_and_write(
     default); loading applies only what changed, as one atomic command. On a terminal
     (and without ``as_json``) one transient line shows each phase as it runs.
     ``embedder`` names the embedder (``cairn.embed.load_embedder``; see ``choose_embedder``).
+    A run whose inputs and outputs are all as the last whole run left them says so and
+    does nothing else, unless ``force`` (``cairn.codegraph.stamp``).
     """
     from cairn.codegraph import stamp
 

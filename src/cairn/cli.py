@@ -275,6 +275,12 @@ def watch_command(
 
 def _watch_line(record: Mapping[str, Any]) -> str:
     """One readable line per round of ``cairn watch``."""
+    error = record.get("error")
+    if error is not None:
+        return escape(
+            f"round {record['round']} failed ({error['code']}): {error['message']}; "
+            f"trying again in {error['retry_seconds']:.0f} s or at the next edit"
+        )
     files = record["files"]
     if record["round"] == 0:
         counts = record["counts"] or {}

@@ -264,3 +264,125 @@ def test_the_heap_collector_searches_what_rounds_leave_and_the_whole_heap_on_gro
             gc.enable()
     assert gc.get_freeze_count() == 0
     assert growth
+
+
+def test_a_failed_round_is_reported_and_tried_again_without_an_edit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A round that fails (here: a full disk) does not end the watch: its record names
+    the error and the wait, and the round is run again once the wait is over, edit or
+    not; waits double while failures go on and start over after a success."""
+    import cairn.codegraph.watch as watch_module
+    from cairn.codegraph.build import IndexResult
+    from cairn.errors import StorageIOError
+
+    monkeypatch.setattr(watch_module, "RETRY_FIRST_S", 0.0)
+    monkeypatch.setattr(watch_module, "_hashes", lambda result: {})
+    outcomes = iter(["ok", "fail", "fail", "ok", "ok"])
+    records: list[Mapping[str, Any]] = []
+
+    def once() -> tuple[dict[str, Any], IndexResult]:
+        if next(outcomes) == "fail":
+            raise StorageIOError("disk full while writing cairn.db")
+        return {}, None  # type: ignore[return-value]
+
+    # Round 0, an edit (fails), a quiet pass (the retry, fails), a quiet pass (the
+    # retry, succeeds), a quiet pass (nothing due), an edit.
+    batches = iter([set(), {"a.py"}, set(), set(), set(), {"b.py"}])
+    done = watch_module._rounds(batches, once, records.append, None)
+    assert done == 4
+    assert [record["round"] for record in records] == [0, 1, 2, 3, 4]
+    assert [record["events"] for record in records] == [0, 1, 0, 0, 1]
+    errors = [record["error"] for record in records]
+    assert errors[0] is None and errors[3] is None and errors[4] is None
+    assert errors[1] == {
+        "code": StorageIOError.code,
+        "message": "disk full while writing cairn.db",
+        "retry_seconds": 0.0,
+    }
+    assert errors[2] is not None and errors[2]["code"] == StorageIOError.code
+
+
+def test_retry_waits_double_up_to_a_bound_and_start_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cairn.codegraph.watch as watch_module
+
+    retry = watch_module._Retry()
+    assert not retry.due()
+    waits = [retry.failed() for _ in range(8)]
+    assert waits == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]
+    assert not retry.due()  # 30 s from now
+    retry.clear()
+    assert not retry.due() and retry.failed() == 1.0
+    monkeypatch.setattr(watch_module, "RETRY_FIRST_S", 0.0)
+    retry.clear()
+    retry.failed()
+    assert retry.due()
+
+
+def test_an_edit_whose_round_failed_is_indexed_by_the_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real watch: the first round after an edit fails in its load (the database
+    busy); with no further edit, the retry indexes the edit and a reader finds it."""
+    import cairn.codegraph.console as console_module
+    import cairn.codegraph.watch as watch_module
+    from cairn.errors import StorageLockedError
+
+    monkeypatch.setattr(watch_module, "RETRY_FIRST_S", 0.2)
+    real_load = console_module._load
+    failures = [1]
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        if failures and watch_module_round[0] == 1:
+            failures.pop()
+            raise StorageLockedError("the database is locked by another writer")
+        return real_load(*args, **kwargs)
+
+    watch_module_round = [0]
+    monkeypatch.setattr(console_module, "_load", flaky)
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", repo)
+    records: queue.Queue[Mapping[str, Any]] = queue.Queue()
+    stop = threading.Event()
+
+    def on_round(record: Mapping[str, Any]) -> None:
+        watch_module_round[0] = record["round"] + 1
+        records.put(record)
+
+    thread = threading.Thread(
+        target=lambda: watch_repository(repo, on_round=on_round, workers=1, stop=stop),
+        daemon=True,
+    )
+    thread.start()
+    try:
+        assert records.get(timeout=ROUND_TIMEOUT_S)["round"] == 0
+        views = repo / "app" / "views.py"
+        views.write_text(views.read_text() + f"\n\ndef {NEW_NAME}():\n    return 1\n")
+        failed = records.get(timeout=ROUND_TIMEOUT_S)
+        assert failed["error"]["code"] == StorageLockedError.code
+        retried = records.get(timeout=ROUND_TIMEOUT_S)
+        assert retried["error"] is None and retried["events"] == 0
+        assert retried["files"]["changed"] == ["app/views.py"]
+        with cairn.open(repo / ".cairn" / "cairn.db") as db:
+            request = SearchRequest(
+                db.name, "symbols", text_field=SEARCH_FIELDS, text=NEW_NAME, limit=3
+            )
+            hits = [hit.document.ref.id for hit in db.search(request)]
+        assert hits[:1] == [f"function:app/views.py#{NEW_NAME}"]
+    finally:
+        stop.set()
+        thread.join(timeout=ROUND_TIMEOUT_S)
+    assert not thread.is_alive()
+
+
+def test_a_failed_round_line_names_the_error_and_the_wait() -> None:
+    from cairn.cli import _watch_line
+
+    record = {
+        "round": 3,
+        "error": {"code": "busy", "message": "database is locked", "retry_seconds": 2.0},
+    }
+    line = _watch_line(record)
+    assert (
+        line == "round 3 failed (busy): database is locked; trying again in 2 s or at the next edit"
+    )

@@ -8,7 +8,9 @@ position at its next read. Events inside the index folder itself and in the dire
 indexing never descends into are ignored, so the watcher's own writes never wake it.
 Each round is reported as a plain record: the files added, removed and changed (by
 content hash against the previous round), the load's changes and position, the files
-not fully indexed, and the round's time by phase.
+not fully indexed, and the round's time by phase. A round that fails (the database
+busy, a full disk) is reported with its error and tried again a moment later, so the
+watch goes on and no edit waits for the next one.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from cairn.codegraph.build import IndexResult
 from cairn.codegraph.console import checkpoint_held, index_folder, index_once, release_held
 from cairn.codegraph.limits import DEFAULT_EXCLUDED_DIRS
 from cairn.codegraph.wire import gc_paused
-from cairn.errors import ValidationError
+from cairn.errors import CairnError, ValidationError
 
 __all__ = [
     "DEFAULT_DEBOUNCE_MS",
@@ -53,6 +55,13 @@ the start of its re-index)."""
 
 IDLE_YIELD_MS = 250
 """How long the watcher waits, idle, before handing control back (a quiet pass)."""
+
+RETRY_FIRST_S = 1.0
+"""A round that failed (the database busy, a full disk) is tried again this long after,
+edit or not: its files must not wait for the next edit to be indexed."""
+
+RETRY_MAX_S = 30.0
+"""Each next failure in a row doubles the wait, up to this."""
 
 FULL_COLLECT_GROWTH = 0.25
 """Between rounds only the objects a round left behind are searched for garbage cycles;
@@ -101,7 +110,12 @@ def file_changes(
 
 
 def _record(
-    number: int, events: int, changes: FileChanges, summary: Mapping[str, Any], seconds: float
+    number: int,
+    events: int,
+    changes: FileChanges,
+    summary: Mapping[str, Any],
+    seconds: float,
+    error: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "round": number,
@@ -114,7 +128,34 @@ def _record(
         "phase_seconds": summary.get("phase_seconds"),
         "searchable_seconds": summary.get("searchable_seconds"),
         "seconds": round(seconds, 3),
+        "error": None if error is None else dict(error),
     }
+
+
+def _failed(exc: CairnError, retry_seconds: float) -> dict[str, Any]:
+    """A failed round's ``error``: what failed, and when the round is tried again."""
+    return {"code": exc.code, "message": exc.message, "retry_seconds": retry_seconds}
+
+
+class _Retry:
+    """When a failed round is tried again without an edit: ``RETRY_FIRST_S`` after a
+    first failure, twice as long after each next one in a row, at most ``RETRY_MAX_S``."""
+
+    def __init__(self) -> None:
+        self.delay: float | None = None
+        self.at: float | None = None
+
+    def failed(self) -> float:
+        """Note a failure; the seconds until the next try."""
+        self.delay = RETRY_FIRST_S if self.delay is None else min(2 * self.delay, RETRY_MAX_S)
+        self.at = time.monotonic() + self.delay
+        return self.delay
+
+    def due(self) -> bool:
+        return self.at is not None and time.monotonic() >= self.at
+
+    def clear(self) -> None:
+        self.delay = self.at = None
 
 
 def watch_repository(
@@ -182,7 +223,10 @@ def _rounds(
     on_round: RoundReport,
     rounds: int | None,
 ) -> int:
-    """Round 0 (the full index) once the watcher is subscribed, then one round per batch."""
+    """Round 0 (the full index) once the watcher is subscribed, then one round per batch;
+    a round that fails is reported with its error and tried again after ``_Retry``'s
+    wait (an edit's round comes first if there is one). A failing first index ends the
+    watch: there is nothing yet to keep fresh."""
     # The watcher subscribes before the first index, so an edit made while (or right
     # after) round 0 runs is seen by a later round instead of being lost; what came
     # before the subscription is in round 0's own scan.
@@ -200,17 +244,27 @@ def _rounds(
         heap.collect()
         on_round(_record(0, 0, FileChanges(), summary, _since(started)))
         done = 0
+        retry = _Retry()
         for batch in batches:
-            if not batch:  # a quiet pass: nothing changed for IDLE_YIELD_MS
+            if not batch and not retry.due():  # a quiet pass: nothing changed, nothing due
                 continue
             with gc_paused():
                 started = time.perf_counter()
-                summary, result = once()
-                current = _hashes(result)
-                changes = file_changes(previous, current)
-                previous = current
                 done += 1
-                on_round(_record(done, len(batch), changes, summary, _since(started)))
+                try:
+                    summary, result = once()
+                except CairnError as exc:
+                    # A failed round leaves nothing half-made (its Python round state,
+                    # printed segments and database handle are dropped); what it was to
+                    # index is indexed by the retry or the next edit's round.
+                    error = _failed(exc, retry.failed())
+                    on_round(_record(done, len(batch), FileChanges(), {}, _since(started), error))
+                else:
+                    retry.clear()
+                    current = _hashes(result)
+                    changes = file_changes(previous, current)
+                    previous = current
+                    on_round(_record(done, len(batch), changes, summary, _since(started)))
             heap.collect()
             checkpoint_held()  # the round's log pages into the file, while idle
             if rounds is not None and done >= rounds:

@@ -292,3 +292,29 @@ def test_a_named_embedder_is_loaded_once_a_run(
     summary = _index(root, embedder="hashing-64")
     assert loaded == ["hashing-64"]  # the stamp's fingerprint and the index share it
     assert summary["embedder"]["dimension"] == 64
+
+
+def test_no_stamp_when_another_writer_came_in_after_the_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write between the run's load and its stamp (position moved) leaves no stamp:
+    the run cannot vouch for what another writer put in the database."""
+    import uuid
+
+    from cairn import store
+    from cairn.store import CommandRequest, ConfigureCollection
+
+    root = _repo(tmp_path)
+    _index(root)
+    real_write = stamp_module.write_stamp
+
+    def interleaved(folder: Path, *args: Any) -> bool:
+        with store.open(folder / "cairn.db") as db:
+            db.command(CommandRequest(uuid.uuid4(), "main", (ConfigureCollection("notes"),)))
+        return real_write(folder, *args)
+
+    monkeypatch.setattr(stamp_module, "write_stamp", interleaved)
+    _index(root, force=True)
+    assert not (root / ".cairn" / STAMP_FILENAME).exists()
+    monkeypatch.setattr(stamp_module, "write_stamp", real_write)
+    assert not _index(root).get("unchanged")

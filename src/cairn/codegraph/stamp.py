@@ -165,6 +165,10 @@ def write_stamp(
         if sha256 is None or scanned.signature is None:
             return False
         files.append([scanned.path, scanned.language, list(scanned.signature), sha256])
+    load = summary.get("load")
+    database = _database(folder) if load is not None else None
+    if load is not None and (database is None or database[1] != load.get("position")):
+        return False  # another writer came in after this run's load: nothing to vouch for
     kept = {
         key: value
         for key, value in summary.items()
@@ -177,7 +181,7 @@ def write_stamp(
         "files": files,
         "skipped": _skipped(scan),
         "outputs": _outputs(folder),
-        "database": _database(folder) if summary.get("load") is not None else None,
+        "database": database,
         "summary": kept,
     }
     try:

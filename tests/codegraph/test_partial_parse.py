@@ -164,3 +164,33 @@ def test_tree_sitter_files_with_errors_are_marked_partial(
     partial = result.graph.node(f"file:{name}").attributes["partial_parse"]
     assert partial["error"].startswith("SyntaxError: ")
     assert line - 1 <= partial["line"] <= line + 2
+
+
+def test_the_database_says_which_symbols_come_from_a_file_parsed_in_part(tmp_path: Path) -> None:
+    """What search, show and MCP read (cairn.db documents) carries the mark too; fixing
+    the file takes it away (an incremental load)."""
+    import json
+    import sqlite3
+    from contextlib import closing
+
+    repo = _repo(tmp_path, _module(BROKEN["bad signature"]))
+    database = repo / ".cairn" / "cairn.db"
+
+    def bodies() -> dict[str, dict[str, object]]:
+        with closing(sqlite3.connect(database)) as conn:
+            rows = conn.execute(
+                "SELECT id, body FROM documents WHERE deleted = 0 AND id LIKE '%pkg/%'"
+            ).fetchall()
+        return {doc_id: json.loads(body) for doc_id, body in rows}
+
+    args = ["index", str(repo), "--workers", "1", "--generated-at", FIXED_TIME]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    found = bodies()
+    assert found["function:pkg/mod.py#after"]["partial_parse"] is True
+    assert found["method:pkg/mod.py#After.method"]["partial_parse"] is True
+    partial = found["file:pkg/mod.py"]["partial_parse"]
+    assert isinstance(partial, dict) and partial["line"] == 8
+    assert "partial_parse" not in found["function:pkg/user.py#use"]
+    (repo / "pkg" / "mod.py").write_text(_module(BROKEN["bad signature"].replace("(:", "():")))
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert all("partial_parse" not in body for body in bodies().values())

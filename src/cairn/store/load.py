@@ -163,7 +163,7 @@ __all__ = [
 
 _Item = TypeVar("_Item")
 
-LOADER_VERSION = "cairn.store.load/3"
+LOADER_VERSION = "cairn.store.load/4"
 """Part of every load's fingerprint: bump it when the document shape changes."""
 
 DEFAULT_GRAPH = "code"
@@ -218,6 +218,7 @@ BODY_ATTRIBUTES = (
     "level",
     "community",
     "centrality",
+    "partial_parse",
 )
 """Node attributes copied into the document body when present (plus kind and identity)."""
 

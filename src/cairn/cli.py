@@ -656,8 +656,17 @@ def _print_show(answer: Any, max_bytes: int) -> None:
         return
     console = Console(soft_wrap=True)
     body = answer.document.body
-    where = f"{body.get('path')}:{(body.get('range') or [None])[0]}"
+    line = (body.get("range") or [None])[0]
+    where = f"{body.get('path')}:{line}" if line is not None else f"{body.get('path')}"
     console.print(escape(f"{body.get('kind')} {body.get('qualified_name')}  {where}"))
+    partial = body.get("partial_parse")
+    if partial:  # the file parsed only in part: what is shown may miss what was broken
+        detail = (
+            f": line {partial.get('line')}: {partial.get('error')}"
+            if isinstance(partial, Mapping)
+            else ""
+        )
+        console.print(escape(f"parsed in part{detail}"))
     if answer.source is None:
         console.print(escape(f"no source shown: {answer.reason}"))
         return

@@ -191,6 +191,16 @@ def test_the_database_says_which_symbols_come_from_a_file_parsed_in_part(tmp_pat
     partial = found["file:pkg/mod.py"]["partial_parse"]
     assert isinstance(partial, dict) and partial["line"] == 8
     assert "partial_parse" not in found["function:pkg/user.py#use"]
+    shown = CliRunner().invoke(
+        app, ["show", "pkg.mod.after", "--db", str(database), "--root", str(repo)]
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "parsed in part" in shown.output
+    shown = CliRunner().invoke(
+        app, ["show", "file:pkg/mod.py", "--db", str(database), "--root", str(repo)]
+    )
+    assert "parsed in part: line 8: SyntaxError" in shown.output, shown.output
+    assert "pkg/mod.py:None" not in shown.output
     (repo / "pkg" / "mod.py").write_text(_module(BROKEN["bad signature"].replace("(:", "():")))
     assert CliRunner().invoke(app, args).exit_code == 0
     assert all("partial_parse" not in body for body in bodies().values())

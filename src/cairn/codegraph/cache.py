@@ -43,6 +43,7 @@ __all__ = [
     "Row",
     "dump_extract",
     "extractor_fingerprint",
+    "installed_version",
     "load_extract",
 ]
 
@@ -164,12 +165,16 @@ def extractor_fingerprint() -> str:
     for name in _EXTRACTOR_MODULES:
         digest.update(name.encode() + b"\x00" + (package / f"{name}.py").read_bytes())
     for grammar in _GRAMMARS:
-        try:
-            version = metadata.version(grammar)
-        except metadata.PackageNotFoundError:
-            version = "absent"
-        digest.update(f"{grammar}={version}\x00".encode())
+        digest.update(f"{grammar}={installed_version(grammar)}\x00".encode())
     return digest.hexdigest()
+
+
+def installed_version(distribution: str) -> str:
+    """The installed version of ``distribution``, or ``absent``."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "absent"
 
 
 @dataclass(slots=True)

@@ -224,7 +224,7 @@ def index_once(
         if remember:  # refused before the load, as a one-shot write refuses first
             from cairn.artifact.folder import check_activation
 
-            check_activation(index_folder(result.root, out))
+            check_activation(folder)
         kept = _kept(folder) if remember else None
 
         def write() -> WrittenIndex:

@@ -1636,15 +1636,19 @@ def _load(
         return receipt
 
 
+def _read_only(path: str | Path) -> closing[sqlite3.Connection]:
+    """A read-only connection to the database file at ``path``, closed on exit."""
+    return closing(sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True))
+
+
 def loaded_space(path: str | Path) -> VectorSpace | None:
     """The vector space a previous load gave the ``symbols`` collection of the database
     at ``path`` (read-only), or None: no such database, collection or readable record.
     ``cairn index`` re-indexes with the embedder the index was built with."""
-    target = Path(path)
-    if not target.is_file():
+    if not Path(path).is_file():
         return None
     try:
-        with closing(sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+        with _read_only(path) as conn:
             config = load_collection(conn, FAMILIES["function"])
     except (sqlite3.Error, CairnError, KeyError, TypeError, ValueError):
         return None  # an older layout or a damaged record: the caller's default stands
@@ -1658,11 +1662,10 @@ def loaded_position(path: str | Path) -> tuple[str, int] | None:
     """The incarnation and position of the database file at ``path`` (read-only: what a
     reader sees now), or None when there is no readable database there. ``cairn index``
     compares them with those its last run left (``cairn.codegraph.stamp``)."""
-    target = Path(path)
-    if not target.is_file():
+    if not Path(path).is_file():
         return None
     try:
-        with closing(sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+        with _read_only(path) as conn:
             meta = dict(
                 conn.execute(
                     "SELECT key, value FROM meta WHERE key IN ('incarnation', 'position')"

@@ -206,9 +206,32 @@ def index_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Build the semantic graph of PATH, write graph.cairn and load it into cairn.db."""
-    from cairn.codegraph.console import index_and_write
+    from cairn.codegraph.handoff import ask_to_index, raise_problem
 
     try:
+        # A `cairn watch` of this folder indexes for us (``cairn.codegraph.handoff``).
+        reply = None
+        if not force:
+            reply = ask_to_index(
+                path,
+                out,
+                excludes=exclude or (),
+                generated_at=generated_at,
+                load=not no_load,
+                embedder=embedder,
+            )
+        if reply is not None and isinstance(reply.get("error"), dict):
+            raise_problem(reply["error"])
+        if reply is not None and isinstance(reply.get("summary"), dict):
+            watch = {"pid": reply.get("pid"), "round": reply.get("round")}
+            _print_index_summary({**reply["summary"], "watch": watch}, as_json)
+            return
+        if reply is not None:
+            refused = {"pid": reply.get("pid"), "refused": reply.get("refused")}
+            if not as_json:
+                Console().print(escape(_refused_line(refused)))
+        from cairn.codegraph.console import index_and_write
+
         summary = index_and_write(
             path,
             out=out,
@@ -224,7 +247,25 @@ def index_command(
         fail(error)
         return
     if as_json:
+        emit_json(summary if reply is None else {**summary, "watch": refused})
+
+
+def _print_index_summary(summary: Mapping[str, Any], as_json: bool) -> None:
+    """A summary ``cairn index`` did not print itself (a running watch's round)."""
+    if as_json:
         emit_json(summary)
+        return
+    from cairn.codegraph.report import print_summary
+
+    print_summary(Console(), dict(summary))
+
+
+def _refused_line(watch: Mapping[str, Any]) -> str:
+    """What ``cairn index`` says when the running watch would not index for it."""
+    return (
+        f"a cairn watch (pid {watch['pid']}) keeps this index, but not with these options "
+        f"({watch['refused']}): indexing in this process"
+    )
 
 
 @app.command("watch")
@@ -290,7 +331,9 @@ def _watch_line(record: Mapping[str, Any]) -> str:
             f"{len(files[key])} {key}" + (f" ({', '.join(files[key][:3])})" if files[key] else "")
             for key in ("changed", "added", "removed")
         ]
-        head = f"round {record['round']}: " + ", ".join(parts)
+        asked = record.get("asked_by")
+        label = f" (for cairn index, pid {asked['pid']})" if asked else ""
+        head = f"round {record['round']}{label}: " + ", ".join(parts)
     python = record.get("python_rounds")
     if record["round"] and python and python["modules"]:
         head += f"; python {python['emission']}/{python['modules']} modules re-resolved"

@@ -162,7 +162,8 @@ def test_cli_reindex_reuses_the_cache_and_says_nothing_changed(tmp_path: Path) -
     assert first.exit_code == 0, first.output
     assert "0 files reused" in first.output
     assert (repo / ".cairn" / CACHE_FILENAME).is_file()
-    again = runner.invoke(app, [*args, "--json"])
+    # --force: past the stamp, which would otherwise say "nothing changed" unread.
+    again = runner.invoke(app, [*args, "--json", "--force"])
     assert again.exit_code == 0, again.output
     import json
 

@@ -202,3 +202,23 @@ def test_languages_by_suffix() -> None:
         "markdown",
         "other",
     ]
+
+
+def test_the_index_folder_is_not_listed_so_first_and_later_manifests_agree(
+    tmp_path: Path,
+) -> None:
+    from cairn.codegraph.console import index_and_write
+
+    _write(tmp_path, {"a.py": "def a():\n    return 1\n", "sub/.cairn/x.py": "x = 1\n"})
+    assert not (tmp_path / ".cairn").exists()
+    index_and_write(tmp_path, workers=1, as_json=True, generated_at="2024-01-01T00:00:00Z")
+    manifest = tmp_path / ".cairn" / "manifest.json"
+    first = manifest.read_bytes()
+    index_and_write(
+        tmp_path, workers=1, as_json=True, generated_at="2024-01-01T00:00:00Z", force=True
+    )
+    assert manifest.read_bytes() == first
+    skipped = {row.path: row.outcome for row in scan_repository(tmp_path).skipped}
+    assert ".cairn/" not in skipped
+    # Another index's folder inside the tree is a default exclude like any other.
+    assert skipped["sub/.cairn/"] == "skipped:default_exclude"

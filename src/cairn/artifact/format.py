@@ -91,11 +91,15 @@ _SOURCE = attrgetter("source")
 _TARGET = attrgetter("target")
 
 
-def resolve_generated_at(value: str | datetime | None) -> str:
+def resolve_generated_at(
+    value: str | datetime | None, *, environ: Mapping[str, str] | None = None
+) -> str:
     """The ``generated_at`` string: as given, from a datetime, ``SOURCE_DATE_EPOCH``, or now.
 
     Deterministic callers inject a fixed value; ``SOURCE_DATE_EPOCH`` (reproducible
-    builds) is honoured when nothing is injected.
+    builds) is honoured when nothing is injected, read from ``environ`` (this process's
+    environment by default; a ``cairn watch`` indexing for a ``cairn index`` reads the
+    caller's).
     """
     if isinstance(value, datetime):
         if value.tzinfo is None:
@@ -105,7 +109,7 @@ def resolve_generated_at(value: str | datetime | None) -> str:
         if not isinstance(value, str) or not value.strip():
             raise ValidationError(f"generated_at must be a non-blank string, got {value!r}")
         return value
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    epoch = (os.environ if environ is None else environ).get("SOURCE_DATE_EPOCH", "").strip()
     if epoch.isdigit():
         return datetime.fromtimestamp(int(epoch), UTC).strftime(_TIMESTAMP_FORMAT)
     return time.strftime(_TIMESTAMP_FORMAT, time.gmtime())

@@ -16,6 +16,7 @@ code, only describe records.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import pickle
@@ -41,6 +42,7 @@ __all__ = [
     "ExtractCache",
     "FreshRow",
     "Row",
+    "code_fingerprint",
     "dump_extract",
     "extractor_fingerprint",
     "installed_version",
@@ -166,6 +168,26 @@ def extractor_fingerprint() -> str:
         digest.update(name.encode() + b"\x00" + (package / f"{name}.py").read_bytes())
     for grammar in _GRAMMARS:
         digest.update(f"{grammar}={installed_version(grammar)}\x00".encode())
+    return digest.hexdigest()
+
+
+_VERSIONED = ("numpy", "orjson", "pathspec")
+"""Libraries whose output the index's bytes go through (beside the extractor's)."""
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """A SHA-256 of everything of Cairn itself an index depends on: its extractor
+    fingerprint (grammars, Python), the bytes of every module of the ``cairn`` package,
+    SQLite's and a few libraries' versions (computed once per process)."""
+    digest = hashlib.sha256(extractor_fingerprint().encode())
+    digest.update(f"{sys.version}\x00{sqlite3.sqlite_version}\x00".encode())
+    for name in _VERSIONED:
+        digest.update(f"{name}={installed_version(name)}\x00".encode())
+    package = Path(__file__).resolve().parents[1]
+    for source in sorted(package.rglob("*.py")):
+        digest.update(source.relative_to(package).as_posix().encode() + b"\x00")
+        digest.update(source.read_bytes())
     return digest.hexdigest()
 
 

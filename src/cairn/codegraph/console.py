@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +24,6 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
 
 from cairn.codegraph.build import (
     IndexResult,
@@ -36,6 +35,7 @@ from cairn.codegraph.build import (
 )
 from cairn.codegraph.cache import CACHE_FILENAME
 from cairn.codegraph.limits import DEFAULT_OUT_DIRNAME
+from cairn.codegraph.report import print_repairs, print_summary
 from cairn.codegraph.wire import gc_paused
 from cairn.store.locate import DATABASE_FILE
 
@@ -191,11 +191,13 @@ def index_once(
     load: bool = True,
     embedder: str | Embedder | None = None,
     remember: bool = False,
+    tallies: bool | None = None,
 ) -> tuple[dict[str, Any], IndexResult]:
     """One index, write and load (with the extraction cache), without printing the
     summary: the summary and the index result (``cairn index`` and ``cairn watch``;
     ``remember`` keeps the extracts in this process for the next round, and leaves out
-    the summary's tallies, which a watch round does not report: ``index_summary``).
+    the summary's tallies, which a watch round does not report, unless ``tallies``:
+    ``index_summary``).
     ``embedder``: a name for ``choose_embedder``, or an embedder the caller chose."""
     started = time.perf_counter()
     count = workers if workers is not None else default_workers()
@@ -251,7 +253,7 @@ def index_once(
         if written is None:
             written = write()
         steps.phase("summarising")
-        summary = index_summary(result, tallies=not remember)
+        summary = index_summary(result, tallies=not remember if tallies is None else tallies)
         summary["workers"] = count
         if chosen is not None:
             summary["embedder"] = chosen.space.to_json()
@@ -421,83 +423,3 @@ def _load(
             key_memo.settle()
     summary = load_summary(receipt, before=before)
     return {"db": str(db_path), **summary, "repaired": repaired, "compared": compared[0]}
-
-
-def print_repairs(console: Console, repaired: Sequence[Mapping[str, str]]) -> None:
-    """Name every damaged record a load rewrote (nothing when there were none)."""
-    if not repaired:
-        return
-    console.print(
-        f"[bold yellow]repaired {len(repaired)} damaged stored record(s)[/] "
-        "(checksum failed; rewritten from the graph):"
-    )
-    for item in repaired:
-        console.print(f"  {item['table']} {item['resource']}/{item['id']}")
-
-
-def _table(title: str, header: str, rows: dict[str, Any]) -> Table:
-    table = Table(title=title)
-    table.add_column(header)
-    table.add_column("count", justify="right")
-    for name, value in rows.items():
-        table.add_row(name, str(value))
-    return table
-
-
-def print_summary(console: Console, summary: dict[str, Any]) -> None:
-    """Readable tables: files by language and outcome, nodes, facts, calls, totals."""
-    files = Table(title="Files by language and outcome")
-    files.add_column("language")
-    files.add_column("outcome")
-    files.add_column("files", justify="right")
-    for language, outcomes in summary["files"].items():
-        for outcome, value in outcomes.items():
-            files.add_row(language, outcome, str(value))
-    console.print(files)
-    console.print(_table("Nodes by kind", "kind", summary["nodes_by_kind"]))
-    console.print(_table("Facts by relation", "relation", summary["facts_by_relation"]))
-    console.print(_table("Call sites", "resolution", summary["calls"]))
-    counts = summary["counts"]
-    console.print(
-        f"[bold]{counts['node_count']}[/] nodes, [bold]{counts['fact_count']}[/] facts, "
-        f"[bold]{counts['endpoint_pair_count']}[/] endpoint pairs, "
-        f"[bold]{counts['occurrence_count']}[/] occurrences; "
-        f"stable x stable facts {summary['stable_fact_share']:.2%}; "
-        f"unresolved calls {summary['unresolved_calls']}; "
-        f"{summary['seconds']:.2f} s with {summary['workers']} worker(s)"
-    )
-    problems = summary.get("problems", [])
-    if problems:
-        table = Table(title="Files not fully indexed")
-        for column in ("path", "outcome", "error"):
-            table.add_column(column)
-        for row in problems:
-            table.add_row(row["path"], row["outcome"], row["error"] or "")
-        console.print(table)
-    cache = summary.get("cache")
-    if cache is not None:
-        note = f"; emptied first: {cache['reset']}" if cache["reset"] else ""
-        damaged = f", {cache['damaged']} damaged rows parsed again" if cache["damaged"] else ""
-        console.print(
-            f"extraction cache: {cache['hits']} files reused, {cache['misses']} parsed"
-            f"{damaged}{note}"
-        )
-    if summary.get("unchanged"):
-        console.print(
-            "nothing changed since the last index (the files, Cairn and the options are "
-            f"as they were): kept {summary['graph_path']} and {summary['manifest_path']}"
-        )
-    else:
-        console.print(f"wrote {summary['graph_path']} and {summary['manifest_path']}")
-    spent = summary.get("phase_seconds")
-    if spent:
-        parts = (f"{name} {value:.2f} s" for name, value in spent.items())
-        console.print("time: " + ", ".join(parts))
-    if "load" in summary:
-        load = summary["load"]
-        state = f"{load['changes']} changes" if load["changes"] else "already up to date"
-        console.print(
-            f"loaded {load['db']}: {state} (position {load['position']}; "
-            f"compared {load['compared']})"
-        )
-        print_repairs(console, load["repaired"])

@@ -22,6 +22,7 @@ import pathspec
 from cairn.codegraph.limits import (
     BINARY_SNIFF_BYTES,
     DEFAULT_EXCLUDED_DIRS,
+    DEFAULT_OUT_DIRNAME,
     LANGUAGE_BY_NAME,
     LANGUAGE_BY_SUFFIX,
     MANIFEST_SCHEMA,
@@ -230,6 +231,10 @@ def _walk(
     for entry in entries:
         rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
         if entry.is_dir(follow_symlinks=False):
+            if rel == DEFAULT_OUT_DIRNAME:
+                # The index's own folder: not listed, or the manifest of the first
+                # index (made before the folder) would differ from every later one's.
+                continue
             outcome = _directory_outcome(entry.name, rel, chain, exclude)
             if outcome is not None:
                 skipped.append(FileOutcome(rel + "/", OTHER_LANGUAGE, outcome))

@@ -20,11 +20,8 @@ means the whole index runs, as it would without a stamp.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import os
-import sqlite3
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -34,7 +31,7 @@ import orjson
 
 from cairn.artifact.atomic import atomic_write_bytes, read_bounded
 from cairn.codegraph.build import IndexResult, repository_revision
-from cairn.codegraph.cache import RACY_MARGIN_NS, extractor_fingerprint, installed_version
+from cairn.codegraph.cache import RACY_MARGIN_NS, code_fingerprint
 from cairn.codegraph.scan import ScanResult, read_source, scan_repository
 from cairn.errors import CairnError
 
@@ -60,24 +57,6 @@ changed."""
 _OUTPUT_FILES = ("graph.cairn", "manifest.json")
 _LEGACY_FILE = "graph.json"
 _DATABASE_FILE = "cairn.db"
-_VERSIONED = ("numpy", "orjson", "pathspec")
-"""Libraries whose output the index's bytes go through (beside the extractor's)."""
-
-
-@functools.cache
-def code_fingerprint() -> str:
-    """A SHA-256 of everything of Cairn itself an index depends on: its extractor
-    fingerprint (grammars, Python), the bytes of every module of the ``cairn`` package,
-    SQLite's and a few libraries' versions (computed once per process)."""
-    digest = hashlib.sha256(extractor_fingerprint().encode())
-    digest.update(f"{sys.version}\x00{sqlite3.sqlite_version}\x00".encode())
-    for name in _VERSIONED:
-        digest.update(f"{name}={installed_version(name)}\x00".encode())
-    package = Path(__file__).resolve().parents[1]
-    for source in sorted(package.rglob("*.py")):
-        digest.update(source.relative_to(package).as_posix().encode() + b"\x00")
-        digest.update(source.read_bytes())
-    return digest.hexdigest()
 
 
 def inputs_fingerprint(

@@ -26,7 +26,9 @@ from typing import Any
 from rich.console import Console
 
 from cairn.codegraph.build import IndexResult
+from cairn.codegraph.cache import code_fingerprint
 from cairn.codegraph.console import checkpoint_held, index_folder, index_once, release_held
+from cairn.codegraph.handoff import HandoffServer, handoff_options, refusal
 from cairn.codegraph.limits import DEFAULT_EXCLUDED_DIRS
 from cairn.codegraph.wire import gc_paused
 from cairn.errors import CairnError, ValidationError
@@ -116,9 +118,11 @@ def _record(
     summary: Mapping[str, Any],
     seconds: float,
     error: Mapping[str, Any] | None = None,
+    asked_by: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "round": number,
+        "asked_by": None if asked_by is None else dict(asked_by),
         "events": events,
         "files": changes.to_json(),
         "load": summary.get("load"),
@@ -185,22 +189,34 @@ def watch_repository(
         raise ValidationError(f"{path} is not a directory", details={"path": str(path)})
     quiet = console or Console(quiet=True)
 
-    def once() -> tuple[dict[str, Any], IndexResult]:
+    def once(
+        generated_at: str | None = None, tallies: bool = False
+    ) -> tuple[dict[str, Any], IndexResult]:
         return index_once(
             root,
             console=quiet,
             out=out,
             workers=workers,
             excludes=excludes,
+            generated_at=generated_at,
             load=load,
             embedder=embedder,
             remember=True,
+            tallies=tallies,
         )
+
+    folder = index_folder(root, out)
+    # Of the code this watch runs, read before any upgrade of the installed package.
+    mine = handoff_options(
+        root, folder, code=code_fingerprint(), excludes=excludes, load=load, embedder=embedder
+    )
 
     ignored = watchfiles.DefaultFilter(
         ignore_dirs=sorted(DEFAULT_EXCLUDED_DIRS | set(watchfiles.DefaultFilter.ignore_dirs)),
-        ignore_paths=[index_folder(root, out).resolve()],
+        ignore_paths=[folder.resolve()],
     )
+    server = HandoffServer(folder)
+    server.bind()  # a second watch of the folder is refused here, before any work
     batches = watchfiles.watch(
         root,
         watch_filter=ignored,
@@ -212,67 +228,159 @@ def watch_repository(
         yield_on_timeout=True,
     )
     try:
-        return _rounds(batches, once, on_round, rounds)
+        return _rounds(batches, once, on_round, rounds, server, mine)
     finally:
+        server.close()
         batches.close()
 
 
 def _rounds(
     batches: Iterator[set[Any]],
-    once: Callable[[], tuple[dict[str, Any], IndexResult]],
+    once: Callable[..., tuple[dict[str, Any], IndexResult]],
     on_round: RoundReport,
     rounds: int | None,
+    server: HandoffServer | None = None,
+    mine: Mapping[str, Any] | None = None,
 ) -> int:
     """Round 0 (the full index) once the watcher is subscribed, then one round per batch;
     a round that fails is reported with its error and tried again after ``_Retry``'s
     wait (an edit's round comes first if there is one). A failing first index ends the
-    watch: there is nothing yet to keep fresh."""
+    watch: there is nothing yet to keep fresh. With ``server``, once round 0 is done a
+    ``cairn index`` of the same folder is answered by a round too (``_Rounds.asked``),
+    never at the same time as another round."""
     # The watcher subscribes before the first index, so an edit made while (or right
     # after) round 0 runs is seen by a later round instead of being lost; what came
     # before the subscription is in round 0's own scan.
     if next(batches, None) is None:
         return 0
-    heap = HeapCollector()
+    state = _Rounds(once, on_round)
     try:
-        with gc_paused():
-            started = time.perf_counter()
-            summary, result = once()
-            previous = _hashes(result)
-        # The first index's garbage is collected before it is reported (a full
-        # collection of its heap takes ~0.5 s on the Django package): an edit made
-        # right after the report must not wait for it.
-        heap.collect()
-        on_round(_record(0, 0, FileChanges(), summary, _since(started)))
-        done = 0
-        retry = _Retry()
+        state.first()
+        if server is not None and mine is not None:
+            options = mine
+            server.serve(lambda request: state.asked(request, options))
         for batch in batches:
-            if not batch and not retry.due():  # a quiet pass: nothing changed, nothing due
+            if not batch and not state.retry.due():  # a quiet pass: nothing changed, nothing due
                 continue
+            state.batch(len(batch))
+            if rounds is not None and state.done >= rounds:
+                break
+        return state.done
+    finally:
+        if server is not None:
+            server.close()  # waits for a round it is running
+        with state.lock:
+            state.heap.release()
+            release_held()
+
+
+class _Rounds:
+    """What the rounds of one watch share (the last manifest's hashes, the retry, the
+    heap collector), and the lock that keeps them one at a time: an edit's batch and a
+    ``cairn index`` asking through the socket may come together."""
+
+    def __init__(
+        self,
+        once: Callable[..., tuple[dict[str, Any], IndexResult]],
+        on_round: RoundReport,
+    ) -> None:
+        self.once = once
+        self.on_round = on_round
+        self.lock = threading.Lock()
+        self.heap = HeapCollector()
+        self.retry = _Retry()
+        self.previous: dict[str, tuple[str, str | None]] = {}
+        self.done = 0
+
+    def first(self) -> None:
+        """Round 0: the whole index (its failure ends the watch)."""
+        with self.lock:
             with gc_paused():
                 started = time.perf_counter()
-                done += 1
-                try:
-                    summary, result = once()
-                except CairnError as exc:
-                    # A failed round leaves nothing half-made (its Python round state,
-                    # printed segments and database handle are dropped); what it was to
-                    # index is indexed by the retry or the next edit's round.
-                    error = _failed(exc, retry.failed())
-                    on_round(_record(done, len(batch), FileChanges(), {}, _since(started), error))
-                else:
-                    retry.clear()
-                    current = _hashes(result)
-                    changes = file_changes(previous, current)
-                    previous = current
-                    on_round(_record(done, len(batch), changes, summary, _since(started)))
-            heap.collect()
-            checkpoint_held()  # the round's log pages into the file, while idle
-            if rounds is not None and done >= rounds:
-                break
-        return done
-    finally:
-        heap.release()
-        release_held()
+                summary, result = self.once()
+                self.previous = _hashes(result)
+            # The first index's garbage is collected before it is reported (a full
+            # collection of its heap takes ~0.5 s on the Django package): an edit made
+            # right after the report must not wait for it.
+            self.heap.collect()
+            self.on_round(_record(0, 0, FileChanges(), summary, _since(started)))
+
+    def batch(self, events: int) -> None:
+        """The round of a batch of ``events`` file events (or of a due retry)."""
+        with self.lock:
+            try:
+                self._round(events, None)
+            finally:
+                self._tidy()
+
+    def asked(self, request: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
+        """The reply to a ``cairn index`` asking through the socket: a round indexed with
+        its ``generated_at`` and its summary, tallies included; a refusal when its options
+        differ from the watch's (``options``); the error a failed round raised."""
+        reason = refusal(options, request)
+        if reason is not None:
+            return {"refused": reason}
+        try:
+            generated_at = _generated_at(request)
+        except CairnError as exc:
+            return {"error": exc.to_problem(), "round": None}
+        pid = request.get("pid")
+        asker = {"pid": pid if isinstance(pid, int) else None}
+        with self.lock:
+            try:
+                number, summary, problem = self._round(
+                    0, asker, generated_at=generated_at, tallies=True
+                )
+            finally:
+                self._tidy()
+        if summary is None:
+            return {"error": problem, "round": number}
+        return {"summary": summary, "round": number}
+
+    def _round(
+        self, events: int, asker: dict[str, Any] | None, **options: Any
+    ) -> tuple[int, dict[str, Any] | None, dict[str, Any] | None]:
+        """One round after round 0 (the lock held): its number, and its summary or, when
+        it failed, the error's problem document (it is then tried again after
+        ``_Retry``'s wait)."""
+        self.done += 1
+        number = self.done
+        with gc_paused():
+            started = time.perf_counter()
+            try:
+                summary, result = self.once(**options)
+            except CairnError as exc:
+                # A failed round leaves nothing half-made (its Python round state,
+                # printed segments and database handle are dropped); what it was to
+                # index is indexed by the retry or the next edit's round.
+                error = _failed(exc, self.retry.failed())
+                seconds = _since(started)
+                self.on_round(_record(number, events, FileChanges(), {}, seconds, error, asker))
+                return number, None, exc.to_problem()
+            self.retry.clear()
+            current = _hashes(result)
+            changes = file_changes(self.previous, current)
+            self.previous = current
+            seconds = _since(started)
+            self.on_round(_record(number, events, changes, summary, seconds, None, asker))
+            return number, summary, None
+
+    def _tidy(self) -> None:
+        """Between rounds, while idle: the round's garbage cycles, the log's pages."""
+        self.heap.collect()
+        checkpoint_held()  # the round's log pages into the file, while idle
+
+
+def _generated_at(request: Mapping[str, Any]) -> str:
+    """The ``generated_at`` the asking ``cairn index`` would have written: its option,
+    else its ``SOURCE_DATE_EPOCH``, else now."""
+    from cairn.artifact.format import resolve_generated_at
+
+    given, epoch = request.get("generated_at"), request.get("source_date_epoch")
+    if given is not None and not isinstance(given, str):
+        raise ValidationError(f"generated_at must be a string, got {given!r}")
+    environ = {"SOURCE_DATE_EPOCH": epoch} if isinstance(epoch, str) else {}
+    return resolve_generated_at(given, environ=environ)
 
 
 class HeapCollector:

@@ -1,0 +1,246 @@
+"""``cairn index`` through a running ``cairn watch`` (issue 20): the watch indexes for it,
+with the outputs a one-shot index of the same tree writes; options it does not share
+are refused and the caller indexes itself; a failed round's error reaches the caller;
+one watch per index folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from codegraph_expect import FIXTURES
+from typer.testing import CliRunner
+
+import cairn
+from cairn.cli import app
+from cairn.codegraph.handoff import (
+    HANDOFF_FORMAT,
+    MAX_SOCKET_PATH,
+    SOCKET_FILENAME,
+    HandoffServer,
+    ask_watch,
+    refusal,
+    socket_path,
+)
+from cairn.codegraph.watch import watch_repository
+from cairn.errors import ConflictError, StorageLockedError
+from cairn.search.contracts import SearchRequest
+from cairn.store.load import SEARCH_FIELDS
+
+ROUND_TIMEOUT_S = 60.0
+NEW_NAME = "handed_off_helper_qxz"
+STAMP = "2024-01-01T00:00:00Z"
+
+
+@dataclass
+class Running:
+    repo: Path
+    rounds: queue.Queue[Mapping[str, Any]]
+
+    def next_round(self) -> Mapping[str, Any]:
+        return self.rounds.get(timeout=ROUND_TIMEOUT_S)
+
+
+@pytest.fixture
+def running(tmp_path: Path) -> Iterator[Running]:
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", repo)
+    rounds: queue.Queue[Mapping[str, Any]] = queue.Queue()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            watch_repository(repo, on_round=rounds.put, workers=1, stop=stop)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        watched = Running(repo, rounds)
+        assert watched.next_round()["round"] == 0
+        yield watched
+    finally:
+        stop.set()
+        thread.join(timeout=ROUND_TIMEOUT_S)
+    assert not thread.is_alive()
+    assert not errors, errors
+    assert not socket_path(repo / ".cairn").exists()  # removed when the watch ended
+
+
+def _index(*args: str) -> dict[str, Any]:
+    result = CliRunner().invoke(app, ["index", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert isinstance(summary, dict)
+    return summary
+
+
+def _edit(repo: Path) -> None:
+    views = repo / "app" / "views.py"
+    views.write_text(views.read_text() + f"\n\ndef {NEW_NAME}():\n    return 1\n")
+
+
+def test_cairn_index_is_answered_by_the_running_watch_with_one_shot_bytes(
+    running: Running, tmp_path: Path
+) -> None:
+    _edit(running.repo)
+    summary = _index(str(running.repo), "--generated-at", STAMP, "--workers", "1")
+    watch = summary["watch"]
+    assert watch["pid"] == os.getpid() and watch["round"] >= 1
+    # The watch's round is reported by the watch too, as asked by this process.
+    asked = [running.next_round() for _ in range(watch["round"])][-1]
+    assert asked["round"] == watch["round"] and asked["asked_by"] == {"pid": os.getpid()}
+    # The oracle: a one-shot index of a copy of the same tree, no watch there.
+    copy = tmp_path / "copy"
+    shutil.copytree(running.repo, copy, ignore=shutil.ignore_patterns(".cairn"))
+    oneshot = _index(str(copy), "--generated-at", STAMP, "--workers", "1")
+    assert "watch" not in oneshot
+    ours = (running.repo / ".cairn" / "graph.cairn").read_bytes()
+    assert ours == (copy / ".cairn" / "graph.cairn").read_bytes()
+    assert (running.repo / ".cairn" / "manifest.json").read_bytes() == (
+        copy / ".cairn" / "manifest.json"
+    ).read_bytes()
+    for key in ("files", "outcomes", "nodes_by_kind", "facts_by_relation", "counts", "calls"):
+        assert summary[key] == oneshot[key], key
+    with cairn.open(running.repo / ".cairn" / "cairn.db") as db:
+        request = SearchRequest(db.name, "symbols", text_field=SEARCH_FIELDS, text=NEW_NAME)
+        hits = [hit.document.ref.id for hit in db.search(request)]
+    assert hits[:1] == [f"function:app/views.py#{NEW_NAME}"]
+
+
+def test_the_readable_summary_says_the_watch_indexed(running: Running) -> None:
+    result = CliRunner().invoke(app, ["index", str(running.repo)])
+    assert result.exit_code == 0, result.output
+    assert f"indexed by the running cairn watch (pid {os.getpid()}, its round 1)" in " ".join(
+        result.output.split()
+    )
+
+
+def test_other_options_are_refused_and_the_caller_indexes_itself(running: Running) -> None:
+    summary = _index(str(running.repo), "--exclude", "*.md", "--workers", "1")
+    assert summary["watch"]["pid"] == os.getpid()
+    assert summary["watch"]["refused"].startswith("excludes differs")
+    assert summary["phase_seconds"]["extracting"] >= 0  # this process's own index
+    with pytest.raises(queue.Empty):  # the watch ran no round for it
+        running.rounds.get(timeout=0.5)
+    readable = CliRunner().invoke(app, ["index", str(running.repo), "--no-load"])
+    assert readable.exit_code == 0, readable.output
+    assert "not with these options (load differs" in " ".join(readable.output.split())
+
+
+def test_force_indexes_in_this_process(running: Running) -> None:
+    summary = _index(str(running.repo), "--force", "--workers", "1")
+    assert "watch" not in summary
+    with pytest.raises(queue.Empty):
+        running.rounds.get(timeout=0.5)
+
+
+def test_a_failed_round_is_the_callers_error(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cairn.codegraph.console as console_module
+
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        raise StorageLockedError("the database is locked by another writer")
+
+    monkeypatch.setattr(console_module, "_load", locked)
+    _edit(running.repo)
+    result = CliRunner().invoke(app, ["index", str(running.repo), "--json"])
+    assert result.exit_code != 0
+    assert StorageLockedError.code in result.output
+    assert "locked by another writer" in result.output
+
+
+def test_a_second_watch_of_the_folder_is_refused(running: Running) -> None:
+    with pytest.raises(ConflictError, match="another cairn watch"):
+        watch_repository(running.repo, on_round=lambda record: None, workers=1, rounds=0)
+
+
+def test_a_socket_left_by_a_killed_watch_is_no_answer_and_is_replaced(tmp_path: Path) -> None:
+    folder = tmp_path / "repo" / ".cairn"
+    folder.mkdir(parents=True)
+    left = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    left.bind(str(socket_path(folder)))
+    left.close()  # bound, never listening: what a killed watch leaves
+    assert socket_path(folder).exists()
+    assert ask_watch(folder, {"format": HANDOFF_FORMAT}) is None
+    server = HandoffServer(folder)
+    assert server.bind()
+    try:
+        server.serve(lambda request: {"refused": f"echo {request['n']}"})
+        reply = ask_watch(folder, {"n": 7})
+        assert reply is not None
+        assert reply["format"] == HANDOFF_FORMAT and reply["refused"] == "echo 7"
+        assert reply["pid"] == os.getpid()
+        assert (socket_path(folder).stat().st_mode & 0o777) == 0o600
+    finally:
+        server.close()
+    assert not socket_path(folder).exists()
+    assert ask_watch(folder, {"n": 8}) is None
+
+
+def test_a_long_folder_path_puts_the_socket_in_the_temporary_directory(tmp_path: Path) -> None:
+    short = tmp_path / ".cairn"
+    assert socket_path(short) == short.resolve() / SOCKET_FILENAME
+    deep = tmp_path.joinpath(*["d" * 40] * 4, ".cairn")
+    placed = socket_path(deep)
+    assert len(os.fsencode(placed)) <= MAX_SOCKET_PATH
+    assert placed.parent != deep and placed == socket_path(deep)  # the same for every caller
+    assert placed != socket_path(deep.parent / "other")
+
+
+def test_refusal_names_the_first_option_that_differs() -> None:
+    mine = {
+        "format": HANDOFF_FORMAT,
+        "code": "a",
+        "root": "/r",
+        "folder": "/r/.cairn",
+        "excludes": [],
+        "load": True,
+        "embedder": None,
+    }
+    assert refusal(mine, dict(mine)) is None
+    assert refusal(mine, {**mine, "code": "b"}) == "the watch runs another version of Cairn"
+    assert refusal(mine, {**mine, "format": "x"}) is not None
+    assert refusal(mine, {**mine, "root": "/s"}) == "root differs: the watch has '/r', asked '/s'"
+    # No embedder named: the index's own, which is the watch's; a named one must match.
+    assert refusal({**mine, "embedder": "wordllama"}, mine) is None
+    assert refusal(mine, {**mine, "embedder": "wordllama"}) is not None
+
+
+def test_asking_imports_nothing_of_the_pipeline() -> None:
+    code = (
+        "import sys; import cairn.codegraph.handoff, cairn.codegraph.report; "
+        "print(sorted(m for m in sys.modules if m in "
+        "('cairn.codegraph.build', 'cairn.store', 'numpy', 'cairn.graph')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_an_asked_round_line_names_the_caller() -> None:
+    from cairn.cli import _watch_line
+
+    record = {
+        "round": 3,
+        "asked_by": {"pid": 4242},
+        "files": {"changed": [], "added": [], "removed": []},
+        "load": None,
+        "problems": [],
+        "python_rounds": None,
+        "seconds": 0.25,
+    }
+    assert _watch_line(record).startswith("round 3 (for cairn index, pid 4242): 0 changed")

@@ -169,8 +169,9 @@ class Timings:
         return statistics.median(values) if values else None
 
 
-def _cairn(exe: Path, tree: Path, workers: int) -> ib.Run:
-    run = ib.measure(ib.cairn_argv(exe, tree, workers), {**os.environ, "PYTHONHASHSEED": "0"})
+def _cairn(exe: Path, tree: Path, workers: int, keep: frozenset[int] = frozenset()) -> ib.Run:
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    run = ib.measure(ib.cairn_argv(exe, tree, workers), env, keep)
     if run.returncode != 0:
         raise RuntimeError(f"cairn exit {run.returncode}: {(run.stderr or run.stdout)[-600:]}")
     return run
@@ -323,9 +324,12 @@ def _watch_rounds(
             # `cairn index` right after the edit, the watch running: the watch indexes
             # for it (cairn.codegraph.handoff); timed as the user waits for the command.
             edit.apply(tree)
-            run = _cairn(exe, tree, workers)
-            if "round" not in (json.loads(run.stdout).get("watch") or {}):
-                raise RuntimeError(f"{edit.name}: cairn index was not answered by the watch")
+            run = _cairn(exe, tree, workers, frozenset({watcher.proc.pid}))
+            answered = json.loads(run.stdout).get("watch") or {}
+            if "round" not in answered:
+                raise RuntimeError(
+                    f"{edit.name}: cairn index was not answered by the watch ({answered})"
+                )
             _searchable(tree, edit)
             timings.add(ASKED, edit.name, run)
             watcher.quiet()

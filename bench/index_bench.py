@@ -214,16 +214,21 @@ def _session_stats(session: int) -> tuple[int, list[int]]:
     return total, pids
 
 
-def _reap_all(deadline: float) -> None:
-    """Wait for every remaining descendant (stopping stragglers by PID at the deadline)."""
+def _reap_all(deadline: float, keep: frozenset[int] = frozenset()) -> None:
+    """Wait for every remaining descendant but ``keep`` (a process the caller runs beside
+    the measured one, such as a ``cairn watch``), stopping stragglers by PID at the
+    deadline."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
+            others = [child for child in _children() if child not in keep]
+            if not others:
+                return
             if time.monotonic() > deadline:
-                for child in _children():
+                for child in others:
                     os.kill(child, 9)
                 deadline = float("inf")
             time.sleep(POLL_SECONDS)
@@ -242,12 +247,15 @@ def _children() -> list[int]:
     return found
 
 
-def measure(argv: list[str], env: dict[str, str] | None = None) -> Run:
-    """Run ``argv`` as a new session; wall, tree CPU and peak tree RSS."""
+def measure(
+    argv: list[str], env: dict[str, str] | None = None, keep: frozenset[int] = frozenset()
+) -> Run:
+    """Run ``argv`` as a new session; wall, tree CPU and peak tree RSS (children in
+    ``keep`` are left running and not counted)."""
     import resource
 
     _become_subreaper()
-    _reap_all(time.monotonic())
+    _reap_all(time.monotonic(), keep)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
@@ -261,7 +269,7 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> Run:
                 proc.kill()
             time.sleep(POLL_SECONDS)
         wall = time.perf_counter() - started
-        _reap_all(time.monotonic() + LINGER_SECONDS)
+        _reap_all(time.monotonic() + LINGER_SECONDS, keep)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         out.seek(0)
         err.seek(0)

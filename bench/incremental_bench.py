@@ -53,6 +53,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -228,7 +229,11 @@ class _Watcher:
 
     def __init__(self, exe: Path, tree: Path, workers: int) -> None:
         argv = [str(exe), "watch", str(tree), "--workers", str(workers), "--json"]
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        # Its rounds write the generated_at the one-shots are given (--generated-at), so
+        # a `cairn index` finding nothing changed since a round is answered without one.
+        fixed = datetime.strptime(ib.FIXED_TIME, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        epoch = str(int(fixed.timestamp()))
+        env = {**os.environ, "PYTHONHASHSEED": "0", "SOURCE_DATE_EPOCH": epoch}
         self.proc = subprocess.Popen(
             argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             start_new_session=True,

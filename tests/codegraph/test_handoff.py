@@ -122,11 +122,82 @@ def test_cairn_index_is_answered_by_the_running_watch_with_one_shot_bytes(
 
 
 def test_the_readable_summary_says_the_watch_indexed(running: Running) -> None:
-    result = CliRunner().invoke(app, ["index", str(running.repo)])
+    # Another generated_at than the watch's own rounds wrote: a round runs for it.
+    result = CliRunner().invoke(app, ["index", str(running.repo), "--generated-at", STAMP])
     assert result.exit_code == 0, result.output
-    assert f"indexed by the running cairn watch (pid {os.getpid()}, its round 1)" in " ".join(
-        result.output.split()
+    said = " ".join(result.output.split())
+    assert f"indexed by the running cairn watch (pid {os.getpid()}, its round 1)" in said
+    assert "Nodes by kind" in said  # an asked round's summary has the tallies
+
+
+def test_nothing_changed_since_the_watchs_last_round_is_said_without_a_round(
+    running: Running,
+) -> None:
+    graph = running.repo / ".cairn" / "graph.cairn"
+    before = graph.stat()
+    summary = _index(str(running.repo))
+    assert summary["unchanged"] is True
+    assert summary["watch"] == {"pid": os.getpid(), "round": 0}
+    assert summary["load"]["changes"] == 0 and summary["load"]["position"] == 1
+    assert list(summary["phase_seconds"]) == ["checking outputs", "scanning", "comparing files"]
+    with pytest.raises(queue.Empty):  # no round ran
+        running.rounds.get(timeout=0.5)
+    after = graph.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    readable = CliRunner().invoke(app, ["index", str(running.repo)])
+    assert readable.exit_code == 0, readable.output
+    said = " ".join(readable.output.split())
+    assert "nothing changed since the last index" in said and "Nodes by kind" not in said
+    # A generated_at other than the one graph.cairn holds needs a round that writes it.
+    stamped = _index(str(running.repo), "--generated-at", STAMP)
+    assert "unchanged" not in stamped and stamped["watch"]["round"] == 1
+    assert running.next_round()["asked_by"] == {"pid": os.getpid()}
+    assert graph.stat().st_mtime_ns != before.st_mtime_ns
+    again = _index(str(running.repo), "--generated-at", STAMP)
+    assert again["unchanged"] is True and again["watch"]["round"] == 1
+
+
+def test_an_edit_no_round_saw_yet_is_indexed_by_the_asked_round(tmp_path: Path) -> None:
+    """Without the watcher's events (``_Rounds`` driven directly): a caller asking after
+    an edit gets a round that indexes it, and the next caller gets "nothing changed"."""
+    from cairn.codegraph.cache import code_fingerprint
+    from cairn.codegraph.console import index_once, release_held
+    from cairn.codegraph.handoff import handoff_options
+    from cairn.codegraph.scan import scan_repository
+    from cairn.codegraph.watch import _Rounds
+    from rich.console import Console
+
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", repo)
+    folder = repo / ".cairn"
+
+    def once(**options: Any) -> Any:
+        return index_once(repo, console=Console(quiet=True), workers=1, remember=True, **options)
+
+    records: list[Mapping[str, Any]] = []
+    rounds = _Rounds(once, records.append, folder, lambda: scan_repository(repo))
+    mine = handoff_options(
+        repo, folder, code=code_fingerprint(), excludes=(), load=True, embedder=None
     )
+    request = {**mine, "generated_at": None, "source_date_epoch": None, "pid": 7}
+    try:
+        rounds.first()
+        quiet = rounds.asked(request, mine)
+        assert quiet["summary"]["unchanged"] is True and quiet["round"] == 0
+        _edit(repo)
+        asked = rounds.asked(request, mine)
+        assert "unchanged" not in asked["summary"] and asked["round"] == 1
+        assert records[-1]["files"]["changed"] == ["app/views.py"]
+        assert records[-1]["asked_by"] == {"pid": 7}
+        assert asked["summary"]["load"]["changes"] > 0
+        assert rounds.asked(request, mine)["summary"]["unchanged"] is True
+        # An output removed behind the watch's back: no "nothing changed" from memory.
+        (folder / "manifest.json").unlink()
+        moved = rounds.asked(request, mine)
+        assert "unchanged" not in moved["summary"] and moved["round"] == 2
+        assert (folder / "manifest.json").is_file()
+    finally:
+        release_held()
 
 
 def test_other_options_are_refused_and_the_caller_indexes_itself(running: Running) -> None:

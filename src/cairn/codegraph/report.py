@@ -46,15 +46,18 @@ def print_summary(console: Console, summary: dict[str, Any]) -> None:
         for outcome, value in outcomes.items():
             files.add_row(language, outcome, str(value))
     console.print(files)
-    console.print(_table("Nodes by kind", "kind", summary["nodes_by_kind"]))
-    console.print(_table("Facts by relation", "relation", summary["facts_by_relation"]))
+    # A running watch's summary of a round that found nothing changed has no tallies.
+    if "nodes_by_kind" in summary:
+        console.print(_table("Nodes by kind", "kind", summary["nodes_by_kind"]))
+        console.print(_table("Facts by relation", "relation", summary["facts_by_relation"]))
     console.print(_table("Call sites", "resolution", summary["calls"]))
     counts = summary["counts"]
+    share = summary.get("stable_fact_share")
+    stable = "" if share is None else f"stable x stable facts {share:.2%}; "
     console.print(
         f"[bold]{counts['node_count']}[/] nodes, [bold]{counts['fact_count']}[/] facts, "
         f"[bold]{counts['endpoint_pair_count']}[/] endpoint pairs, "
-        f"[bold]{counts['occurrence_count']}[/] occurrences; "
-        f"stable x stable facts {summary['stable_fact_share']:.2%}; "
+        f"[bold]{counts['occurrence_count']}[/] occurrences; {stable}"
         f"unresolved calls {summary['unresolved_calls']}; "
         f"{summary['seconds']:.2f} s with {summary['workers']} worker(s)"
     )

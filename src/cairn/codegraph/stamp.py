@@ -38,11 +38,15 @@ from cairn.errors import CairnError
 __all__ = [
     "STAMP_FILENAME",
     "UNCHANGED",
+    "as_unchanged",
     "code_fingerprint",
+    "files_read",
     "inputs_fingerprint",
     "remove_stamp",
+    "same_files",
     "unchanged_summary",
     "write_stamp",
+    "written",
 ]
 
 STAMP_FILENAME = "index-stamp.json"
@@ -109,6 +113,13 @@ def _database(folder: Path) -> list[Any] | None:
     return None if found is None else [found[0], found[1]]
 
 
+def written(folder: Path) -> dict[str, Any]:
+    """The identities of what an index wrote in ``folder`` (graph.cairn, manifest.json,
+    what is at graph.json, .gitignore; cairn.db's incarnation and position): equal
+    before and after only when nothing wrote there in between."""
+    return {"outputs": _outputs(folder), "database": _database(folder)}
+
+
 def _skipped(scan: ScanResult) -> list[Any]:
     return [entry.to_json() for entry in scan.skipped]
 
@@ -126,16 +137,9 @@ def write_stamp(
     """Stamp what the run that made ``result`` and ``summary`` read and wrote (after its
     load committed); False when it cannot be stamped (a file without a hash, a stamp
     that cannot be written): the next run then indexes whole."""
-    scan = result.scan
-    if scan is None:
+    read = files_read(result)
+    if read is None:
         return False
-    hashes = {entry.path: entry.sha256 for entry in result.manifest.entries}
-    files: list[Any] = []
-    for scanned in scan.files:
-        sha256 = hashes.get(scanned.path)
-        if sha256 is None or scanned.signature is None:
-            return False
-        files.append([scanned.path, scanned.language, list(scanned.signature), sha256])
     load = summary.get("load")
     database = _database(folder) if load is not None else None
     if load is not None and (database is None or database[1] != load.get("position")):
@@ -148,9 +152,7 @@ def write_stamp(
     stamp = {
         "format": STAMP_FORMAT,
         "inputs": fingerprint,
-        "started_ns": result.started_ns,
-        "files": files,
-        "skipped": _skipped(scan),
+        **read,
         "outputs": _outputs(folder),
         "database": database,
         "summary": kept,
@@ -161,6 +163,24 @@ def write_stamp(
         remove_stamp(folder)
         return False
     return True
+
+
+def files_read(result: IndexResult) -> dict[str, Any] | None:
+    """What the run that made ``result`` read: when it began (``started_ns``), every
+    scanned file's path, language, signature and SHA-256 (``files``) and the entries
+    the scan skipped; None when a file has no hash or signature (it cannot be vouched
+    for). ``same_files`` compares a later scan with it."""
+    scan = result.scan
+    if scan is None:
+        return None
+    hashes = {entry.path: entry.sha256 for entry in result.manifest.entries}
+    files: list[Any] = []
+    for scanned in scan.files:
+        sha256 = hashes.get(scanned.path)
+        if sha256 is None or scanned.signature is None:
+            return None
+        files.append([scanned.path, scanned.language, list(scanned.signature), sha256])
+    return {"started_ns": result.started_ns, "files": files, "skipped": _skipped(scan)}
 
 
 def _read_stamp(folder: Path) -> dict[str, Any] | None:
@@ -193,18 +213,28 @@ def unchanged_summary(
         checked = time.perf_counter()
         scan = scan_repository(root, excludes=excludes)
         scanned = time.perf_counter()
-        if not _same_files(scan, stamp):
+        if not same_files(scan, stamp):
             return None
         summary = dict(stamp["summary"])
     except (KeyError, TypeError, ValueError, IndexError):
         return None  # a stamp of another shape: the whole index runs
     ended = time.perf_counter()
-    summary["phase_seconds"] = {
+    spent = {
         "checking outputs": round(checked - started, 3),
         "scanning": round(scanned - checked, 3),
         "comparing files": round(ended - scanned, 3),
     }
-    summary["seconds"] = round(ended - started, 3)
+    return as_unchanged(summary, spent, ended - started)
+
+
+def as_unchanged(
+    summary: Mapping[str, Any], phase_seconds: Mapping[str, float], seconds: float
+) -> dict[str, Any]:
+    """``summary`` of an earlier run as the summary of a run that found nothing changed
+    since it (``"unchanged": true``; its load changed nothing, compared ``UNCHANGED``)."""
+    summary = dict(summary)
+    summary["phase_seconds"] = dict(phase_seconds)
+    summary["seconds"] = round(seconds, 3)
     summary["cache"] = None
     summary["unchanged"] = True
     load = summary.get("load")
@@ -221,9 +251,9 @@ def unchanged_summary(
     return summary
 
 
-def _same_files(scan: ScanResult, stamp: Mapping[str, Any]) -> bool:
-    """Whether the scan finds the stamped run's files with the bytes it read, and the
-    entries it skipped."""
+def same_files(scan: ScanResult, stamp: Mapping[str, Any]) -> bool:
+    """Whether the scan finds the files a run read (``files_read``, or a stamp) with the
+    bytes it read, and the entries it skipped."""
     if _skipped(scan) != stamp["skipped"]:
         return False
     files = stamp["files"]

@@ -16,6 +16,7 @@ watch goes on and no edit waits for the next one.
 from __future__ import annotations
 
 import gc
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -30,6 +31,8 @@ from cairn.codegraph.cache import code_fingerprint
 from cairn.codegraph.console import checkpoint_held, index_folder, index_once, release_held
 from cairn.codegraph.handoff import HandoffServer, handoff_options, refusal
 from cairn.codegraph.limits import DEFAULT_EXCLUDED_DIRS
+from cairn.codegraph.scan import ScanResult, scan_repository
+from cairn.codegraph.stamp import as_unchanged, files_read, same_files, written
 from cairn.codegraph.wire import gc_paused
 from cairn.errors import CairnError, ValidationError
 
@@ -215,6 +218,10 @@ def watch_repository(
         ignore_dirs=sorted(DEFAULT_EXCLUDED_DIRS | set(watchfiles.DefaultFilter.ignore_dirs)),
         ignore_paths=[folder.resolve()],
     )
+
+    def rescan() -> ScanResult:
+        return scan_repository(root, excludes=excludes)
+
     server = HandoffServer(folder)
     server.bind()  # a second watch of the folder is refused here, before any work
     batches = watchfiles.watch(
@@ -228,7 +235,7 @@ def watch_repository(
         yield_on_timeout=True,
     )
     try:
-        return _rounds(batches, once, on_round, rounds, server, mine)
+        return _rounds(batches, once, on_round, rounds, server, mine, folder, rescan)
     finally:
         server.close()
         batches.close()
@@ -241,6 +248,8 @@ def _rounds(
     rounds: int | None,
     server: HandoffServer | None = None,
     mine: Mapping[str, Any] | None = None,
+    folder: Path | None = None,
+    rescan: Callable[[], ScanResult] | None = None,
 ) -> int:
     """Round 0 (the full index) once the watcher is subscribed, then one round per batch;
     a round that fails is reported with its error and tried again after ``_Retry``'s
@@ -253,7 +262,7 @@ def _rounds(
     # before the subscription is in round 0's own scan.
     if next(batches, None) is None:
         return 0
-    state = _Rounds(once, on_round)
+    state = _Rounds(once, on_round, folder, rescan)
     try:
         state.first()
         if server is not None and mine is not None:
@@ -283,14 +292,59 @@ class _Rounds:
         self,
         once: Callable[..., tuple[dict[str, Any], IndexResult]],
         on_round: RoundReport,
+        folder: Path | None = None,
+        rescan: Callable[[], ScanResult] | None = None,
     ) -> None:
         self.once = once
         self.on_round = on_round
+        self.folder = folder
+        self.rescan = rescan
         self.lock = threading.Lock()
         self.heap = HeapCollector()
         self.retry = _Retry()
         self.previous: dict[str, tuple[str, str | None]] = {}
         self.done = 0
+        # What the last round that did not fail read, wrote and said, and the
+        # generated_at it wrote (None: this process's now): a caller asking while
+        # nothing changed since is answered from these, without a round.
+        self.read: dict[str, Any] | None = None
+        self.wrote: dict[str, Any] | None = None
+        self.summary: dict[str, Any] | None = None
+        self.written_at: str | None = None
+
+    def _kept(self, result: IndexResult, summary: dict[str, Any], at: str | None) -> None:
+        """Remember a round that did not fail (for ``_unchanged``)."""
+        if self.folder is None:
+            return
+        self.read = files_read(result)
+        self.wrote = written(self.folder)
+        self.summary = summary
+        self.written_at = at if at is not None else _default_at()
+
+    def _unchanged(self, asked_at: str | None) -> dict[str, Any] | None:
+        """The last round's summary as "nothing changed" when the tree, the outputs and
+        the database are as it left them and the caller's generated_at is the one it
+        wrote (or none was asked for: graph.cairn is kept, as a stamped one-shot keeps
+        it); else None."""
+        if self.rescan is None or self.folder is None or self.read is None:
+            return None
+        if self.summary is None or (asked_at is not None and asked_at != self.written_at):
+            return None
+        started = time.perf_counter()
+        if written(self.folder) != self.wrote:
+            return None
+        checked = time.perf_counter()
+        scan = self.rescan()
+        scanned = time.perf_counter()
+        if not same_files(scan, self.read):
+            return None
+        ended = time.perf_counter()
+        spent = {
+            "checking outputs": round(checked - started, 3),
+            "scanning": round(scanned - checked, 3),
+            "comparing files": round(ended - scanned, 3),
+        }
+        return as_unchanged(self.summary, spent, ended - started)
 
     def first(self) -> None:
         """Round 0: the whole index (its failure ends the watch)."""
@@ -299,6 +353,7 @@ class _Rounds:
                 started = time.perf_counter()
                 summary, result = self.once()
                 self.previous = _hashes(result)
+                self._kept(result, summary, None)
             # The first index's garbage is collected before it is reported (a full
             # collection of its heap takes ~0.5 s on the Django package): an edit made
             # right after the report must not wait for it.
@@ -324,9 +379,13 @@ class _Rounds:
             generated_at = _generated_at(request)
         except CairnError as exc:
             return {"error": exc.to_problem(), "round": None}
+        named = request.get("generated_at") is not None or bool(request.get("source_date_epoch"))
         pid = request.get("pid")
         asker = {"pid": pid if isinstance(pid, int) else None}
         with self.lock:
+            unchanged = self._unchanged(generated_at if named else None)
+            if unchanged is not None:
+                return {"summary": unchanged, "round": self.done}
             try:
                 number, summary, problem = self._round(
                     0, asker, generated_at=generated_at, tallies=True
@@ -358,6 +417,7 @@ class _Rounds:
                 self.on_round(_record(number, events, FileChanges(), {}, seconds, error, asker))
                 return number, None, exc.to_problem()
             self.retry.clear()
+            self._kept(result, summary, options.get("generated_at"))
             current = _hashes(result)
             changes = file_changes(self.previous, current)
             self.previous = current
@@ -369,6 +429,16 @@ class _Rounds:
         """Between rounds, while idle: the round's garbage cycles, the log's pages."""
         self.heap.collect()
         checkpoint_held()  # the round's log pages into the file, while idle
+
+
+def _default_at() -> str | None:
+    """The generated_at a round writes when none is asked for: this process's
+    ``SOURCE_DATE_EPOCH``, or None for "now" (different at every write)."""
+    if not os.environ.get("SOURCE_DATE_EPOCH", "").strip().isdigit():
+        return None
+    from cairn.artifact.format import resolve_generated_at
+
+    return resolve_generated_at(None)
 
 
 def _generated_at(request: Mapping[str, Any]) -> str:

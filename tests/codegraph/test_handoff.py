@@ -41,6 +41,8 @@ from cairn.store.load import SEARCH_FIELDS
 ROUND_TIMEOUT_S = 60.0
 NEW_NAME = "handed_off_helper_qxz"
 STAMP = "2024-01-01T00:00:00Z"
+EPOCH = 1704067200  # STAMP
+OTHER_STAMP = "2025-06-01T00:00:00Z"
 
 
 @dataclass
@@ -53,7 +55,10 @@ class Running:
 
 
 @pytest.fixture
-def running(tmp_path: Path) -> Iterator[Running]:
+def running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Running]:
+    # The watch's own rounds write the timestamp the tests ask for (SOURCE_DATE_EPOCH of
+    # STAMP), so a round of its own after an asked one writes the same bytes.
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(EPOCH))
     repo = tmp_path / "repo"
     shutil.copytree(FIXTURES / "flask_app", repo)
     rounds: queue.Queue[Mapping[str, Any]] = queue.Queue()
@@ -93,6 +98,23 @@ def _edit(repo: Path) -> None:
     views.write_text(views.read_text() + f"\n\ndef {NEW_NAME}():\n    return 1\n")
 
 
+def _same_outputs(repo: Path, copy: Path) -> None:
+    """graph.cairn and manifest.json of ``repo`` are the bytes of ``copy``'s."""
+    for name in ("graph.cairn", "manifest.json"):
+        ours = (repo / ".cairn" / name).read_bytes()
+        assert ours == (copy / ".cairn" / name).read_bytes(), name
+
+
+def _oneshot(repo: Path, tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """The oracle: a one-shot index of a copy of ``repo``'s tree, no watch there."""
+    copy = tmp_path / "copy"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(repo, copy, ignore=shutil.ignore_patterns(".cairn"))
+    summary = _index(str(copy), "--generated-at", STAMP, "--workers", "1")
+    assert "watch" not in summary
+    return copy, summary
+
+
 def test_cairn_index_is_answered_by_the_running_watch_with_one_shot_bytes(
     running: Running, tmp_path: Path
 ) -> None:
@@ -100,20 +122,14 @@ def test_cairn_index_is_answered_by_the_running_watch_with_one_shot_bytes(
     summary = _index(str(running.repo), "--generated-at", STAMP, "--workers", "1")
     watch = summary["watch"]
     assert watch["pid"] == os.getpid() and watch["round"] >= 1
-    # The watch's round is reported by the watch too, as asked by this process.
-    asked = [running.next_round() for _ in range(watch["round"])][-1]
-    assert asked["round"] == watch["round"] and asked["asked_by"] == {"pid": os.getpid()}
-    # The oracle: a one-shot index of a copy of the same tree, no watch there.
-    copy = tmp_path / "copy"
-    shutil.copytree(running.repo, copy, ignore=shutil.ignore_patterns(".cairn"))
-    oneshot = _index(str(copy), "--generated-at", STAMP, "--workers", "1")
-    assert "watch" not in oneshot
-    ours = (running.repo / ".cairn" / "graph.cairn").read_bytes()
-    assert ours == (copy / ".cairn" / "graph.cairn").read_bytes()
-    assert (running.repo / ".cairn" / "manifest.json").read_bytes() == (
-        copy / ".cairn" / "manifest.json"
-    ).read_bytes()
-    for key in ("files", "outcomes", "nodes_by_kind", "facts_by_relation", "counts", "calls"):
+    if not summary.get("unchanged"):
+        # A round ran for this process (its edit's events had not been indexed yet);
+        # the watch reports it too, as asked by this process.
+        asked = [running.next_round() for _ in range(watch["round"])][-1]
+        assert asked["round"] == watch["round"] and asked["asked_by"] == {"pid": os.getpid()}
+    copy, oneshot = _oneshot(running.repo, tmp_path)
+    _same_outputs(running.repo, copy)
+    for key in ("files", "outcomes", "counts", "calls"):
         assert summary[key] == oneshot[key], key
     with cairn.open(running.repo / ".cairn" / "cairn.db") as db:
         request = SearchRequest(db.name, "symbols", text_field=SEARCH_FIELDS, text=NEW_NAME)
@@ -123,7 +139,7 @@ def test_cairn_index_is_answered_by_the_running_watch_with_one_shot_bytes(
 
 def test_the_readable_summary_says_the_watch_indexed(running: Running) -> None:
     # Another generated_at than the watch's own rounds wrote: a round runs for it.
-    result = CliRunner().invoke(app, ["index", str(running.repo), "--generated-at", STAMP])
+    result = CliRunner().invoke(app, ["index", str(running.repo), "--generated-at", OTHER_STAMP])
     assert result.exit_code == 0, result.output
     said = " ".join(result.output.split())
     assert f"indexed by the running cairn watch (pid {os.getpid()}, its round 1)" in said
@@ -148,24 +164,28 @@ def test_nothing_changed_since_the_watchs_last_round_is_said_without_a_round(
     assert readable.exit_code == 0, readable.output
     said = " ".join(readable.output.split())
     assert "nothing changed since the last index" in said and "Nodes by kind" not in said
-    # A generated_at other than the one graph.cairn holds needs a round that writes it.
-    stamped = _index(str(running.repo), "--generated-at", STAMP)
+    # The generated_at graph.cairn holds (the watch's SOURCE_DATE_EPOCH): no round.
+    same = _index(str(running.repo), "--generated-at", STAMP)
+    assert same["unchanged"] is True and same["watch"]["round"] == 0
+    # Another one needs a round that writes it.
+    stamped = _index(str(running.repo), "--generated-at", OTHER_STAMP)
     assert "unchanged" not in stamped and stamped["watch"]["round"] == 1
     assert running.next_round()["asked_by"] == {"pid": os.getpid()}
     assert graph.stat().st_mtime_ns != before.st_mtime_ns
-    again = _index(str(running.repo), "--generated-at", STAMP)
+    again = _index(str(running.repo), "--generated-at", OTHER_STAMP)
     assert again["unchanged"] is True and again["watch"]["round"] == 1
 
 
 def test_an_edit_no_round_saw_yet_is_indexed_by_the_asked_round(tmp_path: Path) -> None:
     """Without the watcher's events (``_Rounds`` driven directly): a caller asking after
     an edit gets a round that indexes it, and the next caller gets "nothing changed"."""
+    from rich.console import Console
+
     from cairn.codegraph.cache import code_fingerprint
     from cairn.codegraph.console import index_once, release_held
     from cairn.codegraph.handoff import handoff_options
     from cairn.codegraph.scan import scan_repository
     from cairn.codegraph.watch import _Rounds
-    from rich.console import Console
 
     repo = tmp_path / "repo"
     shutil.copytree(FIXTURES / "flask_app", repo)
@@ -185,11 +205,16 @@ def test_an_edit_no_round_saw_yet_is_indexed_by_the_asked_round(tmp_path: Path) 
         quiet = rounds.asked(request, mine)
         assert quiet["summary"]["unchanged"] is True and quiet["round"] == 0
         _edit(repo)
-        asked = rounds.asked(request, mine)
+        asked = rounds.asked({**request, "generated_at": STAMP}, mine)
         assert "unchanged" not in asked["summary"] and asked["round"] == 1
         assert records[-1]["files"]["changed"] == ["app/views.py"]
         assert records[-1]["asked_by"] == {"pid": 7}
         assert asked["summary"]["load"]["changes"] > 0
+        copy, oneshot = _oneshot(repo, tmp_path)
+        _same_outputs(repo, copy)
+        for key in ("files", "outcomes", "nodes_by_kind", "facts_by_relation", "counts"):
+            assert asked["summary"][key] == oneshot[key], key
+        assert asked["summary"]["stable_fact_share"] == oneshot["stable_fact_share"]
         assert rounds.asked(request, mine)["summary"]["unchanged"] is True
         # An output removed behind the watch's back: no "nothing changed" from memory.
         (folder / "manifest.json").unlink()

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import queue
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from cairn.canonical import canonical_bytes
 from cairn.graph import SemanticGraph
@@ -48,3 +53,35 @@ def canonical_content(graph: SemanticGraph) -> bytes:
             "occurrences": [o.to_json() for o in graph.occurrences()],
         }
     )
+
+
+ROUND_TIMEOUT_S = 60.0
+"""How long a test waits for a ``cairn watch`` round."""
+
+
+@contextmanager
+def watching(repo: Path, **options: Any) -> Iterator[queue.Queue[Mapping[str, Any]]]:
+    """A ``cairn watch`` of ``repo`` on a thread (``watch_repository`` with ``options``,
+    one worker) for the block: its round records as they come; stopped, joined and
+    checked for errors after the block."""
+    from cairn.codegraph.watch import watch_repository
+
+    rounds: queue.Queue[Mapping[str, Any]] = queue.Queue()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            watch_repository(repo, on_round=rounds.put, workers=1, stop=stop, **options)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield rounds
+    finally:
+        stop.set()
+        thread.join(timeout=ROUND_TIMEOUT_S)
+    assert not thread.is_alive()
+    assert not errors, errors

@@ -12,14 +12,13 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from codegraph_expect import FIXTURES
+from codegraph_expect import FIXTURES, ROUND_TIMEOUT_S, watching
 from typer.testing import CliRunner
 
 import cairn
@@ -38,7 +37,6 @@ from cairn.errors import ConflictError, StorageLockedError
 from cairn.search.contracts import SearchRequest
 from cairn.store.load import SEARCH_FIELDS
 
-ROUND_TIMEOUT_S = 60.0
 NEW_NAME = "handed_off_helper_qxz"
 STAMP = "2024-01-01T00:00:00Z"
 EPOCH = 1704067200  # STAMP
@@ -61,27 +59,10 @@ def running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Running
     monkeypatch.setenv("SOURCE_DATE_EPOCH", str(EPOCH))
     repo = tmp_path / "repo"
     shutil.copytree(FIXTURES / "flask_app", repo)
-    rounds: queue.Queue[Mapping[str, Any]] = queue.Queue()
-    stop = threading.Event()
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            watch_repository(repo, on_round=rounds.put, workers=1, stop=stop)
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
+    with watching(repo) as rounds:
         watched = Running(repo, rounds)
         assert watched.next_round()["round"] == 0
         yield watched
-    finally:
-        stop.set()
-        thread.join(timeout=ROUND_TIMEOUT_S)
-    assert not thread.is_alive()
-    assert not errors, errors
     assert not socket_path(repo / ".cairn").exists()  # removed when the watch ended
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codegraph_expect import FIXTURES
+from codegraph_expect import FIXTURES, ROUND_TIMEOUT_S, watching
 from typer.testing import CliRunner
 
 import cairn
@@ -23,7 +23,6 @@ from cairn.errors import ValidationError
 from cairn.search.contracts import SearchRequest
 from cairn.store.load import COMPARED_BY_KEYS, SEARCH_FIELDS
 
-ROUND_TIMEOUT_S = 60.0
 QUIET_S = 1.5
 NEW_NAME = "brand_new_helper_zyx"
 
@@ -32,7 +31,6 @@ NEW_NAME = "brand_new_helper_zyx"
 class Watcher:
     repo: Path
     rounds: queue.Queue[Mapping[str, Any]]
-    stop: threading.Event
 
     def next_round(self) -> Mapping[str, Any]:
         return self.rounds.get(timeout=ROUND_TIMEOUT_S)
@@ -42,25 +40,8 @@ class Watcher:
 def watcher(tmp_path: Path) -> Iterator[Watcher]:
     repo = tmp_path / "repo"
     shutil.copytree(FIXTURES / "flask_app", repo)
-    rounds: queue.Queue[Mapping[str, Any]] = queue.Queue()
-    stop = threading.Event()
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            watch_repository(repo, on_round=rounds.put, workers=1, stop=stop)
-        except BaseException as exc:  # surfaced by the test below
-            errors.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield Watcher(repo, rounds, stop)
-    finally:
-        stop.set()
-        thread.join(timeout=ROUND_TIMEOUT_S)
-    assert not thread.is_alive()
-    assert not errors, errors
+    with watching(repo) as rounds:
+        yield Watcher(repo, rounds)
 
 
 def test_an_edit_is_reindexed_and_an_open_handle_sees_it(watcher: Watcher) -> None:

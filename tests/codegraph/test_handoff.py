@@ -12,6 +12,8 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -321,3 +323,44 @@ def test_an_asked_round_line_names_the_caller() -> None:
         "seconds": 0.25,
     }
     assert _watch_line(record).startswith("round 3 (for cairn index, pid 4242): 0 changed")
+
+
+def test_a_caller_asking_goes_before_the_watchs_next_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The watch's loop runs batch after batch (a rename's events may come as two); a
+    caller waiting to ask runs before the next one, not after every batch queued."""
+    import cairn.codegraph.watch as watch_module
+
+    monkeypatch.setattr(watch_module, "_hashes", lambda result: {})
+    order: list[str] = []
+    release = threading.Event()
+
+    def once(**options: Any) -> Any:
+        order.append("asked" if options.get("tallies") else "batch")
+        if len(order) == 1:
+            assert release.wait(timeout=ROUND_TIMEOUT_S)  # the first round holds the turn
+        return {}, None
+
+    rounds = watch_module._Rounds(once, lambda record: None)
+
+    def loop() -> None:  # two batches back to back, as the watch's loop runs them
+        rounds.batch(1)
+        rounds.batch(1)
+
+    mine = {"format": HANDOFF_FORMAT, "code": "c", "root": "/r", "folder": "/r/.cairn"}
+    replies: list[dict[str, Any]] = []
+    main = threading.Thread(target=loop)
+    asker = threading.Thread(target=lambda: replies.append(rounds.asked(dict(mine), mine)))
+    main.start()
+    deadline = time.monotonic() + ROUND_TIMEOUT_S
+    while order != ["batch"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    asker.start()
+    while rounds.asking != 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()
+    main.join(timeout=ROUND_TIMEOUT_S)
+    asker.join(timeout=ROUND_TIMEOUT_S)
+    assert order == ["batch", "asked", "batch"]
+    assert replies and replies[0]["round"] == 2 and rounds.asking == 0

@@ -300,6 +300,11 @@ class _Rounds:
         self.folder = folder
         self.rescan = rescan
         self.lock = threading.Lock()
+        # A caller asking goes before the next batch: the watch's own rounds wait while
+        # one is waiting (``asking``), so a multi-batch edit does not keep it waiting.
+        self.turn = threading.Condition(self.lock)
+        self.asking = 0
+        self._counting = threading.Lock()
         self.heap = HeapCollector()
         self.retry = _Retry()
         self.previous: dict[str, tuple[str, str | None]] = {}
@@ -361,8 +366,10 @@ class _Rounds:
             self.on_round(_record(0, 0, FileChanges(), summary, _since(started)))
 
     def batch(self, events: int) -> None:
-        """The round of a batch of ``events`` file events (or of a due retry)."""
-        with self.lock:
+        """The round of a batch of ``events`` file events (or of a due retry), once no
+        caller is waiting to ask."""
+        with self.turn:
+            self.turn.wait_for(lambda: self.asking == 0)
             try:
                 self._round(events, None)
             finally:
@@ -382,16 +389,24 @@ class _Rounds:
         named = request.get("generated_at") is not None or bool(request.get("source_date_epoch"))
         pid = request.get("pid")
         asker = {"pid": pid if isinstance(pid, int) else None}
-        with self.lock:
-            unchanged = self._unchanged(generated_at if named else None)
-            if unchanged is not None:
-                return {"summary": unchanged, "round": self.done}
-            try:
-                number, summary, problem = self._round(
-                    0, asker, generated_at=generated_at, tallies=True
-                )
-            finally:
-                self._tidy()
+        with self._counting:
+            self.asking += 1
+        try:
+            with self.lock:
+                unchanged = self._unchanged(generated_at if named else None)
+                if unchanged is not None:
+                    return {"summary": unchanged, "round": self.done}
+                try:
+                    number, summary, problem = self._round(
+                        0, asker, generated_at=generated_at, tallies=True
+                    )
+                finally:
+                    self._tidy()
+        finally:
+            with self._counting:
+                self.asking -= 1
+            with self.turn:
+                self.turn.notify_all()
         if summary is None:
             return {"error": problem, "round": number}
         return {"summary": summary, "round": number}

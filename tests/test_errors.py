@@ -61,3 +61,18 @@ def test_problem_document_shape() -> None:
 
 def test_problem_without_details_omits_the_key() -> None:
     assert "details" not in errors.ValidationError("bad").to_problem()
+
+
+def test_from_problem_gives_back_the_error_to_problem_described() -> None:
+    from cairn.errors import from_problem
+
+    for cls in error_classes():
+        error = cls(f"{cls.__name__} happened", details={"where": "here"})
+        again = from_problem(error.to_problem())
+        assert type(again) is cls
+        assert again.message == error.message and again.details == error.details
+    unknown = from_problem({"code": "no_such_code", "detail": "x"})
+    assert type(unknown) is CairnError and unknown.details == {}
+    assert type(from_problem({"code": ["not", "a", "str"], "detail": "x"})) is CairnError
+    with pytest.raises(KeyError):
+        from_problem({"code": "validation"})

@@ -220,13 +220,14 @@ def index_command(
                 load=not no_load,
                 embedder=embedder,
             )
-        if reply is not None and isinstance(reply.get("error"), dict):
-            raise_problem(reply["error"])
-        if reply is not None and isinstance(reply.get("summary"), dict):
-            watch = {"pid": reply.get("pid"), "round": reply.get("round")}
-            _print_index_summary({**reply["summary"], "watch": watch}, as_json)
-            return
+        refused = None
         if reply is not None:
+            if isinstance(reply.get("error"), dict):
+                raise_problem(reply["error"])
+            if isinstance(reply.get("summary"), dict):
+                watch = {"pid": reply.get("pid"), "round": reply.get("round")}
+                _print_index_summary({**reply["summary"], "watch": watch}, as_json)
+                return
             refused = {"pid": reply.get("pid"), "refused": reply.get("refused")}
             if not as_json:
                 Console().print(escape(_refused_line(refused)))
@@ -247,7 +248,7 @@ def index_command(
         fail(error)
         return
     if as_json:
-        emit_json(summary if reply is None else {**summary, "watch": refused})
+        emit_json(summary if refused is None else {**summary, "watch": refused})
 
 
 def _print_index_summary(summary: Mapping[str, Any], as_json: bool) -> None:

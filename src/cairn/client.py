@@ -35,7 +35,7 @@ from cairn.errors import (
     CorruptionError,
     UnknownWriteOutcomeError,
     ValidationError,
-    error_classes,
+    from_problem,
 )
 from cairn.search.calls import CallsAnswer, CallsRequest
 from cairn.search.contracts import (
@@ -73,7 +73,6 @@ DEFAULT_TIMEOUT_SECONDS = 60.0
 
 _JSON = "application/json"
 _T = TypeVar("_T")
-_BY_CODE: dict[str, type[CairnError]] = {cls.code: cls for cls in error_classes()}
 _SERVER_ERROR = 500
 
 
@@ -338,20 +337,22 @@ def _outcome(call: _Call[_T], response: httpx.Response) -> _T:
                 raise _unknown_outcome(call, "the reply was unreadable") from exc
             raise CorruptionError(f"{call.method} {call.path}: unreadable reply: {exc}") from exc
     problem = _problem(response)
-    code = None if problem is None else problem.get("code")
-    cls = _BY_CODE.get(code, CairnError) if isinstance(code, str) else CairnError
+    error = None
+    if problem is not None:
+        details = problem.get("details")
+        error = from_problem({**problem, "details": details if isinstance(details, dict) else None})
+    cls = CairnError if error is None else type(error)
     if call.command_id is not None and (
         cls is UnknownWriteOutcomeError
         or (response.status_code >= _SERVER_ERROR and cls is CairnError)
     ):
         raise _unknown_outcome(call, f"the server answered {response.status_code}")
-    if problem is None:
+    if error is None:
         raise CairnError(
             f"{call.method} {call.path}: HTTP {response.status_code}",
             details={"status": response.status_code},
         )
-    details = problem.get("details")
-    raise cls(problem["detail"], details=details if isinstance(details, dict) else None)
+    raise error
 
 
 def _headers(api_key: str) -> dict[str, str]:

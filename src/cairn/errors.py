@@ -42,6 +42,7 @@ never renamed or reused.
 from __future__ import annotations
 
 import errno
+import functools
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -75,6 +76,7 @@ __all__ = [
     "UnsupportedCapabilityError",
     "ValidationError",
     "error_classes",
+    "from_problem",
     "os_error",
 ]
 
@@ -287,6 +289,21 @@ class LegacyArtifactError(ArtifactError):
     """A legacy v1 artifact was offered where strict mode forbids it."""
 
     code = "legacy_artifact"
+
+
+def from_problem(problem: Mapping[str, Any]) -> CairnError:
+    """The error a problem document describes (the inverse of ``CairnError.to_problem``):
+    the class of its ``code`` (``CairnError`` for an unknown one), its ``detail`` and
+    ``details``; ``KeyError``/``TypeError`` for a document without a detail or with
+    details that are not a mapping."""
+    code = problem.get("code")
+    cls = _by_code().get(code, CairnError) if isinstance(code, str) else CairnError
+    return cls(problem["detail"], details=problem.get("details"))
+
+
+@functools.cache
+def _by_code() -> dict[str, type[CairnError]]:
+    return {cls.code: cls for cls in error_classes()}
 
 
 def error_classes() -> tuple[type[CairnError], ...]:

@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from cairn.errors import CairnError, ConflictError, error_classes
+from cairn.errors import ConflictError, from_problem
 
 __all__ = [
     "HANDOFF_FORMAT",
@@ -152,12 +152,13 @@ def ask_to_index(
 def raise_problem(problem: Mapping[str, Any]) -> None:
     """Raise the ``CairnError`` subclass a watch's round failed with, from its problem
     document (``CairnError.to_problem``)."""
-    code = problem.get("code")
-    cls = next((c for c in error_classes() if c.code == code), CairnError)
-    details = problem.get("details")
-    raise cls(
-        str(problem.get("detail", "the watch's round failed")),
-        details=details if isinstance(details, dict) else None,
+    detail, details = problem.get("detail"), problem.get("details")
+    raise from_problem(
+        {
+            "code": problem.get("code"),
+            "detail": detail if isinstance(detail, str) else "the watch's round failed",
+            "details": details if isinstance(details, dict) else None,
+        }
     )
 
 

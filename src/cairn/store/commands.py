@@ -25,7 +25,7 @@ from typing import Any, ClassVar, TypeAlias
 import orjson
 
 from cairn.canonical import canonical_bytes, digest_bytes
-from cairn.errors import CairnError, CorruptionError, ValidationError, error_classes
+from cairn.errors import CairnError, CorruptionError, ValidationError, from_problem
 from cairn.graph.model import (
     ConfidenceObservation,
     EndpointIdentity,
@@ -907,9 +907,6 @@ def encode_error(error: CairnError) -> bytes:
     return canonical_bytes({"ok": False, "error": error.to_problem()})
 
 
-_ERRORS_BY_CODE: dict[str, type[CairnError]] = {cls.code: cls for cls in error_classes()}
-
-
 OUTCOME_PACK_BYTES = 4096
 """Stored outcomes longer than this are zlib-compressed (a load's receipt names every
 mutation: 9 MB of JSON for Django, about 1 MB packed)."""
@@ -973,6 +970,4 @@ def decode_outcome(data: Mapping[str, Any]) -> CommitReceipt | CairnError:
     """Turn parsed outcome JSON back into the receipt, or the error to raise again."""
     if data["ok"]:
         return CommitReceipt.from_json(data["receipt"])
-    problem = data["error"]
-    cls = _ERRORS_BY_CODE.get(problem["code"], CairnError)
-    return cls(problem["detail"], details=problem.get("details"))
+    return from_problem(data["error"])

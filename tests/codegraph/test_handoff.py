@@ -364,3 +364,53 @@ def test_a_caller_asking_goes_before_the_watchs_next_batch(
     asker.join(timeout=ROUND_TIMEOUT_S)
     assert order == ["batch", "asked", "batch"]
     assert replies and replies[0]["round"] == 2 and rounds.asking == 0
+
+
+def test_a_waiting_caller_is_answered_before_the_rounds_are_tidied(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tidying (the cycle collection, the log checkpoint) waits for the watch's next quiet
+    pass whenever a caller waits: after the watch's own round the caller it held up is
+    answered first, and so is the caller of an asked round; with nobody waiting, the
+    watch's round is tidied at once."""
+    import cairn.codegraph.watch as watch_module
+
+    monkeypatch.setattr(watch_module, "_hashes", lambda result: {})
+    order: list[str] = []
+    release = threading.Event()
+
+    def once(**options: Any) -> Any:
+        order.append("asked" if options.get("tallies") else "batch")
+        if len(order) == 1:
+            assert release.wait(timeout=ROUND_TIMEOUT_S)  # the first round holds the turn
+        return {}, None
+
+    rounds = watch_module._Rounds(once, lambda record: None)
+    monkeypatch.setattr(
+        rounds, "_tidy", lambda: (order.append("tidy"), rounds.__setattr__("untidy", False))
+    )
+    mine = {"format": HANDOFF_FORMAT, "code": "c", "root": "/r", "folder": "/r/.cairn"}
+    replies: list[dict[str, Any]] = []
+
+    def ask() -> None:
+        replies.append(rounds.asked(dict(mine), mine))
+        order.append("answered")
+
+    main = threading.Thread(target=lambda: rounds.batch(1))
+    asker = threading.Thread(target=ask)
+    main.start()
+    deadline = time.monotonic() + ROUND_TIMEOUT_S
+    while order != ["batch"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    asker.start()
+    while rounds.asking != 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    release.set()
+    main.join(timeout=ROUND_TIMEOUT_S)
+    asker.join(timeout=ROUND_TIMEOUT_S)
+    assert order == ["batch", "asked", "answered"] and rounds.untidy
+    rounds.idle()  # the quiet pass
+    assert order[-1] == "tidy" and not rounds.untidy
+    rounds.idle()  # nothing left to tidy
+    rounds.batch(1)  # nobody waiting: tidied at once
+    assert order[-3:] == ["tidy", "batch", "tidy"] and not rounds.untidy

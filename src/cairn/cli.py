@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
+import signal
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal, NoReturn
 
 import typer
@@ -292,6 +295,7 @@ def watch_command(
     from cairn.codegraph.watch import watch_repository
 
     console = Console()
+    stop = threading.Event()
 
     def report(record: Mapping[str, Any]) -> None:
         if as_json:
@@ -300,19 +304,36 @@ def watch_command(
             console.print(_watch_line(record))
 
     try:
-        watch_repository(
-            path,
-            on_round=report,
-            out=out,
-            workers=workers,
-            excludes=exclude or (),
-            debounce_ms=debounce,
-            load=not no_load,
-            console=None if as_json else console,
-            embedder=embedder,
-        )
+        with _stopped_by_sigterm(stop):
+            watch_repository(
+                path,
+                on_round=report,
+                out=out,
+                workers=workers,
+                excludes=exclude or (),
+                debounce_ms=debounce,
+                load=not no_load,
+                console=None if as_json else console,
+                embedder=embedder,
+                stop=stop,
+            )
     except CairnError as error:
         fail(error)
+
+
+@contextlib.contextmanager
+def _stopped_by_sigterm(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM (a service manager, ``kill``) sets ``stop`` for the block: the watch ends
+    after the round it is running, closes its socket and database, and exits 0, where
+    the default action ended it mid-round and left its socket behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread (tests call the CLI elsewhere)
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _watch_line(record: Mapping[str, Any]) -> str:

@@ -4,8 +4,12 @@ handle already open sees the new position, and the watcher's own writes never wa
 
 from __future__ import annotations
 
+import json
 import queue
 import shutil
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -367,3 +371,35 @@ def test_a_failed_round_line_names_the_error_and_the_wait() -> None:
     assert (
         line == "round 3 failed (busy): database is locked; trying again in 2 s or at the next edit"
     )
+
+
+def test_sigterm_ends_the_watch_after_its_round_and_removes_its_socket(tmp_path: Path) -> None:
+    """A service manager's SIGTERM stops ``cairn watch`` as a stop request does: exit
+    status 0, its socket gone, so the next ``cairn index`` indexes in its own process
+    at once instead of finding a socket nobody answers."""
+    from cairn.codegraph.handoff import socket_path
+
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", repo)
+    argv = [sys.executable, "-c", "from cairn.cli import main; main()", "watch", str(repo)]
+    with subprocess.Popen(
+        [*argv, "--json", "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        lines: queue.Queue[bytes] = queue.Queue()
+        out = process.stdout
+        assert out is not None
+        threading.Thread(target=lambda: lines.put(out.readline()), daemon=True).start()
+        try:
+            first = json.loads(lines.get(timeout=ROUND_TIMEOUT_S))
+            assert first["round"] == 0 and first["error"] is None
+            sock = socket_path(repo / ".cairn")
+            assert sock.exists()
+            process.send_signal(signal.SIGTERM)
+            status = process.wait(timeout=ROUND_TIMEOUT_S)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        errors = process.stderr.read() if process.stderr else b""
+    assert status == 0, errors
+    assert not sock.exists()

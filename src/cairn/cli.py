@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any, Literal, NoReturn
 
 import typer
@@ -215,14 +215,16 @@ def index_command(
         # A `cairn watch` of this folder indexes for us (``cairn.codegraph.handoff``).
         reply = None
         if not force:
-            reply = ask_to_index(
-                path,
-                out,
-                excludes=exclude or (),
-                generated_at=generated_at,
-                load=not no_load,
-                embedder=embedder,
-            )
+            with _watch_progress(not as_json) as shown:
+                reply = ask_to_index(
+                    path,
+                    out,
+                    excludes=exclude or (),
+                    generated_at=generated_at,
+                    load=not no_load,
+                    embedder=embedder,
+                    on_progress=shown,
+                )
         refused = None
         if reply is not None:
             if isinstance(reply.get("error"), dict):
@@ -231,7 +233,8 @@ def index_command(
                 watch = {"pid": reply.get("pid"), "round": reply.get("round")}
                 _print_index_summary({**reply["summary"], "watch": watch}, as_json)
                 return
-            refused = {"pid": reply.get("pid"), "refused": reply.get("refused")}
+            why = "unanswered" if "unanswered" in reply else "refused"
+            refused = {"pid": reply.get("pid"), why: reply.get(why)}
             if not as_json:
                 Console().print(escape(_refused_line(refused)))
         from cairn.codegraph.console import index_and_write
@@ -265,11 +268,45 @@ def _print_index_summary(summary: Mapping[str, Any], as_json: bool) -> None:
 
 
 def _refused_line(watch: Mapping[str, Any]) -> str:
-    """What ``cairn index`` says when the running watch would not index for it."""
+    """What ``cairn index`` says when the running watch would not (or did not) index
+    for it."""
+    if "unanswered" in watch:
+        return (
+            f"a cairn watch (pid {watch['pid']}) keeps this index, but did not answer "
+            f"({watch['unanswered']}): indexing in this process"
+        )
     return (
         f"a cairn watch (pid {watch['pid']}) keeps this index, but not with these options "
         f"({watch['refused']}): indexing in this process"
     )
+
+
+@contextlib.contextmanager
+def _watch_progress(wanted: bool) -> Iterator[Callable[[Mapping[str, Any]], None] | None]:
+    """On a terminal, a status line on stderr while a running watch works for ``cairn
+    index`` (``waiting for cairn watch (pid N): round R``), shown from its first progress
+    line (a second in) and gone before the summary; else nothing."""
+    console = Console(stderr=True)
+    if not wanted or not console.is_terminal:
+        yield None
+        return
+    status = console.status("waiting for cairn watch")
+    shown = False
+
+    def show(line: Mapping[str, Any]) -> None:
+        nonlocal shown
+        status.update(
+            escape(f"waiting for cairn watch (pid {line.get('pid')}): {line.get('progress')}")
+        )
+        if not shown:
+            status.start()
+            shown = True
+
+    try:
+        yield show
+    finally:
+        if shown:
+            status.stop()
 
 
 @app.command("watch")

@@ -259,7 +259,7 @@ def test_a_socket_left_by_a_killed_watch_is_no_answer_and_is_replaced(tmp_path: 
     server = HandoffServer(folder)
     assert server.bind()
     try:
-        server.serve(lambda request: {"refused": f"echo {request['n']}"})
+        server.serve(lambda request: {"refused": f"echo {request['n']}"}, lambda: "idle")
         reply = ask_watch(folder, {"n": 7})
         assert reply is not None
         assert reply["format"] == HANDOFF_FORMAT and reply["refused"] == "echo 7"
@@ -343,6 +343,8 @@ def test_a_caller_asking_goes_before_the_watchs_next_batch(
         return {}, None
 
     rounds = watch_module._Rounds(once, lambda record: None)
+    rounds.ready = True  # as after the first index (not run here)
+    rounds.started.set()
 
     def loop() -> None:  # two batches back to back, as the watch's loop runs them
         rounds.batch(1)
@@ -386,6 +388,8 @@ def test_a_waiting_caller_is_answered_before_the_rounds_are_tidied(
         return {}, None
 
     rounds = watch_module._Rounds(once, lambda record: None)
+    rounds.ready = True  # as after the first index (not run here)
+    rounds.started.set()
     monkeypatch.setattr(
         rounds, "_tidy", lambda: (order.append("tidy"), rounds.__setattr__("untidy", False))
     )
@@ -414,3 +418,130 @@ def test_a_waiting_caller_is_answered_before_the_rounds_are_tidied(
     rounds.idle()  # nothing left to tidy
     rounds.batch(1)  # nobody waiting: tidied at once
     assert order[-3:] == ["tidy", "batch", "tidy"] and not rounds.untidy
+
+
+def test_a_long_answer_sends_progress_and_a_silent_watch_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While its answer is made the watch sends a progress line every ``HEARTBEAT_S``, so
+    a round longer than ``SILENCE_TIMEOUT_S`` is still waited for; a watch that sends
+    nothing (stopped with Ctrl+Z: its socket still accepts) is left after that long."""
+    import cairn.codegraph.handoff as handoff
+
+    monkeypatch.setattr(handoff, "HEARTBEAT_S", 0.1)
+    monkeypatch.setattr(handoff, "SILENCE_TIMEOUT_S", 0.6)
+    folder = tmp_path / "repo" / ".cairn"
+    folder.mkdir(parents=True)
+
+    def slow(request: Mapping[str, Any]) -> dict[str, Any]:
+        time.sleep(1.5)  # over twice the silence the caller bears
+        return {"refused": f"slow {request['n']}"}
+
+    server = HandoffServer(folder)
+    assert server.bind()
+    progress: list[Mapping[str, Any]] = []
+    try:
+        server.serve(slow, lambda: "round 9")
+        reply = ask_watch(folder, {"n": 1}, progress.append)
+    finally:
+        server.close()
+    assert reply is not None and reply["refused"] == "slow 1"
+    assert len(progress) >= 5
+    assert {line["progress"] for line in progress} == {"round 9"}
+    assert {line["pid"] for line in progress} == {os.getpid()}
+
+    # Listening, never answering: what a stopped watch's socket does.
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stopped:
+        stopped.bind(str(socket_path(folder)))
+        stopped.listen(1)
+        started = time.monotonic()
+        reply = ask_watch(folder, {"n": 2})
+        waited = time.monotonic() - started
+    assert reply is not None and reply["unanswered"].startswith("no answer for 0.6 s")
+    assert reply["pid"] == os.getpid()  # the socket's owner, from the peer credentials
+    assert 0.5 <= waited < ROUND_TIMEOUT_S
+
+
+def test_a_silent_watch_is_said_and_the_caller_indexes_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cairn.codegraph.handoff as handoff
+
+    monkeypatch.setattr(handoff, "SILENCE_TIMEOUT_S", 0.3)
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", repo)
+    folder = repo / ".cairn"
+    folder.mkdir()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stopped:
+        stopped.bind(str(socket_path(folder)))
+        stopped.listen(1)
+        summary = _index(str(repo), "--workers", "1")
+        forced = _index(str(repo), "--workers", "1", "--force")
+    assert summary["watch"]["pid"] == os.getpid()
+    assert summary["watch"]["unanswered"].startswith("no answer for 0.3 s")
+    assert summary["phase_seconds"]["extracting"] >= 0  # this process's own index
+    assert summary["counts"]["node_count"] > 0
+    assert "watch" not in forced  # --force never asks
+    socket_path(folder).unlink()  # the first stand-in's
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stopped:
+        stopped.bind(str(socket_path(folder)))
+        stopped.listen(1)
+        said = CliRunner().invoke(app, ["index", str(repo), "--workers", "1"])
+    assert said.exit_code == 0
+    assert "did not answer" in said.output and "indexing in this process" in said.output
+
+
+def test_a_caller_asking_during_the_first_index_hears_progress_and_gets_its_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The socket is served from the start: a caller asking while the first index runs
+    gets progress lines naming it, then that index's answer (nothing changed since)."""
+    import cairn.codegraph.handoff as handoff
+    from cairn.codegraph import console as console_module
+
+    monkeypatch.setattr(handoff, "HEARTBEAT_S", 0.05)
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", repo)
+    folder = repo / ".cairn"
+    asked = threading.Event()
+    real = console_module.index_once
+
+    def slow_first(*args: Any, **kwargs: Any) -> Any:
+        assert asked.wait(timeout=ROUND_TIMEOUT_S)  # the caller is waiting by now
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    import cairn.codegraph.watch as watch_module
+
+    monkeypatch.setattr(watch_module, "index_once", slow_first)
+    progress: list[Mapping[str, Any]] = []
+    replies: list[dict[str, Any] | None] = []
+    with watching(repo) as rounds:
+        deadline = time.monotonic() + ROUND_TIMEOUT_S
+        while not socket_path(folder).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+        def ask() -> None:
+            from cairn.codegraph.handoff import ask_to_index
+
+            replies.append(
+                ask_to_index(
+                    repo,
+                    None,
+                    excludes=(),
+                    generated_at=None,
+                    load=True,
+                    embedder=None,
+                    on_progress=lambda line: (progress.append(line), asked.set()),
+                )
+            )
+
+        caller = threading.Thread(target=ask)
+        caller.start()
+        caller.join(timeout=ROUND_TIMEOUT_S)
+        first = rounds.get(timeout=ROUND_TIMEOUT_S)
+    assert first["round"] == 0
+    assert progress and progress[0]["progress"] == "its first index"
+    reply = replies[0]
+    assert reply is not None and reply["round"] == 0
+    assert reply["summary"]["counts"] == first["counts"]

@@ -13,8 +13,12 @@ The request names the options that shape the outputs (root, index folder, exclud
 loading or not, the embedder asked for, Cairn's own code) and the ``generated_at`` to
 write (the option as given and the caller's ``SOURCE_DATE_EPOCH``); a watch whose
 options differ refuses and says which one, and the caller indexes in its own process,
-as it does when no watch answers. One JSON line each way. The caller imports nothing of
-the pipeline before it knows whether a watch answers (~0.1 s instead of ~0.5 s).
+as it does when no watch answers. One JSON line each way, and while the request waits
+for the watch (its first index, another round) or its round runs, a progress line every
+``HEARTBEAT_S``: a caller that hears nothing for ``SILENCE_TIMEOUT_S`` (a watch stopped
+with Ctrl+Z, or hung) stops waiting and indexes in its own process, and a long round is
+never mistaken for a hung watch. The caller imports nothing of the pipeline before it
+knows whether a watch answers (~0.1 s instead of ~0.5 s).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import contextlib
 import hashlib
 import os
 import socket
+import struct
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -45,7 +50,7 @@ __all__ = [
     "socket_path",
 ]
 
-HANDOFF_FORMAT = "cairn.codegraph.handoff/1"
+HANDOFF_FORMAT = "cairn.codegraph.handoff/2"
 """The request and reply format; a peer speaking another is refused."""
 
 SOCKET_FILENAME = "watch.sock"
@@ -62,11 +67,19 @@ MAX_REPLY_BYTES = 256 * 1024 * 1024
 """A reply line longer than this is not read (the caller indexes in its own process)."""
 
 CONNECT_TIMEOUT_S = 5.0
-"""How long connecting and sending the request may take; the reply is waited for as
-long as the round takes."""
+"""How long connecting, sending the request and sending one line to a caller may take;
+the reply is waited for as long as the round takes, while progress lines come."""
+
+HEARTBEAT_S = 1.0
+"""While a request waits or its round runs, the watch sends a progress line this often."""
+
+SILENCE_TIMEOUT_S = 15.0
+"""A caller that hears nothing from the watch for this long stops waiting (the watch is
+stopped or hung; a working one sends a progress line every ``HEARTBEAT_S``) and indexes
+in its own process."""
 
 ACCEPT_BACKLOG = 16
-"""Callers that may wait to be answered while a round runs."""
+"""Callers that may wait to be answered while a round runs (each has its own thread)."""
 
 OPTION_KEYS = ("format", "code", "root", "folder", "excludes", "load")
 """The request fields a watch must share with the caller to index for it (and the
@@ -128,10 +141,12 @@ def ask_to_index(
     generated_at: str | None,
     load: bool,
     embedder: str | None,
+    on_progress: Progress | None = None,
 ) -> dict[str, Any] | None:
     """Ask the watch keeping ``path``'s index folder for a round in place of a one-shot
-    ``cairn index`` with these options: its reply (``summary``, ``refused`` or ``error``,
-    with its ``pid`` and ``round``), or None when no watch answers."""
+    ``cairn index`` with these options: its reply (``summary``, ``refused``, ``error`` or
+    ``unanswered``, with its ``pid`` and ``round``), or None when no watch answers;
+    ``on_progress`` is told each progress line while the caller waits."""
     from cairn.codegraph.cache import code_fingerprint
     from cairn.codegraph.limits import DEFAULT_OUT_DIRNAME
 
@@ -146,7 +161,7 @@ def ask_to_index(
         "source_date_epoch": os.environ.get("SOURCE_DATE_EPOCH"),
         "pid": os.getpid(),
     }
-    return ask_watch(folder, request)
+    return ask_watch(folder, request, on_progress)
 
 
 def raise_problem(problem: Mapping[str, Any]) -> None:
@@ -162,9 +177,16 @@ def raise_problem(problem: Mapping[str, Any]) -> None:
     )
 
 
-def ask_watch(folder: Path, request: Mapping[str, Any]) -> dict[str, Any] | None:
+Progress = Callable[[Mapping[str, Any]], None]
+"""Told each progress line (``pid``, ``progress``: what the watch is doing) a caller gets."""
+
+
+def ask_watch(
+    folder: Path, request: Mapping[str, Any], on_progress: Progress | None = None
+) -> dict[str, Any] | None:
     """The reply of the watch keeping ``folder`` to ``request``, or None when none answers
-    (no socket, a watch that stopped or was killed, a reply cut short)."""
+    (no socket, a watch that stopped or was killed, a reply cut short); a watch silent
+    for ``SILENCE_TIMEOUT_S`` gives ``{"unanswered": ...}`` with its pid when known."""
     if not hasattr(socket, "AF_UNIX"):
         return None
     path = socket_path(folder)
@@ -174,11 +196,29 @@ def ask_watch(folder: Path, request: Mapping[str, Any]) -> dict[str, Any] | None
         try:
             conn.settimeout(CONNECT_TIMEOUT_S)
             conn.connect(str(path))
+            pid = _peer_pid(conn)
             conn.sendall(orjson.dumps(dict(request)) + b"\n")
-            conn.settimeout(None)  # the round takes what it takes
-            line = _read_line(conn, MAX_REPLY_BYTES)
         except OSError:
             return None
+        conn.settimeout(SILENCE_TIMEOUT_S)  # started again by every line that comes
+        lines = _Lines(conn)
+        try:
+            while True:
+                reply = _decoded(lines.next(MAX_REPLY_BYTES))
+                if reply is None or "progress" not in reply:
+                    return reply
+                pid = reply.get("pid", pid)
+                if on_progress is not None:
+                    on_progress(reply)
+        except TimeoutError:
+            silent = f"no answer for {SILENCE_TIMEOUT_S:g} s (stopped or hung?)"
+            return {"format": HANDOFF_FORMAT, "pid": pid, "unanswered": silent}
+        except OSError:
+            return None
+
+
+def _decoded(line: bytes | None) -> dict[str, Any] | None:
+    """A reply line as an object of this format, else None."""
     if line is None:
         return None
     try:
@@ -188,27 +228,52 @@ def ask_watch(folder: Path, request: Mapping[str, Any]) -> dict[str, Any] | None
     return reply if isinstance(reply, dict) and reply.get("format") == HANDOFF_FORMAT else None
 
 
-def _read_line(conn: socket.socket, limit: int) -> bytes | None:
-    """One newline-ended line from ``conn`` (without it), or None at an early end or past
-    ``limit`` bytes."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        chunk = conn.recv(1024 * 1024)
-        if not chunk:
-            return None
-        end = chunk.find(b"\n")
-        if end >= 0:
-            chunks.append(chunk[:end])
-            return b"".join(chunks)
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            return None
+def _peer_pid(conn: socket.socket) -> int | None:
+    """The process at the other end of a connected Unix socket (Linux), else None."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    try:
+        pid, _, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option, 12))
+    except OSError:
+        return None
+    return int(pid) or None
+
+
+class _Lines:
+    """Newline-ended lines read from a socket, the bytes after one kept for the next."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn = conn
+        self.pending = b""
+
+    def next(self, limit: int) -> bytes | None:
+        """The next line (without its newline), or None at an early end or past
+        ``limit`` bytes."""
+        chunks = [self.pending]
+        size = len(self.pending)
+        end = self.pending.find(b"\n")
+        while end < 0:
+            if size > limit:
+                return None
+            chunk = self.conn.recv(1024 * 1024)
+            if not chunk:
+                return None
+            end = chunk.find(b"\n")
+            if end >= 0:
+                end += size
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+        self.pending = data[end + 1 :]
+        return data[:end] if end <= limit else None
 
 
 Answer = Callable[[Mapping[str, Any]], dict[str, Any]]
 """What a watch does with a request: the reply (a round's summary, a refusal or an error)."""
+
+Status = Callable[[], str]
+"""What the watch is doing, for a waiting caller's progress line."""
 
 
 class HandoffServer:
@@ -221,6 +286,8 @@ class HandoffServer:
         self.listener: socket.socket | None = None
         self.thread: threading.Thread | None = None
         self._identity: tuple[int, int] | None = None
+        self._callers: set[threading.Thread] = set()
+        self._callers_lock = threading.Lock()
 
     def bind(self) -> bool:
         """Take the socket path (removing one a stopped watch left); False where Unix
@@ -257,41 +324,42 @@ class HandoffServer:
         self._identity = (stat.st_dev, stat.st_ino)
         return True
 
-    def serve(self, answer: Answer) -> None:
-        """Answer requests on a daemon thread, one at a time, until ``close``."""
+    def serve(self, answer: Answer, status: Status) -> None:
+        """Answer requests until ``close``: each caller on a daemon thread of its own,
+        told ``status()`` every ``HEARTBEAT_S`` while its answer is made (``answer``
+        keeps the rounds one at a time)."""
         if self.listener is None or self.thread is not None:
             return
         listener = self.listener
         self.thread = threading.Thread(
-            target=self._accept, args=(listener, answer), name="cairn-watch-handoff", daemon=True
+            target=self._accept,
+            args=(listener, answer, status),
+            name="cairn-watch-handoff",
+            daemon=True,
         )
         self.thread.start()
 
-    def _accept(self, listener: socket.socket, answer: Answer) -> None:
+    def _accept(self, listener: socket.socket, answer: Answer, status: Status) -> None:
         while True:
             try:
                 conn, _ = listener.accept()
             except OSError:  # closed: the watch is over
                 return
-            with conn, contextlib.suppress(OSError):  # a caller that went away
-                self._answer_one(conn, answer)
+            caller = threading.Thread(
+                target=self._caller, args=(conn, answer, status), name="cairn-watch-caller"
+            )
+            caller.daemon = True
+            with self._callers_lock:
+                self._callers.add(caller)
+            caller.start()
 
-    @staticmethod
-    def _answer_one(conn: socket.socket, answer: Answer) -> None:
-        conn.settimeout(CONNECT_TIMEOUT_S)
-        line = _read_line(conn, MAX_REQUEST_BYTES)
-        if line is None:
-            return  # a probe (``_answers``) or a caller that gave up
+    def _caller(self, conn: socket.socket, answer: Answer, status: Status) -> None:
         try:
-            request = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            request = None
-        if not isinstance(request, dict):
-            reply: dict[str, Any] = {"refused": "the request is not a JSON object"}
-        else:
-            reply = answer(request)
-        conn.settimeout(None)
-        conn.sendall(orjson.dumps({"format": HANDOFF_FORMAT, "pid": os.getpid(), **reply}) + b"\n")
+            with conn, contextlib.suppress(OSError):  # a caller that went away
+                _answer_one(conn, answer, status)
+        finally:
+            with self._callers_lock:
+                self._callers.discard(threading.current_thread())
 
     def close(self) -> None:
         """Stop answering and remove the socket (if it is still this watch's own)."""
@@ -303,6 +371,10 @@ class HandoffServer:
         listener.close()
         if self.thread is not None:
             self.thread.join()
+        with self._callers_lock:
+            callers = list(self._callers)
+        for caller in callers:  # a round run for a caller ends before the watch does
+            caller.join()
         with contextlib.suppress(OSError):
             stat = self.path.stat()
             if (stat.st_dev, stat.st_ino) == self._identity:
@@ -318,3 +390,58 @@ def _answers(path: Path) -> bool:
         except OSError:
             return False
     return True
+
+
+def _answer_one(conn: socket.socket, answer: Answer, status: Status) -> None:
+    """Read one request from ``conn``, answer it (progress lines while the answer is
+    made), send the reply."""
+    conn.settimeout(CONNECT_TIMEOUT_S)
+    line = _Lines(conn).next(MAX_REQUEST_BYTES)
+    if line is None:
+        return  # a probe (``_answers``) or a caller that gave up
+    try:
+        request = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        request = None
+    if not isinstance(request, dict):
+        reply: dict[str, Any] = {"refused": "the request is not a JSON object"}
+    else:
+        reply = _with_progress(conn, lambda: answer(request), status)
+    _send(conn, reply)
+
+
+def _with_progress(
+    conn: socket.socket, make: Callable[[], dict[str, Any]], status: Status
+) -> dict[str, Any]:
+    """``make()`` on a thread of its own, a progress line sent to ``conn`` every
+    ``HEARTBEAT_S`` until it is done (a caller that went away gets none: the round it
+    asked for still ends before the reply is dropped)."""
+    done: list[dict[str, Any]] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(make())
+        except BaseException as exc:  # handed to the caller's thread below
+            failed.append(exc)
+
+    worker = threading.Thread(target=run, name="cairn-watch-answer", daemon=True)
+    worker.start()
+    listening = True
+    while True:
+        worker.join(HEARTBEAT_S)
+        if not worker.is_alive():
+            break
+        if listening:
+            try:
+                _send(conn, {"progress": status()})
+            except OSError:
+                listening = False
+    if failed:
+        raise failed[0]
+    return done[0]
+
+
+def _send(conn: socket.socket, reply: Mapping[str, Any]) -> None:
+    """One line of this format, with the watch's pid, to ``conn``."""
+    conn.sendall(orjson.dumps({"format": HANDOFF_FORMAT, "pid": os.getpid(), **reply}) + b"\n")

@@ -260,14 +260,16 @@ def _rounds(
     # The watcher subscribes before the first index, so an edit made while (or right
     # after) round 0 runs is seen by a later round instead of being lost; what came
     # before the subscription is in round 0's own scan.
-    if next(batches, None) is None:
-        return 0
     state = _Rounds(once, on_round, folder, rescan)
+    if server is not None and mine is not None:
+        # Served from the start: a caller asking during the first index hears progress
+        # and is answered after it, instead of waiting in the backlog unheard.
+        options = mine
+        server.serve(lambda request: state.asked(request, options), state.status)
     try:
+        if next(batches, None) is None:
+            return 0
         state.first()
-        if server is not None and mine is not None:
-            options = mine
-            server.serve(lambda request: state.asked(request, options))
         for batch in batches:
             if not batch and not state.retry.due():  # a quiet pass: nothing changed, nothing due
                 state.idle()
@@ -277,6 +279,7 @@ def _rounds(
                 break
         return state.done
     finally:
+        state.started.set()  # a caller still waiting for the first index is refused
         if server is not None:
             server.close()  # waits for a round it is running
         with state.lock:
@@ -313,6 +316,11 @@ class _Rounds:
         # A round's tidying (``_tidy``) waits for a quiet pass while a caller waits for
         # its answer: the collection and the checkpoint are not what it asked for.
         self.untidy = False
+        # Set once the first index is done (or the watch is over without it): callers
+        # asking before wait for it.
+        self.started = threading.Event()
+        self.ready = False  # the first index was done
+        self.running: int | None = None  # the round running, for progress lines
         # What the last round that did not fail read, wrote and said, and the
         # generated_at it wrote (None: this process's now): a caller asking while
         # nothing changed since is answered from these, without a round.
@@ -358,11 +366,17 @@ class _Rounds:
     def first(self) -> None:
         """Round 0: the whole index (its failure ends the watch)."""
         with self.lock:
-            with gc_paused():
-                started = time.perf_counter()
-                summary, result = self.once()
-                self.previous = _hashes(result)
-                self._kept(result, summary, None)
+            self.running = 0
+            try:
+                with gc_paused():
+                    started = time.perf_counter()
+                    summary, result = self.once()
+                    self.previous = _hashes(result)
+                    self._kept(result, summary, None)
+                self.ready = True
+            finally:
+                self.running = None
+                self.started.set()
             # The first index's garbage is collected before it is reported (a full
             # collection of its heap takes ~0.5 s on the Django package): an edit made
             # right after the report must not wait for it.
@@ -386,6 +400,9 @@ class _Rounds:
         reason = refusal(options, request)
         if reason is not None:
             return {"refused": reason}
+        self.started.wait()
+        if not self.ready:  # the first index failed, or the watch stopped first
+            return {"refused": "the watch ended before its first index was done"}
         try:
             generated_at = _generated_at(request)
         except CairnError as exc:
@@ -420,12 +437,13 @@ class _Rounds:
         it failed, the error's problem document (it is then tried again after
         ``_Retry``'s wait)."""
         self.done += 1
-        number = self.done
+        number = self.running = self.done
         with gc_paused():
             started = time.perf_counter()
             try:
                 summary, result = self.once(**options)
             except CairnError as exc:
+                self.running = None
                 # A failed round leaves nothing half-made (its Python round state,
                 # printed segments and database handle are dropped); what it was to
                 # index is indexed by the retry or the next edit's round.
@@ -433,6 +451,7 @@ class _Rounds:
                 seconds = _since(started)
                 self.on_round(_record(number, events, FileChanges(), {}, seconds, error, asker))
                 return number, None, exc.to_problem()
+            self.running = None
             self.retry.clear()
             self._kept(result, summary, options.get("generated_at"))
             current = _hashes(result)
@@ -441,6 +460,15 @@ class _Rounds:
             seconds = _since(started)
             self.on_round(_record(number, events, changes, summary, seconds, None, asker))
             return number, summary, None
+
+    def status(self) -> str:
+        """What the watch is doing, for a waiting caller's progress line."""
+        running = self.running
+        if running == 0 or not self.started.is_set():
+            return "its first index"
+        if running is not None:
+            return f"round {running}"
+        return "between rounds"
 
     def idle(self) -> None:
         """A quiet pass of the watch's loop: tidy after a round whose tidying waited

@@ -183,12 +183,26 @@ def test_an_edit_no_round_saw_yet_is_indexed_by_the_asked_round(tmp_path: Path) 
         repo, folder, code=code_fingerprint(), excludes=(), load=True, embedder=None
     )
     request = {**mine, "generated_at": None, "source_date_epoch": None, "pid": 7}
+    import cairn.codegraph.build as build_module
+
+    walks: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        walks.append(1)
+        return scan_repository(*args, **kwargs)
+
     try:
         rounds.first()
         quiet = rounds.asked(request, mine)
         assert quiet["summary"]["unchanged"] is True and quiet["round"] == 0
         _edit(repo)
-        asked = rounds.asked({**request, "generated_at": STAMP}, mine)
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(build_module, "scan_repository", counted)
+            patched.setattr(rounds, "rescan", lambda: counted(repo))
+            asked = rounds.asked({**request, "generated_at": STAMP}, mine)
+        # One walk: the check's (another generated_at than the last round wrote needs
+        # none) or the round's, never both.
+        assert len(walks) == 1
         assert "unchanged" not in asked["summary"] and asked["round"] == 1
         assert records[-1]["files"]["changed"] == ["app/views.py"]
         assert records[-1]["asked_by"] == {"pid": 7}
@@ -199,10 +213,19 @@ def test_an_edit_no_round_saw_yet_is_indexed_by_the_asked_round(tmp_path: Path) 
             assert asked["summary"][key] == oneshot[key], key
         assert asked["summary"]["stable_fact_share"] == oneshot["stable_fact_share"]
         assert rounds.asked(request, mine)["summary"]["unchanged"] is True
+        views = repo / "app" / "views.py"
+        views.write_text(views.read_text() + "\n\ndef edited_again():\n    return 2\n")
+        walks.clear()
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(build_module, "scan_repository", counted)
+            patched.setattr(rounds, "rescan", lambda: counted(repo))
+            edited = rounds.asked({**request, "generated_at": STAMP}, mine)
+        assert len(walks) == 1  # the check found the edit; its scan is the round's
+        assert "unchanged" not in edited["summary"] and edited["round"] == 2
         # An output removed behind the watch's back: no "nothing changed" from memory.
         (folder / "manifest.json").unlink()
         moved = rounds.asked(request, mine)
-        assert "unchanged" not in moved["summary"] and moved["round"] == 2
+        assert "unchanged" not in moved["summary"] and moved["round"] == 3
         assert (folder / "manifest.json").is_file()
     finally:
         release_held()

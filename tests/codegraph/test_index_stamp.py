@@ -318,3 +318,34 @@ def test_no_stamp_when_another_writer_came_in_after_the_load(
     assert not (root / ".cairn" / STAMP_FILENAME).exists()
     monkeypatch.setattr(stamp_module, "write_stamp", real_write)
     assert not _index(root).get("unchanged")
+
+
+def test_a_run_after_an_edit_walks_the_tree_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan that found the edit (against the stamp) is the scan the index uses: the
+    tree is walked once, and what it indexed is the edited file."""
+    import cairn.codegraph.build as build_module
+    from cairn.codegraph.scan import scan_repository
+
+    root = _repo(tmp_path)
+    _age(root)
+    _index(root)
+    _index(root)
+    _edit(root)
+    walks: list[str] = []
+
+    def counted(where: str) -> Callable[..., Any]:
+        def scan(*args: Any, **kwargs: Any) -> Any:
+            walks.append(where)
+            return scan_repository(*args, **kwargs)
+
+        return scan
+
+    monkeypatch.setattr(stamp_module, "scan_repository", counted("stamp"))
+    monkeypatch.setattr(build_module, "scan_repository", counted("index"))
+    again = _index(root)
+    assert walks == ["stamp"]
+    assert not again.get("unchanged")
+    assert b"stamped_later" in (root / ".cairn" / "graph.cairn").read_bytes()
+    assert _index(root)["unchanged"] is True

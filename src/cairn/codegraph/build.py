@@ -486,6 +486,7 @@ def index_repository(
     cache: Path | str | None = None,
     embedder: Embedder | None = None,
     remember: bool = False,
+    scan: ScanResult | None = None,
 ) -> IndexResult:
     """Index the repository at ``root`` into a semantic graph plus manifest.
 
@@ -498,16 +499,18 @@ def index_repository(
     result. With ``embedder``
     and workers, the workers make the documents of the freshly parsed Python files' nodes
     while this process resolves (``IndexResult.prepared``, for
-    ``load_semantic_graph(prepared=...)`` with the same embedder).
+    ``load_semantic_graph(prepared=...)`` with the same embedder). ``scan``: a scan of
+    ``root`` with these ``excludes`` the caller just made (to see whether anything
+    changed), used instead of walking the tree again.
     """
     if type(workers) is not int or not 1 <= workers <= MAX_WORKERS:
         raise ValidationError(f"workers must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
     started = time.perf_counter()
-    started_ns = time.time_ns()
     tell = phase or _quiet
     with gc_paused():  # ~10^5 acyclic records: the collector would only rescan them
         tell("scanning")
-        scan = scan_repository(root, excludes=excludes)
+        if scan is None or scan.root != Path(root).resolve():
+            scan = scan_repository(root, excludes=excludes)
         opened, stats = _open_cache(cache, remember)
         try:
             tell("extracting")
@@ -519,7 +522,7 @@ def index_repository(
                 opened.close()
     seconds = time.perf_counter() - started
     return IndexResult(
-        scan.root, graph, manifest, seconds, stats, preparing, rounds, scan, started_ns
+        scan.root, graph, manifest, seconds, stats, preparing, rounds, scan, scan.started_ns
     )
 
 

@@ -41,6 +41,7 @@ from cairn.store.locate import DATABASE_FILE
 
 if TYPE_CHECKING:
     from cairn.artifact.segments import PrintedSegments
+    from cairn.codegraph.scan import ScanResult
     from cairn.embed import Embedder
     from cairn.store.database import Database
     from cairn.store.load import LoadProgress
@@ -141,8 +142,10 @@ def index_and_write(
         load=load,
         space=None if chosen is None else chosen.space.to_json(),
     )
-    unchanged = (
-        None if force else stamp.unchanged_summary(Path(path), folder, fingerprint, excludes)
+    unchanged, scan = (
+        (None, None)
+        if force
+        else stamp.unchanged_summary(Path(path), folder, fingerprint, excludes)
     )
     if unchanged is not None:
         unchanged["workers"] = workers if workers is not None else default_workers()
@@ -161,6 +164,7 @@ def index_and_write(
             show_progress=console.is_terminal and not as_json,
             load=load,
             embedder=chosen,
+            scan=scan,
         )
         stamp.write_stamp(folder, fingerprint, result, summary)
         del result  # only the summary outlives the work
@@ -192,13 +196,15 @@ def index_once(
     embedder: str | Embedder | None = None,
     remember: bool = False,
     tallies: bool | None = None,
+    scan: ScanResult | None = None,
 ) -> tuple[dict[str, Any], IndexResult]:
     """One index, write and load (with the extraction cache), without printing the
     summary: the summary and the index result (``cairn index`` and ``cairn watch``;
     ``remember`` keeps the extracts in this process for the next round, and leaves out
     the summary's tallies, which a watch round does not report, unless ``tallies``:
     ``index_summary``).
-    ``embedder``: a name for ``choose_embedder``, or an embedder the caller chose."""
+    ``embedder``: a name for ``choose_embedder``, or an embedder the caller chose.
+    ``scan``: the caller's fresh scan of ``path`` (``index_repository``)."""
     started = time.perf_counter()
     count = workers if workers is not None else default_workers()
     folder = index_folder(path, out)
@@ -216,6 +222,7 @@ def index_once(
             cache=folder / CACHE_FILENAME,
             embedder=chosen,
             remember=remember,
+            scan=scan,
         )
         # graph.cairn from the segments earlier rounds printed (``cairn.artifact.
         # segments``): a round prints only those holding a changed record. Written in

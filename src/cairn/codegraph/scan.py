@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -106,6 +107,9 @@ class ScanResult:
     root: Path
     files: tuple[ScannedFile, ...]
     skipped: tuple[FileOutcome, ...]
+    started_ns: int = 0
+    """Wall clock (``time.time_ns``) before the walk: a file written since may have
+    been seen before its last write (the stamp's racy rule)."""
 
 
 @dataclass(slots=True)
@@ -210,8 +214,9 @@ def scan_repository(root: Path | str, *, excludes: Sequence[str] = ()) -> ScanRe
     exclude = _exclude_spec(excludes)
     files: list[ScannedFile] = []
     skipped: list[FileOutcome] = []
+    started_ns = time.time_ns()
     _walk(str(base), "", _IgnoreChain(), exclude, files, skipped)
-    return ScanResult(base, tuple(files), tuple(skipped))
+    return ScanResult(base, tuple(files), tuple(skipped), started_ns)
 
 
 def _walk(

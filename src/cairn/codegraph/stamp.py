@@ -198,33 +198,35 @@ def _read_stamp(folder: Path) -> dict[str, Any] | None:
 
 def unchanged_summary(
     root: Path, folder: Path, fingerprint: str, excludes: Sequence[str]
-) -> dict[str, Any] | None:
+) -> tuple[dict[str, Any] | None, ScanResult | None]:
     """The summary of the last run when nothing it read or wrote changed since (its
-    stamp says what: see the module), else None."""
+    stamp says what: see the module), else None; and the scan of ``root`` it made to
+    know, if it made one (the index that follows uses it instead of scanning again)."""
     started = time.perf_counter()
     stamp = _read_stamp(folder)
     if stamp is None or stamp.get("inputs") != fingerprint:
-        return None
+        return None, None
+    scan = None
     try:
         if _outputs(folder) != stamp["outputs"]:
-            return None
+            return None, None
         if stamp["database"] is not None and _database(folder) != stamp["database"]:
-            return None
+            return None, None
         checked = time.perf_counter()
         scan = scan_repository(root, excludes=excludes)
         scanned = time.perf_counter()
         if not same_files(scan, stamp):
-            return None
+            return None, scan
         summary = dict(stamp["summary"])
     except (KeyError, TypeError, ValueError, IndexError):
-        return None  # a stamp of another shape: the whole index runs
+        return None, scan  # a stamp of another shape: the whole index runs
     ended = time.perf_counter()
     spent = {
         "checking outputs": round(checked - started, 3),
         "scanning": round(scanned - checked, 3),
         "comparing files": round(ended - scanned, 3),
     }
-    return as_unchanged(summary, spent, ended - started)
+    return as_unchanged(summary, spent, ended - started), scan
 
 
 def as_unchanged(

@@ -193,7 +193,7 @@ def watch_repository(
     quiet = console or Console(quiet=True)
 
     def once(
-        generated_at: str | None = None, tallies: bool = False
+        generated_at: str | None = None, tallies: bool = False, scan: ScanResult | None = None
     ) -> tuple[dict[str, Any], IndexResult]:
         return index_once(
             root,
@@ -206,6 +206,7 @@ def watch_repository(
             embedder=embedder,
             remember=True,
             tallies=tallies,
+            scan=scan,
         )
 
     folder = index_folder(root, out)
@@ -338,30 +339,31 @@ class _Rounds:
         self.summary = summary
         self.written_at = at if at is not None else _default_at()
 
-    def _unchanged(self, asked_at: str | None) -> dict[str, Any] | None:
+    def _unchanged(self, asked_at: str | None) -> tuple[dict[str, Any] | None, ScanResult | None]:
         """The last round's summary as "nothing changed" when the tree, the outputs and
         the database are as it left them and the caller's generated_at is the one it
         wrote (or none was asked for: graph.cairn is kept, as a stamped one-shot keeps
-        it); else None."""
+        it); else None. With it, the scan made to know, if one was (the round that
+        follows uses it)."""
         if self.rescan is None or self.folder is None or self.read is None:
-            return None
+            return None, None
         if self.summary is None or (asked_at is not None and asked_at != self.written_at):
-            return None
+            return None, None
         started = time.perf_counter()
         if written(self.folder) != self.wrote:
-            return None
+            return None, None
         checked = time.perf_counter()
         scan = self.rescan()
         scanned = time.perf_counter()
         if not same_files(scan, self.read):
-            return None
+            return None, scan
         ended = time.perf_counter()
         spent = {
             "checking outputs": round(checked - started, 3),
             "scanning": round(scanned - checked, 3),
             "comparing files": round(ended - scanned, 3),
         }
-        return as_unchanged(self.summary, spent, ended - started)
+        return as_unchanged(self.summary, spent, ended - started), scan
 
     def first(self) -> None:
         """Round 0: the whole index (its failure ends the watch)."""
@@ -414,11 +416,11 @@ class _Rounds:
             self.asking += 1
         try:
             with self.lock:
-                unchanged = self._unchanged(generated_at if named else None)
+                unchanged, scan = self._unchanged(generated_at if named else None)
                 if unchanged is not None:
                     return {"summary": unchanged, "round": self.done}
                 number, summary, problem = self._round(
-                    0, asker, generated_at=generated_at, tallies=True
+                    0, asker, generated_at=generated_at, tallies=True, scan=scan
                 )
                 self.untidy = True  # tidied on the next quiet pass, after the reply
         finally:

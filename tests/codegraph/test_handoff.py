@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -348,11 +348,19 @@ def test_an_asked_round_line_names_the_caller() -> None:
     assert _watch_line(record).startswith("round 3 (for cairn index, pid 4242): 0 changed")
 
 
-def test_a_caller_asking_goes_before_the_watchs_next_batch(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The watch's loop runs batch after batch (a rename's events may come as two); a
-    caller waiting to ask runs before the next one, not after every batch queued."""
+@dataclass
+class HeldRounds:
+    """A watch's rounds (``_Rounds``, the first index taken as done) whose first round
+    holds the turn until ``release`` is set; ``order`` lists the rounds as they run."""
+
+    rounds: Any
+    order: list[str]
+    release: threading.Event
+    mine: dict[str, Any]
+
+
+@pytest.fixture
+def held(monkeypatch: pytest.MonkeyPatch) -> HeldRounds:
     import cairn.codegraph.watch as watch_module
 
     monkeypatch.setattr(watch_module, "_hashes", lambda result: {})
@@ -368,73 +376,60 @@ def test_a_caller_asking_goes_before_the_watchs_next_batch(
     rounds = watch_module._Rounds(once, lambda record: None)
     rounds.ready = True  # as after the first index (not run here)
     rounds.started.set()
+    mine = {"format": HANDOFF_FORMAT, "code": "c", "root": "/r", "folder": "/r/.cairn"}
+    return HeldRounds(rounds, order, release, mine)
+
+
+def _ask_while_held(held: HeldRounds, loop: Callable[[], None], ask: Callable[[], None]) -> None:
+    """Run ``loop`` (the watch's own rounds) until its first round holds the turn, start
+    ``ask`` then, and release the round once the caller waits to ask."""
+    main = threading.Thread(target=loop)
+    asker = threading.Thread(target=ask)
+    main.start()
+    deadline = time.monotonic() + ROUND_TIMEOUT_S
+    while held.order != ["batch"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    asker.start()
+    while held.rounds.asking != 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    held.release.set()
+    main.join(timeout=ROUND_TIMEOUT_S)
+    asker.join(timeout=ROUND_TIMEOUT_S)
+
+
+def test_a_caller_asking_goes_before_the_watchs_next_batch(held: HeldRounds) -> None:
+    """The watch's loop runs batch after batch (a rename's events may come as two); a
+    caller waiting to ask runs before the next one, not after every batch queued."""
+    rounds = held.rounds
 
     def loop() -> None:  # two batches back to back, as the watch's loop runs them
         rounds.batch(1)
         rounds.batch(1)
 
-    mine = {"format": HANDOFF_FORMAT, "code": "c", "root": "/r", "folder": "/r/.cairn"}
     replies: list[dict[str, Any]] = []
-    main = threading.Thread(target=loop)
-    asker = threading.Thread(target=lambda: replies.append(rounds.asked(dict(mine), mine)))
-    main.start()
-    deadline = time.monotonic() + ROUND_TIMEOUT_S
-    while order != ["batch"] and time.monotonic() < deadline:
-        time.sleep(0.01)
-    asker.start()
-    while rounds.asking != 1 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    release.set()
-    main.join(timeout=ROUND_TIMEOUT_S)
-    asker.join(timeout=ROUND_TIMEOUT_S)
-    assert order == ["batch", "asked", "batch"]
+    _ask_while_held(held, loop, lambda: replies.append(rounds.asked(held.mine, held.mine)))
+    assert held.order == ["batch", "asked", "batch"]
     assert replies and replies[0]["round"] == 2 and rounds.asking == 0
 
 
 def test_a_waiting_caller_is_answered_before_the_rounds_are_tidied(
-    monkeypatch: pytest.MonkeyPatch,
+    held: HeldRounds, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Tidying (the cycle collection, the log checkpoint) waits for the watch's next quiet
     pass whenever a caller waits: after the watch's own round the caller it held up is
     answered first, and so is the caller of an asked round; with nobody waiting, the
     watch's round is tidied at once."""
-    import cairn.codegraph.watch as watch_module
-
-    monkeypatch.setattr(watch_module, "_hashes", lambda result: {})
-    order: list[str] = []
-    release = threading.Event()
-
-    def once(**options: Any) -> Any:
-        order.append("asked" if options.get("tallies") else "batch")
-        if len(order) == 1:
-            assert release.wait(timeout=ROUND_TIMEOUT_S)  # the first round holds the turn
-        return {}, None
-
-    rounds = watch_module._Rounds(once, lambda record: None)
-    rounds.ready = True  # as after the first index (not run here)
-    rounds.started.set()
+    rounds, order = held.rounds, held.order
     monkeypatch.setattr(
         rounds, "_tidy", lambda: (order.append("tidy"), rounds.__setattr__("untidy", False))
     )
-    mine = {"format": HANDOFF_FORMAT, "code": "c", "root": "/r", "folder": "/r/.cairn"}
     replies: list[dict[str, Any]] = []
 
     def ask() -> None:
-        replies.append(rounds.asked(dict(mine), mine))
+        replies.append(rounds.asked(held.mine, held.mine))
         order.append("answered")
 
-    main = threading.Thread(target=lambda: rounds.batch(1))
-    asker = threading.Thread(target=ask)
-    main.start()
-    deadline = time.monotonic() + ROUND_TIMEOUT_S
-    while order != ["batch"] and time.monotonic() < deadline:
-        time.sleep(0.01)
-    asker.start()
-    while rounds.asking != 1 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    release.set()
-    main.join(timeout=ROUND_TIMEOUT_S)
-    asker.join(timeout=ROUND_TIMEOUT_S)
+    _ask_while_held(held, lambda: rounds.batch(1), ask)
     assert order == ["batch", "asked", "answered"] and rounds.untidy
     rounds.idle()  # the quiet pass
     assert order[-1] == "tidy" and not rounds.untidy

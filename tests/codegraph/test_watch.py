@@ -403,3 +403,24 @@ def test_sigterm_ends_the_watch_after_its_round_and_removes_its_socket(tmp_path:
         errors = process.stderr.read() if process.stderr else b""
     assert status == 0, errors
     assert not sock.exists()
+
+
+def test_the_first_index_shows_its_phases_on_a_terminal(tmp_path: Path) -> None:
+    """``cairn watch`` on a terminal shows the first index's phases as ``cairn index``
+    does (a minute on a large tree would otherwise pass in silence); not on a pipe."""
+    import io
+
+    from rich.console import Console
+
+    shown: dict[bool, str] = {}
+    for terminal in (True, False):
+        repo = tmp_path / f"repo-{terminal}"
+        shutil.copytree(FIXTURES / "flask_app", repo)
+        out = io.StringIO()
+        console = Console(file=out, force_terminal=terminal, width=100)
+        with watching(repo, console=console) as rounds:
+            assert rounds.get(timeout=ROUND_TIMEOUT_S)["round"] == 0
+        shown[terminal] = out.getvalue()
+    phases = ("starting", "scanning", "extracting", "resolving", "writing", "loading")
+    assert any(phase in shown[True] for phase in phases), shown[True]
+    assert shown[False] == ""

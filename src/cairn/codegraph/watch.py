@@ -191,10 +191,15 @@ def watch_repository(
     if not root.is_dir():
         raise ValidationError(f"{path} is not a directory", details={"path": str(path)})
     quiet = console or Console(quiet=True)
+    # The first index (a minute on a large tree) shows its phases on a terminal, as
+    # ``cairn index`` does; the rounds after it are a line each.
+    first_round = console is not None and console.is_terminal
 
     def once(
         generated_at: str | None = None, tallies: bool = False, scan: ScanResult | None = None
     ) -> tuple[dict[str, Any], IndexResult]:
+        nonlocal first_round
+        show_progress, first_round = first_round, False
         return index_once(
             root,
             console=quiet,
@@ -202,6 +207,7 @@ def watch_repository(
             workers=workers,
             excludes=excludes,
             generated_at=generated_at,
+            show_progress=show_progress,
             load=load,
             embedder=embedder,
             remember=True,

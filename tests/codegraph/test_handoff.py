@@ -213,6 +213,9 @@ def test_an_edit_no_round_saw_yet_is_indexed_by_the_asked_round(tmp_path: Path) 
             assert asked["summary"][key] == oneshot[key], key
         assert asked["summary"]["stable_fact_share"] == oneshot["stable_fact_share"]
         assert rounds.asked(request, mine)["summary"]["unchanged"] is True
+        # The watch's own batch for the events of that edit: indexed already, no round.
+        count = len(records)
+        assert rounds.batch(1) is False and len(records) == count
         views = repo / "app" / "views.py"
         views.write_text(views.read_text() + "\n\ndef edited_again():\n    return 2\n")
         walks.clear()

@@ -424,3 +424,22 @@ def test_the_first_index_shows_its_phases_on_a_terminal(tmp_path: Path) -> None:
     phases = ("starting", "scanning", "extracting", "resolving", "writing", "loading")
     assert any(phase in shown[True] for phase in phases), shown[True]
     assert shown[False] == ""
+
+
+def test_a_batch_that_changes_nothing_runs_no_round(watcher: Watcher) -> None:
+    """Events with no change behind them (a touch, a save of the same bytes) run no
+    round: no record, graph.cairn not written again for a new timestamp; the next real
+    edit is indexed as before."""
+    watcher.next_round()
+    graph = watcher.repo / ".cairn" / "graph.cairn"
+    before = graph.stat()
+    views = watcher.repo / "app" / "views.py"
+    views.write_bytes(views.read_bytes())  # same bytes, a new modification time
+    (watcher.repo / "app" / "models.py").touch()
+    with pytest.raises(queue.Empty):
+        watcher.rounds.get(timeout=QUIET_S)
+    after = graph.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    views.write_text(views.read_text() + f"\n\ndef {NEW_NAME}():\n    return 1\n")
+    record = watcher.next_round()
+    assert record["round"] == 1 and record["files"]["changed"] == ["app/views.py"]

@@ -391,15 +391,23 @@ class _Rounds:
             self.heap.collect()
             self.on_round(_record(0, 0, FileChanges(), summary, _since(started)))
 
-    def batch(self, events: int) -> None:
+    def batch(self, events: int) -> bool:
         """The round of a batch of ``events`` file events (or of a due retry), once no
-        caller is waiting to ask."""
+        caller is waiting to ask; none when the tree, the outputs and the database are
+        as the last round left them (a touch, a save of the same bytes, an edit a round
+        for a ``cairn index`` already indexed: graph.cairn is not written again for a
+        new timestamp). Whether a round ran."""
         with self.turn:
             self.turn.wait_for(lambda: self.asking == 0)
+            unchanged, scan = self._unchanged(None)
+            if unchanged is not None:
+                self.retry.clear()  # what a failed round was to index is indexed
+                return False
             try:
-                self._round(events, None)
+                self._round(events, None, **({} if scan is None else {"scan": scan}))
             finally:
                 self._tidy_unless_asked()
+            return True
 
     def asked(self, request: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
         """The reply to a ``cairn index`` asking through the socket: a round indexed with

@@ -566,3 +566,29 @@ def test_a_caller_asking_during_the_first_index_hears_progress_and_gets_its_summ
     reply = replies[0]
     assert reply is not None and reply["round"] == 0
     assert reply["summary"]["counts"] == first["counts"]
+
+
+def test_a_watch_ending_before_its_first_index_gives_no_answer(tmp_path: Path) -> None:
+    """A caller waiting for a first index that never came (it failed, or the watch was
+    stopped) gets no answer, as when no watch runs, and indexes in its own process."""
+    import cairn.codegraph.watch as watch_module
+
+    rounds = watch_module._Rounds(lambda **options: ({}, None), lambda record: None)
+    mine = {"format": HANDOFF_FORMAT, "code": "c", "root": "/r", "folder": "/r/.cairn"}
+    replies: list[dict[str, Any] | None] = []
+    caller = threading.Thread(target=lambda: replies.append(rounds.asked(mine, mine)))
+    caller.start()
+    time.sleep(0.1)
+    assert caller.is_alive()  # waiting for the first index
+    rounds.started.set()  # what the watch's end does
+    caller.join(timeout=ROUND_TIMEOUT_S)
+    assert replies == [None]
+    folder = tmp_path / "repo" / ".cairn"
+    folder.mkdir(parents=True)
+    server = HandoffServer(folder)
+    assert server.bind()
+    try:
+        server.serve(lambda request: None, lambda: "its first index")
+        assert ask_watch(folder, {"n": 1}) is None
+    finally:
+        server.close()

@@ -269,8 +269,10 @@ class _Lines:
         return data[:end] if end <= limit else None
 
 
-Answer = Callable[[Mapping[str, Any]], dict[str, Any]]
-"""What a watch does with a request: the reply (a round's summary, a refusal or an error)."""
+Answer = Callable[[Mapping[str, Any]], dict[str, Any] | None]
+"""What a watch does with a request: the reply (a round's summary, a refusal or an
+error), or None for no answer (the watch is ending: the caller indexes itself, as when
+no watch runs)."""
 
 Status = Callable[[], str]
 """What the watch is doing, for a waiting caller's progress line."""
@@ -404,19 +406,20 @@ def _answer_one(conn: socket.socket, answer: Answer, status: Status) -> None:
     except orjson.JSONDecodeError:
         request = None
     if not isinstance(request, dict):
-        reply: dict[str, Any] = {"refused": "the request is not a JSON object"}
+        reply: dict[str, Any] | None = {"refused": "the request is not a JSON object"}
     else:
         reply = _with_progress(conn, lambda: answer(request), status)
-    _send(conn, reply)
+    if reply is not None:
+        _send(conn, reply)
 
 
 def _with_progress(
-    conn: socket.socket, make: Callable[[], dict[str, Any]], status: Status
-) -> dict[str, Any]:
+    conn: socket.socket, make: Callable[[], dict[str, Any] | None], status: Status
+) -> dict[str, Any] | None:
     """``make()`` on a thread of its own, a progress line sent to ``conn`` every
     ``HEARTBEAT_S`` until it is done (a caller that went away gets none: the round it
     asked for still ends before the reply is dropped)."""
-    done: list[dict[str, Any]] = []
+    done: list[dict[str, Any] | None] = []
     failed: list[BaseException] = []
 
     def run() -> None:

@@ -409,16 +409,20 @@ class _Rounds:
                 self._tidy_unless_asked()
             return True
 
-    def asked(self, request: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
+    def asked(
+        self, request: Mapping[str, Any], options: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
         """The reply to a ``cairn index`` asking through the socket: a round indexed with
         its ``generated_at`` and its summary, tallies included; a refusal when its options
-        differ from the watch's (``options``); the error a failed round raised."""
+        differ from the watch's (``options``); the error a failed round raised; None (no
+        answer: the caller indexes itself) when the watch ended before its first index
+        was done."""
         reason = refusal(options, request)
         if reason is not None:
             return {"refused": reason}
         self.started.wait()
         if not self.ready:  # the first index failed, or the watch stopped first
-            return {"refused": "the watch ended before its first index was done"}
+            return None
         try:
             generated_at = _generated_at(request)
         except CairnError as exc:

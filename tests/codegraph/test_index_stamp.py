@@ -349,3 +349,37 @@ def test_a_run_after_an_edit_walks_the_tree_once(
     assert not again.get("unchanged")
     assert b"stamped_later" in (root / ".cairn" / "graph.cairn").read_bytes()
     assert _index(root)["unchanged"] is True
+
+
+def test_nothing_changed_is_known_without_loading_the_embedder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A re-index naming no embedder compares the space the database was loaded with,
+    and the installed versions of what its embedder needs, without loading it (a
+    transformer takes seconds to load); a new version of that package is a change."""
+    import cairn.embed as embed_module
+
+    root = _repo(tmp_path)
+    _age(root)
+    _index(root, embedder="wordllama")
+    _index(root, embedder="wordllama")
+    chosen: list[str] = []
+    real_for, real_load = embed_module.embedder_for, embed_module.load_embedder
+    monkeypatch.setattr(
+        embed_module, "embedder_for", lambda space: chosen.append("for") or real_for(space)
+    )
+    monkeypatch.setattr(
+        embed_module, "load_embedder", lambda name: chosen.append(name) or real_load(name)
+    )
+    quiet = _index(root)
+    assert quiet["unchanged"] is True and not chosen
+    assert quiet["embedder"]["model"].startswith("wordllama/")
+    real_version = embed_module._installed_version
+    monkeypatch.setattr(
+        embed_module,
+        "_installed_version",
+        lambda name: "99.0" if name == "wordllama" else real_version(name),
+    )
+    upgraded = _index(root)
+    assert not upgraded.get("unchanged") and chosen == ["for"]
+    assert _index(root)["unchanged"] is True

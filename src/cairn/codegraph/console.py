@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from cairn.artifact.segments import PrintedSegments
     from cairn.codegraph.scan import ScanResult
     from cairn.embed import Embedder
+    from cairn.store.commands import VectorSpace
     from cairn.store.database import Database
     from cairn.store.load import LoadProgress
     from cairn.store.loadkeys import KeyMemo
@@ -130,28 +131,39 @@ def index_and_write(
     does nothing else, unless ``force`` (``cairn.codegraph.stamp``).
     """
     from cairn.codegraph import stamp
+    from cairn.store.load import loaded_space
 
     console = Console(stderr=as_json)
     folder = index_folder(path, out)
-    chosen = choose_embedder(embedder, folder / DATABASE_FILE) if load else None
-    fingerprint = stamp.inputs_fingerprint(
-        Path(path),
-        folder,
-        excludes=excludes,
-        generated_at=generated_at,
-        load=load,
-        space=None if chosen is None else chosen.space.to_json(),
-    )
-    unchanged, scan = (
-        (None, None)
-        if force
-        else stamp.unchanged_summary(Path(path), folder, fingerprint, excludes)
-    )
+
+    def fingerprint_for(space: VectorSpace | None) -> str:
+        return stamp.inputs_fingerprint(
+            Path(path),
+            folder,
+            excludes=excludes,
+            generated_at=generated_at,
+            load=load,
+            space=None if space is None else _space_input(space),
+        )
+
+    # A re-index naming no embedder takes the one the database was loaded with: its
+    # recorded space is compared, without loading the model, to know nothing changed.
+    chosen = choose_embedder(embedder, folder / DATABASE_FILE) if load and embedder else None
+    recorded = loaded_space(folder / DATABASE_FILE) if load and chosen is None else None
+    known = chosen.space if chosen is not None else recorded
+    unchanged, scan = (None, None)
+    if not force and (known is not None or not load):
+        unchanged, scan = stamp.unchanged_summary(
+            Path(path), folder, fingerprint_for(known), excludes
+        )
     if unchanged is not None:
         unchanged["workers"] = workers if workers is not None else default_workers()
         if not as_json:
             print_summary(console, unchanged)
         return unchanged
+    if load and chosen is None:
+        chosen = choose_embedder(None, folder / DATABASE_FILE)
+    fingerprint = fingerprint_for(None if chosen is None else chosen.space)
     stamp.remove_stamp(folder)
     with gc_paused():
         summary, result = index_once(
@@ -176,6 +188,14 @@ def index_and_write(
     if not as_json:
         print_summary(console, summary)
     return summary
+
+
+def _space_input(space: VectorSpace) -> dict[str, Any]:
+    """What the stamp's fingerprint holds of the embedder: its space and the installed
+    versions of what it needs to run here (``cairn.embed.space_requirements``)."""
+    from cairn.embed import space_requirements
+
+    return {**space.to_json(), "requires": space_requirements(space)}
 
 
 def index_folder(path: str | Path, out: str | Path | None) -> Path:

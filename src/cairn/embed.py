@@ -381,21 +381,14 @@ def space_requirements(space: VectorSpace) -> dict[str, str]:
     ``cairn index`` compares, with the space, to know that nothing changed (loading a
     model only to learn its space cost a no-change run 0.4 s with wordllama, seconds
     with a transformer)."""
+    from cairn.installed import installed_version
+
     if space.model in PACKAGED_MODELS.values():
-        names = [space.model.replace("_", "-"), "sentence-transformers"]
+        names = [space.model, "sentence-transformers"]  # the model's package, its runner
     else:
         static = static_model_named(space.model)
         names = [STATIC_MODELS[static].distribution] if static is not None else []
-    return {name: _installed_version(name) for name in names}
-
-
-def _installed_version(distribution: str) -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return "absent"
+    return {name: installed_version(name) for name in names}
 
 
 @functools.lru_cache(maxsize=len(PACKAGED_MODELS))

@@ -6,6 +6,7 @@ import queue
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,17 @@ def canonical_content(graph: SemanticGraph) -> bytes:
 
 ROUND_TIMEOUT_S = 60.0
 """How long a test waits for a ``cairn watch`` round."""
+
+
+@dataclass
+class Watched:
+    """A repository a ``watching`` block keeps, and the watch's round records."""
+
+    repo: Path
+    rounds: queue.Queue[Mapping[str, Any]]
+
+    def next_round(self) -> Mapping[str, Any]:
+        return self.rounds.get(timeout=ROUND_TIMEOUT_S)
 
 
 @contextmanager

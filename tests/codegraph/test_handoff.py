@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codegraph_expect import FIXTURES, ROUND_TIMEOUT_S, watching
+from codegraph_expect import FIXTURES, ROUND_TIMEOUT_S, Watched, watching
 from typer.testing import CliRunner
 
 import cairn
@@ -45,13 +45,7 @@ EPOCH = 1704067200  # STAMP
 OTHER_STAMP = "2025-06-01T00:00:00Z"
 
 
-@dataclass
-class Running:
-    repo: Path
-    rounds: queue.Queue[Mapping[str, Any]]
-
-    def next_round(self) -> Mapping[str, Any]:
-        return self.rounds.get(timeout=ROUND_TIMEOUT_S)
+Running = Watched
 
 
 @pytest.fixture

@@ -358,6 +358,7 @@ def test_nothing_changed_is_known_without_loading_the_embedder(
     and the installed versions of what its embedder needs, without loading it (a
     transformer takes seconds to load); a new version of that package is a change."""
     import cairn.embed as embed_module
+    import cairn.installed as installed_module
 
     root = _repo(tmp_path)
     _age(root)
@@ -374,10 +375,10 @@ def test_nothing_changed_is_known_without_loading_the_embedder(
     quiet = _index(root)
     assert quiet["unchanged"] is True and not chosen
     assert quiet["embedder"]["model"].startswith("wordllama/")
-    real_version = embed_module._installed_version
+    real_version = installed_module.installed_version
     monkeypatch.setattr(
-        embed_module,
-        "_installed_version",
+        installed_module,
+        "installed_version",
         lambda name: "99.0" if name == "wordllama" else real_version(name),
     )
     upgraded = _index(root)

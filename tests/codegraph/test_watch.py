@@ -12,12 +12,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from codegraph_expect import FIXTURES, ROUND_TIMEOUT_S, watching
+from codegraph_expect import FIXTURES, ROUND_TIMEOUT_S, Watched, watching
 from typer.testing import CliRunner
 
 import cairn
@@ -31,13 +30,7 @@ QUIET_S = 1.5
 NEW_NAME = "brand_new_helper_zyx"
 
 
-@dataclass
-class Watcher:
-    repo: Path
-    rounds: queue.Queue[Mapping[str, Any]]
-
-    def next_round(self) -> Mapping[str, Any]:
-        return self.rounds.get(timeout=ROUND_TIMEOUT_S)
+Watcher = Watched
 
 
 @pytest.fixture
@@ -179,7 +172,7 @@ def test_a_round_runs_with_the_collector_paused_and_collects_after_its_report(
     monkeypatch.setattr(watch_module.gc, "collect", lambda: events.append("collect"))
     monkeypatch.setattr(watch_module, "_hashes", lambda result: {})
 
-    def once() -> tuple[dict[str, Any], IndexResult]:
+    def once(**options: Any) -> tuple[dict[str, Any], IndexResult]:
         events.append(f"index, collector {'on' if gc.isenabled() else 'off'}")
         return {}, None  # type: ignore[return-value]
 
@@ -266,7 +259,7 @@ def test_a_failed_round_is_reported_and_tried_again_without_an_edit(
     outcomes = iter(["ok", "fail", "fail", "ok", "ok"])
     records: list[Mapping[str, Any]] = []
 
-    def once() -> tuple[dict[str, Any], IndexResult]:
+    def once(**options: Any) -> tuple[dict[str, Any], IndexResult]:
         if next(outcomes) == "fail":
             raise StorageIOError("disk full while writing cairn.db")
         return {}, None  # type: ignore[return-value]

@@ -25,7 +25,6 @@ import sys
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from cairn.codegraph import records
 from cairn.codegraph.limits import ADAPTER_VERSION
 from cairn.codegraph.records import FileExtract
 from cairn.errors import os_error
+from cairn.installed import installed_version
 
 __all__ = [
     "CACHE_FILENAME",
@@ -45,7 +45,6 @@ __all__ = [
     "code_fingerprint",
     "dump_extract",
     "extractor_fingerprint",
-    "installed_version",
     "load_extract",
 ]
 
@@ -189,14 +188,6 @@ def code_fingerprint() -> str:
         digest.update(source.relative_to(package).as_posix().encode() + b"\x00")
         digest.update(source.read_bytes())
     return digest.hexdigest()
-
-
-def installed_version(distribution: str) -> str:
-    """The installed version of ``distribution``, or ``absent``."""
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return "absent"
 
 
 @dataclass(slots=True)

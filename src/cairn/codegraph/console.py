@@ -162,7 +162,7 @@ def index_and_write(
             print_summary(console, unchanged)
         return unchanged
     if load and chosen is None:
-        chosen = choose_embedder(None, folder / DATABASE_FILE)
+        chosen = _recorded_embedder(recorded)
     fingerprint = fingerprint_for(None if chosen is None else chosen.space)
     stamp.remove_stamp(folder)
     with gc_paused():
@@ -307,12 +307,19 @@ def choose_embedder(name: str | None, database: Path) -> Embedder:
     default hashing embedder. A named embedder that cannot run here is an error; a
     re-index without a name never switches an index to another embedder silently
     unless the recorded one cannot run here."""
-    from cairn.embed import HashingEmbedder, embedder_for, load_embedder
+    from cairn.embed import load_embedder
     from cairn.store.load import loaded_space
 
     if name is not None:
         return load_embedder(name)
-    recorded = loaded_space(database)
+    return _recorded_embedder(loaded_space(database))
+
+
+def _recorded_embedder(recorded: VectorSpace | None) -> Embedder:
+    """The embedder of the ``recorded`` space (a database's) when it runs here, else the
+    default hashing embedder."""
+    from cairn.embed import HashingEmbedder, embedder_for
+
     found = embedder_for(recorded) if recorded is not None else None
     return found if found is not None else HashingEmbedder()
 

@@ -280,8 +280,9 @@ Status = Callable[[], str]
 
 class HandoffServer:
     """A watch's socket: bound when the watch starts (a second watch of the same folder is
-    refused there), answering one caller at a time once ``serve`` is called, closed and
-    removed when the watch ends."""
+    refused there), answering each caller on a thread of its own once ``serve`` is
+    called (the watch keeps their rounds one at a time), closed and removed when the
+    watch ends."""
 
     def __init__(self, folder: Path) -> None:
         self.path = socket_path(folder)

@@ -23,7 +23,7 @@ import contextlib
 import hashlib
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ __all__ = [
     "UNCHANGED",
     "as_unchanged",
     "code_fingerprint",
+    "compare_since",
     "files_read",
     "inputs_fingerprint",
     "remove_stamp",
@@ -202,24 +203,41 @@ def unchanged_summary(
     """The summary of the last run when nothing it read or wrote changed since (its
     stamp says what: see the module), else None; and the scan of ``root`` it made to
     know, if it made one (the index that follows uses it instead of scanning again)."""
-    started = time.perf_counter()
     stamp = _read_stamp(folder)
     if stamp is None or stamp.get("inputs") != fingerprint:
         return None, None
-    scan = None
+
+    def outputs_same() -> bool:
+        return _outputs(folder) == stamp["outputs"] and (
+            stamp["database"] is None or _database(folder) == stamp["database"]
+        )
+
     try:
-        if _outputs(folder) != stamp["outputs"]:
-            return None, None
-        if stamp["database"] is not None and _database(folder) != stamp["database"]:
-            return None, None
-        checked = time.perf_counter()
-        scan = scan_repository(root, excludes=excludes)
-        scanned = time.perf_counter()
-        if not same_files(scan, stamp):
-            return None, scan
-        summary = dict(stamp["summary"])
+        return compare_since(
+            outputs_same, lambda: scan_repository(root, excludes=excludes), stamp, stamp["summary"]
+        )
     except (KeyError, TypeError, ValueError, IndexError):
-        return None, scan  # a stamp of another shape: the whole index runs
+        return None, None  # a stamp of another shape: the whole index runs
+
+
+def compare_since(
+    outputs_same: Callable[[], bool],
+    rescan: Callable[[], ScanResult],
+    read: Mapping[str, Any],
+    summary: Mapping[str, Any],
+) -> tuple[dict[str, Any] | None, ScanResult | None]:
+    """``summary`` of an earlier run as "nothing changed" (``as_unchanged``, timed by
+    step) when its outputs are as it left them and a scan finds the files it ``read``
+    (``files_read``, or a stamp) with the same bytes; else None. With it, the scan when
+    one was made (an index that follows uses it instead of scanning again)."""
+    started = time.perf_counter()
+    if not outputs_same():
+        return None, None
+    checked = time.perf_counter()
+    scan = rescan()
+    scanned = time.perf_counter()
+    if not same_files(scan, read):
+        return None, scan
     ended = time.perf_counter()
     spent = {
         "checking outputs": round(checked - started, 3),

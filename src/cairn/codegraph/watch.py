@@ -32,7 +32,7 @@ from cairn.codegraph.console import checkpoint_held, index_folder, index_once, r
 from cairn.codegraph.handoff import HandoffServer, handoff_options, refusal
 from cairn.codegraph.limits import DEFAULT_EXCLUDED_DIRS
 from cairn.codegraph.scan import ScanResult, scan_repository
-from cairn.codegraph.stamp import as_unchanged, files_read, same_files, written
+from cairn.codegraph.stamp import compare_since, files_read, written
 from cairn.codegraph.wire import gc_paused
 from cairn.errors import CairnError, ValidationError
 
@@ -351,25 +351,12 @@ class _Rounds:
         wrote (or none was asked for: graph.cairn is kept, as a stamped one-shot keeps
         it); else None. With it, the scan made to know, if one was (the round that
         follows uses it)."""
-        if self.rescan is None or self.folder is None or self.read is None:
+        folder, rescan, read, summary = self.folder, self.rescan, self.read, self.summary
+        if folder is None or rescan is None or read is None or summary is None:
             return None, None
-        if self.summary is None or (asked_at is not None and asked_at != self.written_at):
+        if asked_at is not None and asked_at != self.written_at:
             return None, None
-        started = time.perf_counter()
-        if written(self.folder) != self.wrote:
-            return None, None
-        checked = time.perf_counter()
-        scan = self.rescan()
-        scanned = time.perf_counter()
-        if not same_files(scan, self.read):
-            return None, scan
-        ended = time.perf_counter()
-        spent = {
-            "checking outputs": round(checked - started, 3),
-            "scanning": round(scanned - checked, 3),
-            "comparing files": round(ended - scanned, 3),
-        }
-        return as_unchanged(self.summary, spent, ended - started), scan
+        return compare_since(lambda: written(folder) == self.wrote, rescan, read, summary)
 
     def first(self) -> None:
         """Round 0: the whole index (its failure ends the watch)."""
@@ -404,7 +391,7 @@ class _Rounds:
                 self.retry.clear()  # what a failed round was to index is indexed
                 return False
             try:
-                self._round(events, None, **({} if scan is None else {"scan": scan}))
+                self._round(events, None, scan=scan)
             finally:
                 self._tidy_unless_asked()
             return True
@@ -463,7 +450,6 @@ class _Rounds:
             try:
                 summary, result = self.once(**options)
             except CairnError as exc:
-                self.running = None
                 # A failed round leaves nothing half-made (its Python round state,
                 # printed segments and database handle are dropped); what it was to
                 # index is indexed by the retry or the next edit's round.
@@ -471,7 +457,8 @@ class _Rounds:
                 seconds = _since(started)
                 self.on_round(_record(number, events, FileChanges(), {}, seconds, error, asker))
                 return number, None, exc.to_problem()
-            self.running = None
+            finally:
+                self.running = None
             self.retry.clear()
             self._kept(result, summary, options.get("generated_at"))
             current = _hashes(result)

@@ -513,6 +513,7 @@ def main() -> int:
     codegraph = None if args.no_peers else ib.install_codegraph(args.cache)
     print(f"cairn {ib._cairn_revision()}; peers {ib._peer_versions(args.cache)}")
     print(f"load average {os.getloadavg()}")
+    print(f"cairn modules byte-compiled first, as pip does at install: {ib.compile_cairn()}")
     results: dict[str, object] = {}
     for corpus in ib.CORPORA:
         if corpus.name not in wanted:

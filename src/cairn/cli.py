@@ -10,7 +10,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Annotated, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
 import typer
 from rich.console import Console
@@ -18,6 +18,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from cairn.errors import CairnError
+
+if TYPE_CHECKING:
+    from cairn.codegraph.beside import WatchBeside
 
 __all__ = ["app", "graph_app", "keys_app", "main"]
 
@@ -1105,6 +1108,16 @@ def _print_agreement(console: Console, agreement: Any) -> None:
     console.print(table)
 
 
+ServedWatchOption = Annotated[
+    str | None,
+    typer.Option(
+        "--watch",
+        help="Serve PATH's index and keep it fresh in this process, as `cairn watch PATH` "
+        "does (round lines go to stderr).",
+    ),
+]
+
+
 @app.command("mcp")
 def mcp_command(
     db: DbOption = None,
@@ -1112,6 +1125,7 @@ def mcp_command(
         str | None,
         typer.Option("--api-key", help="Run calls as this key's principal (or CAIRN_API_KEY)."),
     ] = None,
+    watch: ServedWatchOption = None,
 ) -> None:
     """Serve Cairn's tools to an AI agent over MCP (stdio); the database opens lazily."""
     from pathlib import Path
@@ -1120,12 +1134,26 @@ def mcp_command(
     from cairn.store.locate import database_path, resolve_database
 
     try:
-        target = resolve_database(db)
-    except CairnError:
-        # Nothing indexed yet: serve anyway (the handshake and the tool list need no
-        # database); each tool call says how to create one until `cairn index` has run.
-        target = database_path(Path.cwd())
-    run_stdio(target, api_key=api_key)
+        beside = _watch_beside(watch, db)
+        if beside is not None:
+            target = beside.database
+        else:
+            try:
+                target = resolve_database(db)
+            except CairnError:
+                # Nothing indexed yet: serve anyway (the handshake and the tool list need
+                # no database); each tool call says how to create one until `cairn index`
+                # has run.
+                target = database_path(Path.cwd())
+    except CairnError as error:
+        fail(error)
+    if beside is None:
+        run_stdio(target, api_key=api_key)
+        return
+    # The handshake does not wait for the first index: a call made before it is done
+    # hears that it runs.
+    with beside:
+        run_stdio(target, api_key=api_key, pending=beside.indexing)
 
 
 @app.command("serve")
@@ -1144,22 +1172,75 @@ def serve_command(
         str, typer.Option("--log-level", help="uvicorn log level (info, warning, ...).")
     ] = "info",
     as_json: JsonFlag = False,
+    watch: ServedWatchOption = None,
 ) -> None:
     """Serve a database over HTTP; the first start prints a one-time admin API key."""
     from cairn.server.limits import DEFAULT_HOST, DEFAULT_PORT
     from cairn.server.serve import serve
     from cairn.store.locate import resolve_database
 
+    beside = None
     try:
-        serve(
-            resolve_database(db),
-            host=DEFAULT_HOST if host is None else host,
-            port=DEFAULT_PORT if port is None else port,
-            as_json=as_json,
-            log_level=log_level,
-        )
+        beside = _watch_beside(watch, db)
+        if beside is not None:
+            beside.start()
+            if not beside.database.exists():
+                # The HTTP server opens the database at its start: the first one is
+                # built before it binds.
+                Console(stderr=True, soft_wrap=True).print(
+                    escape(f"--watch: indexing {beside.root} first")
+                )
+                beside.wait_first()
+                if beside.error is not None and not beside.database.exists():
+                    raise beside.error
+        # uvicorn raises the SIGTERM it shut down on again once done: the default action
+        # would then end the process before the watch stops, leaving its socket behind.
+        with _stopped_by_sigterm(threading.Event()) if beside else contextlib.nullcontext():
+            serve(
+                resolve_database(db) if beside is None else beside.database,
+                host=DEFAULT_HOST if host is None else host,
+                port=DEFAULT_PORT if port is None else port,
+                as_json=as_json,
+                log_level=log_level,
+            )
     except CairnError as error:
         fail(error)
+    finally:
+        if beside is not None:
+            beside.stop()
+
+
+def _watch_beside(path: str | None, db: str | None) -> WatchBeside | None:
+    """The ``WatchBeside`` a server's ``--watch PATH`` asks for (not started; None
+    without it), its rounds and its end written on stderr. A ``--db`` naming another
+    database than ``PATH/.cairn/cairn.db`` is refused: the server would not serve what
+    the watch keeps."""
+    if path is None:
+        return None
+    from pathlib import Path
+
+    from cairn.codegraph.beside import WatchBeside
+    from cairn.errors import ValidationError
+
+    console = Console(stderr=True, soft_wrap=True)
+
+    def report(record: Mapping[str, Any]) -> None:
+        console.print("cairn watch: " + _watch_line(record))
+
+    def ended(error: BaseException) -> None:
+        said = f"[{error.code}] {error.message}" if isinstance(error, CairnError) else repr(error)
+        console.print(
+            escape(f"cairn watch stopped: {said}; serving the database as it is, not kept fresh")
+        )
+
+    beside = WatchBeside(path, on_round=report, on_end=ended)
+    if db is not None and Path(db).resolve() != beside.database.resolve():
+        raise ValidationError(
+            f"--db {db} is not the database --watch {path} keeps ({beside.database}): "
+            "give one of them",
+            details={"db": db, "watch": path},
+        )
+    return beside
 
 
 StrictFlag = Annotated[bool, typer.Option("--strict", help="Refuse legacy (v1-derived) graphs.")]

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -217,9 +217,14 @@ def _pump(stream: Any, lines: queue.Queue[str | None]) -> None:
 
 @contextlib.contextmanager
 def serve_process(
-    db_path: Path, log: Path, *, env: dict[str, str] | None = None
+    db_path: Path,
+    log: Path,
+    *,
+    env: dict[str, str] | None = None,
+    extra: Sequence[str] = (),
 ) -> Iterator[ServerProcess]:
-    """Start ``cairn serve --port 0 --json`` on ``db_path``; stop it on exit."""
+    """Start ``cairn serve --port 0 --json`` (and ``extra`` options) on ``db_path``; stop
+    it on exit."""
     command = [
         sys.executable,
         "-c",
@@ -232,6 +237,7 @@ def serve_process(
         "--json",
         "--log-level",
         "warning",
+        *extra,
     ]
     environment = {k: v for k, v in os.environ.items() if k != "CAIRN_ADMIN_KEY"}
     environment.update(env or {})

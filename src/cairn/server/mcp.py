@@ -65,8 +65,11 @@ _INTERNAL = {
 class McpBackend:
     """Opens the database on first use and resolves the principal of each call."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], pending: Callable[[], str | None] | None = None
+    ) -> None:
         self._path = Path(path)
+        self._pending = pending
         self._db: Database | None = None
         self._owned = True
         self._lock = threading.Lock()
@@ -85,6 +88,12 @@ class McpBackend:
             if self._db is None:
                 from cairn.database import open as open_database
 
+                waiting = None if self._pending is None else self._pending()
+                if waiting is not None and not self._path.is_file():
+                    raise NotFoundError(
+                        f"no Cairn database at {str(self._path)!r} yet: {waiting}",
+                        details={"db": str(self._path)},
+                    )
                 if not self._path.is_file():
                     # An agent host starts the server before anything is indexed: say
                     # what to do, and never create an empty database in its place.
@@ -281,11 +290,18 @@ def mount_mcp(
     app.router.lifespan_context = lifespan
 
 
-def run_stdio(path: str | os.PathLike[str], *, api_key: str | None = None) -> None:
-    """Serve MCP over stdio until the client closes the stream."""
+def run_stdio(
+    path: str | os.PathLike[str],
+    *,
+    api_key: str | None = None,
+    pending: Callable[[], str | None] | None = None,
+) -> None:
+    """Serve MCP over stdio until the client closes the stream. ``pending``: while the
+    database is being built (``cairn mcp --watch``'s first index), a sentence saying so,
+    told to a call that finds none yet."""
     from mcp.server.stdio import stdio_server
 
-    backend = McpBackend(path)
+    backend = McpBackend(path, pending)
     key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
 
     def who(ctx: Any, owner: McpBackend) -> PrincipalLike:

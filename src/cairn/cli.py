@@ -1152,8 +1152,11 @@ def mcp_command(
         return
     # The handshake does not wait for the first index: a call made before it is done
     # hears that it runs.
-    with beside:
+    beside.start()
+    try:
         run_stdio(target, api_key=api_key, pending=beside.indexing)
+    finally:
+        _end_watch(beside)
 
 
 @app.command("serve")
@@ -1207,7 +1210,23 @@ def serve_command(
         fail(error)
     finally:
         if beside is not None:
-            beside.stop()
+            _end_watch(beside)
+
+
+def _end_watch(beside: WatchBeside) -> None:
+    """Stop a server's watch; a round still running after ``STOP_GRACE_S`` (a first
+    index of a large tree) is left unfinished and the process ends at once
+    (``cairn.codegraph.beside.leave_now``: its writes are atomic, the next start does
+    it again)."""
+    from cairn.codegraph.beside import leave_now
+
+    if beside.stop():
+        return
+    Console(stderr=True, soft_wrap=True).print(
+        "cairn watch: its round was still running when the server stopped: left "
+        "unfinished (its writes are atomic; the next start indexes again)"
+    )
+    leave_now(1 if sys.exc_info()[1] is not None else 0)
 
 
 def _watch_beside(path: str | None, db: str | None) -> WatchBeside | None:

@@ -13,6 +13,9 @@ database holds, and says why it is no longer kept fresh.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -23,7 +26,7 @@ from cairn.codegraph.console import index_folder
 from cairn.errors import CairnError, ValidationError
 from cairn.store.locate import DATABASE_FILE
 
-__all__ = ["STOP_GRACE_S", "WatchBeside"]
+__all__ = ["STOP_GRACE_S", "WatchBeside", "leave_now"]
 
 STOP_GRACE_S = 30.0
 """How long a stopping server waits for the watch's running round to end. A round is
@@ -105,12 +108,15 @@ class WatchBeside:
         """Wait for the first index (or the watch's end); whether it is done."""
         return self._first.wait(timeout)
 
-    def stop(self, grace: float = STOP_GRACE_S) -> bool:
+    def stop(self, grace: float | None = None) -> bool:
         """Ask the watch to stop after the round it is running; wait up to ``grace``
-        seconds. Whether it stopped (False: the daemon thread ends with the process)."""
+        seconds (``STOP_GRACE_S`` unless given). Whether it stopped: if not, a round is
+        still running, its pool's workers included, and the process must end without
+        joining them (``os._exit``), or its exit waits for them while the round waits
+        for the exit."""
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join(grace)
+            self._thread.join(STOP_GRACE_S if grace is None else grace)
         return not self._thread.is_alive()
 
     def __enter__(self) -> WatchBeside:
@@ -123,3 +129,19 @@ class WatchBeside:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def leave_now(status: int) -> None:
+    """End this process at once, with ``status``: after a ``WatchBeside.stop`` that
+    timed out, the round still running holds a pool of worker processes, and the exit
+    handlers would wait for them while the round waits for the exit. The workers are
+    killed first (a forkserver's workers hold their own queue's pipe open, so they
+    never see this process go), then the streams are flushed and the process ends
+    without its exit handlers. Nothing is lost: a round's writes are atomic (the load
+    commits as one command, a first database is built aside and linked in whole,
+    graph.cairn is swapped in whole), so the next start does the round again."""
+    for child in multiprocessing.active_children():
+        child.kill()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

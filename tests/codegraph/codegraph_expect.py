@@ -97,3 +97,34 @@ def watching(repo: Path, **options: Any) -> Iterator[queue.Queue[Mapping[str, An
         thread.join(timeout=ROUND_TIMEOUT_S)
     assert not thread.is_alive()
     assert not errors, errors
+
+
+LONG_INDEX_MODULES = 2_000
+"""Modules of 80 functions each: their first index extracts for several seconds."""
+
+
+def long_package(repo: Path) -> Path:
+    """``repo`` holding a Python package whose first index extracts for seconds (with
+    workers: the pool is busy a second after the index starts); returns ``repo``."""
+    package = repo / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    body = "".join(
+        f"def f{j}(x):\n    return g{j}(x)\n\ndef g{j}(y):\n    return y\n\n" for j in range(40)
+    )
+    for number in range(LONG_INDEX_MODULES):
+        (package / f"m{number}.py").write_text(body)
+    return repo
+
+
+def session_processes(session: int) -> list[int]:
+    """The live processes of a session (``/proc``; zombies left out)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended while listed
+        if int(fields[3]) == session and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found

@@ -5,14 +5,10 @@ index it serves fresh in its own process, so an edit is answered without another
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +23,7 @@ from typer.testing import CliRunner
 from cairn.cli import app
 from cairn.codegraph.beside import WatchBeside
 from cairn.codegraph.handoff import socket_path
-from cairn.errors import ConflictError, ValidationError
+from cairn.errors import ValidationError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 NEW_NAME = "brand_new_helper_zyx"
@@ -147,43 +143,6 @@ def test_serve_watch_indexes_first_then_follows_edits(tmp_path: Path) -> None:
     assert not socket_path(repo / ".cairn").exists()
 
 
-def test_a_second_watch_of_the_folder_ends_only_the_watch(tmp_path: Path) -> None:
-    repo = _repo(tmp_path)
-    rounds: list[Mapping[str, Any]] = []
-    ends: list[BaseException] = []
-    with WatchBeside(repo, on_round=rounds.append, on_end=ends.append, workers=1) as first:
-        assert first.wait_first(ANSWER_TIMEOUT_S)
-        assert first.error is None and first.database.is_file()
-        assert [record["round"] for record in rounds] == [0]
-        second = WatchBeside(repo, on_round=rounds.append, on_end=ends.append, workers=1)
-        with second:
-            assert second.wait_first(ANSWER_TIMEOUT_S)
-            assert second.stop(ANSWER_TIMEOUT_S)  # it ended on its own, refused
-        assert isinstance(second.error, ConflictError)
-        assert ends == [second.error]
-        assert second.indexing() is None
-        assert [record["round"] for record in rounds] == [0]  # the second ran none
-    assert first.stop(0.0) and first.error is None
-    assert not socket_path(repo / ".cairn").exists()
-
-
-def test_indexing_says_so_only_while_the_first_index_runs(tmp_path: Path) -> None:
-    repo = _repo(tmp_path)
-    release = threading.Event()
-
-    def held(record: Mapping[str, Any]) -> None:
-        release.wait(ANSWER_TIMEOUT_S)  # round 0 is not done until its report returns
-
-    beside = WatchBeside(repo, on_round=held, on_end=lambda error: None, workers=1)
-    assert beside.indexing() is None  # not started: nothing runs
-    with beside:
-        said = beside.indexing()
-        assert said is not None and str(repo.resolve()) in said
-        release.set()
-        assert beside.wait_first(ANSWER_TIMEOUT_S)
-        assert beside.indexing() is None
-
-
 def test_bad_watch_options_are_typed_errors_before_serving(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="not a directory"):
         WatchBeside(tmp_path / "absent", on_round=lambda record: None, on_end=lambda e: None)
@@ -196,68 +155,3 @@ def test_bad_watch_options_are_typed_errors_before_serving(tmp_path: Path) -> No
         result = CliRunner().invoke(app, [command, "--watch", str(tmp_path / "absent")])
         assert result.exit_code == 1 and "not a directory" in result.output
     assert not (repo / ".cairn").exists()  # refused before any work
-
-
-def _session_processes(session: int) -> list[int]:
-    """The live processes of a session (``/proc``), zombies left out."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # ended while listed
-        if int(fields[3]) == session and fields[0] != "Z":
-            found.append(int(stat.parent.name))
-    return found
-
-
-def test_a_server_stopped_during_a_long_first_index_leaves_at_once(tmp_path: Path) -> None:
-    # Big enough that the first index is still extracting a second after it starts.
-    package = tmp_path / "repo" / "pkg"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    body = "".join(
-        f"def f{j}(x):\n    return g{j}(x)\n\ndef g{j}(y):\n    return y\n\n" for j in range(40)
-    )
-    for number in range(LONG_INDEX_MODULES):
-        (package / f"m{number}.py").write_text(body)
-    repo = package.parent
-    grace = "import sys, cairn.codegraph.beside as b; b.STOP_GRACE_S = 0.2; "
-    code = grace + "from cairn.cli import main; sys.argv[0] = 'cairn'; main()"
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, "mcp", "--watch", str(repo)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # its workers are found by session below
-    )
-    try:
-        deadline = time.monotonic() + ANSWER_TIMEOUT_S
-        while not socket_path(repo / ".cairn").exists():  # bound just before round 0
-            assert process.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-        time.sleep(1.0)
-        assert process.stdin is not None
-        process.stdin.close()
-        closed = time.monotonic()
-        status = process.wait(timeout=ANSWER_TIMEOUT_S)
-        left = time.monotonic() - closed
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-            for pid in _session_processes(process.pid):  # its workers, if it hung
-                os.kill(pid, signal.SIGKILL)
-    assert process.stderr is not None
-    said = process.stderr.read().decode()
-    process.stderr.close()
-    assert status == 0, said
-    # Before, the exit handlers waited for the pool's workers while the round waited
-    # for them: the process never ended.
-    assert left < LEAVE_BOUND_S, said
-    assert "left unfinished" in said
-    assert not (repo / ".cairn" / "cairn.db").exists()  # built aside: never half there
-    deadline = time.monotonic() + LEAVE_BOUND_S
-    while _session_processes(process.pid):  # no worker outlives it
-        assert time.monotonic() < deadline, _session_processes(process.pid)
-        time.sleep(0.05)

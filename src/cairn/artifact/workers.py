@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from cairn.artifact.runtime import fork_available
+from cairn.orphans import follow
 
 __all__ = ["SharedWork", "Spool"]
 
@@ -45,7 +46,10 @@ class SharedWork:
         if self.parallel:
             _SHARED = self.state
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=multiprocessing.get_context("fork")
+                max_workers=self.workers,
+                mp_context=multiprocessing.get_context("fork"),
+                initializer=follow,  # a worker ends with this process, however it ends
+                initargs=(os.getpid(),),
             )
         return self
 

@@ -345,7 +345,10 @@ def _extract_phases(
             yield in_process(phase)
         return
     pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=_pool_context(), initializer=worker_initializer
+        max_workers=workers,
+        mp_context=_pool_context(),
+        initializer=worker_initializer,
+        initargs=(os.getpid(),),  # a worker ends with this process, however it ends
     )
     delivered = False
     try:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from cairn.codegraph import records, scan
+from cairn.orphans import follow
 
 __all__ = ["WORKER_GC_EVERY_FILES", "gc_paused", "register_reducers", "worker_initializer"]
 
@@ -76,8 +77,12 @@ class _WorkerState:
     files = 0
 
 
-def worker_initializer() -> None:
-    """Set up an extraction worker: compact reducers, collector paused (see ``worker_tick``)."""
+def worker_initializer(starter: int | None = None) -> None:
+    """Set up an extraction worker: compact reducers, collector paused (see
+    ``worker_tick``), and, given the pid of the process that ``starter``-ed the pool, an
+    end when that process ends (``cairn.orphans.follow``)."""
+    if starter is not None:
+        follow(starter)
     register_reducers()
     gc.disable()
     _WorkerState.active = True

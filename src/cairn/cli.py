@@ -1194,7 +1194,7 @@ def serve_command(
                     escape(f"--watch: indexing {beside.root} first")
                 )
                 beside.wait_first()
-                if beside.error is not None and not beside.database.exists():
+                if isinstance(beside.error, CairnError) and not beside.database.exists():
                     raise beside.error
         # uvicorn raises the SIGTERM it shut down on again once done: the default action
         # would then end the process before the watch stops, leaving its socket behind.

@@ -20,10 +20,10 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 from cairn.codegraph.console import index_folder
-from cairn.errors import CairnError, ValidationError
+from cairn.errors import CairnError, ValidationError, os_error
 from cairn.store.locate import DATABASE_FILE
 
 __all__ = ["STOP_GRACE_S", "WatchBeside", "leave_now"]
@@ -65,7 +65,7 @@ class WatchBeside:
         self._options = options
         self._stop = threading.Event()
         self._first = threading.Event()  # set by round 0's record, or when the watch ends
-        self.error: BaseException | None = None
+        self.error: BaseException | None = None  # a CairnError, unless a bug
         self._thread = threading.Thread(target=self._run, name="cairn-watch", daemon=True)
 
     def start(self) -> WatchBeside:
@@ -77,8 +77,11 @@ class WatchBeside:
         from cairn.codegraph.watch import watch_repository
 
         try:
-            watch_repository(self.root, on_round=self._round, stop=self._stop, **self._options)
-        except (CairnError, OSError) as exc:
+            try:
+                watch_repository(self.root, on_round=self._round, stop=self._stop, **self._options)
+            except OSError as exc:  # the folder unreadable, inotify out of watches, ...
+                raise os_error(exc, f"watching {self.root}", self.root) from exc
+        except CairnError as exc:
             self.error = exc
             self._on_end(exc)
         except BaseException as exc:  # a bug: said, never silently swallowed
@@ -131,7 +134,7 @@ class WatchBeside:
         self.stop()
 
 
-def leave_now(status: int) -> None:
+def leave_now(status: int) -> NoReturn:
     """End this process at once, with ``status``: after a ``WatchBeside.stop`` that
     timed out, the round still running holds a pool of worker processes, and the exit
     handlers would wait for them while the round waits for the exit. The workers are

@@ -79,8 +79,8 @@ class _WorkerState:
 
 def worker_initializer(starter: int | None = None) -> None:
     """Set up an extraction worker: compact reducers, collector paused (see
-    ``worker_tick``), and, given the pid of the process that ``starter``-ed the pool, an
-    end when that process ends (``cairn.orphans.follow``)."""
+    ``worker_tick``), and, given ``starter`` (the pid of the process that started the
+    pool), its end when that process ends (``cairn.orphans.follow``)."""
     if starter is not None:
         follow(starter)
     register_reducers()

@@ -147,6 +147,7 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "cairn-index-bench")
     args = parser.parse_args()
     print(f"cairn {ib._cairn_revision()}; load average {os.getloadavg()}")
+    print(f"cairn modules byte-compiled first, as pip does at install: {ib.compile_cairn()}")
     wanted = set(args.only.split(","))
     for corpus in ib.CORPORA:
         if corpus.name not in wanted or corpus.name not in QUESTIONS:

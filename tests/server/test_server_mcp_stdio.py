@@ -251,6 +251,7 @@ def test_the_database_opens_lazily(tmp_path: Path) -> None:
     assert "cairn_search" in names  # the handshake and listing never touched the file
     assert reply.is_error and reply.structured_content["code"] == "not_found"
     assert "run `cairn index PATH`" in reply.structured_content["detail"]  # what to do
+    assert "`cairn mcp --watch PATH`" in reply.structured_content["detail"]
     assert not missing.parent.exists()
 
 

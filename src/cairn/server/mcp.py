@@ -100,7 +100,8 @@ class McpBackend:
                     raise NotFoundError(
                         f"no Cairn database at {str(self._path)!r} yet: run `cairn index "
                         "PATH` in the repository (it writes .cairn/cairn.db), or start "
-                        "`cairn mcp --db FILE`",
+                        "`cairn mcp --db FILE`, or `cairn mcp --watch PATH` (which indexes "
+                        "PATH and keeps it fresh)",
                         details={"db": str(self._path)},
                     )
                 self._db = open_database(self._path)

@@ -1116,6 +1116,10 @@ ServedWatchOption = Annotated[
         "does (round lines go to stderr).",
     ),
 ]
+ServedExcludeOption = Annotated[
+    list[str] | None,
+    typer.Option("--exclude", help="With --watch: gitignore-style glob the watch skips."),
+]
 
 
 @app.command("mcp")
@@ -1126,6 +1130,7 @@ def mcp_command(
         typer.Option("--api-key", help="Run calls as this key's principal (or CAIRN_API_KEY)."),
     ] = None,
     watch: ServedWatchOption = None,
+    exclude: ServedExcludeOption = None,
 ) -> None:
     """Serve Cairn's tools to an AI agent over MCP (stdio); the database opens lazily."""
     from pathlib import Path
@@ -1134,7 +1139,7 @@ def mcp_command(
     from cairn.store.locate import database_path, resolve_database
 
     try:
-        beside = _watch_beside(watch, db)
+        beside = _watch_beside(watch, db, exclude)
         if beside is not None:
             target = beside.database
         else:
@@ -1176,6 +1181,7 @@ def serve_command(
     ] = "info",
     as_json: JsonFlag = False,
     watch: ServedWatchOption = None,
+    exclude: ServedExcludeOption = None,
 ) -> None:
     """Serve a database over HTTP; the first start prints a one-time admin API key."""
     from cairn.server.limits import DEFAULT_HOST, DEFAULT_PORT
@@ -1184,7 +1190,7 @@ def serve_command(
 
     beside = None
     try:
-        beside = _watch_beside(watch, db)
+        beside = _watch_beside(watch, db, exclude)
         if beside is not None:
             beside.start()
             if not beside.database.exists():
@@ -1229,17 +1235,23 @@ def _end_watch(beside: WatchBeside) -> None:
     leave_now(1 if sys.exc_info()[1] is not None else 0)
 
 
-def _watch_beside(path: str | None, db: str | None) -> WatchBeside | None:
+def _watch_beside(
+    path: str | None, db: str | None, exclude: list[str] | None = None
+) -> WatchBeside | None:
     """The ``WatchBeside`` a server's ``--watch PATH`` asks for (not started; None
-    without it), its rounds and its end written on stderr. A ``--db`` naming another
-    database than ``PATH/.cairn/cairn.db`` is refused: the server would not serve what
-    the watch keeps."""
+    without it), skipping ``exclude``, its rounds and its end written on stderr. A
+    ``--db`` naming another database than ``PATH/.cairn/cairn.db`` is refused: the
+    server would not serve what the watch keeps; so is ``--exclude`` without
+    ``--watch``."""
+    from cairn.errors import ValidationError
+
     if path is None:
+        if exclude:
+            raise ValidationError("--exclude applies to --watch: give --watch PATH too")
         return None
     from pathlib import Path
 
     from cairn.codegraph.beside import WatchBeside
-    from cairn.errors import ValidationError
 
     console = Console(stderr=True, soft_wrap=True)
 
@@ -1252,7 +1264,7 @@ def _watch_beside(path: str | None, db: str | None) -> WatchBeside | None:
             escape(f"cairn watch stopped: {said}; serving the database as it is, not kept fresh")
         )
 
-    beside = WatchBeside(path, on_round=report, on_end=ended)
+    beside = WatchBeside(path, on_round=report, on_end=ended, excludes=tuple(exclude or ()))
     if db is not None and Path(db).resolve() != beside.database.resolve():
         raise ValidationError(
             f"--db {db} is not the database --watch {path} keeps ({beside.database}): "

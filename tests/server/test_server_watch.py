@@ -14,13 +14,16 @@ from typing import Any
 
 import anyio
 import httpx
+import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from server_helpers import serve_process
 from typer.testing import CliRunner
 
+import cairn
 from cairn.cli import app
 from cairn.codegraph.handoff import socket_path
+from cairn.errors import NotFoundError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 NEW_NAME = "brand_new_helper_zyx"
@@ -140,9 +143,35 @@ def test_bad_watch_options_are_typed_errors_before_serving(tmp_path: Path) -> No
     repo = _repo(tmp_path)
     other = tmp_path / "other.db"
     for command in ("mcp", "serve"):
+        result = CliRunner().invoke(app, [command, "--exclude", "vendor/"])
+        assert result.exit_code == 1 and "--exclude applies to --watch" in result.output
         result = CliRunner().invoke(app, [command, "--watch", str(repo), "--db", str(other)])
         assert result.exit_code == 1, result.output
         assert "is not the database --watch" in result.output
         result = CliRunner().invoke(app, [command, "--watch", str(tmp_path / "absent")])
         assert result.exit_code == 1 and "not a directory" in result.output
     assert not (repo / ".cairn").exists()  # refused before any work
+
+
+def test_the_watch_of_a_server_skips_what_exclude_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repo(tmp_path)
+    served: list[Path] = []
+
+    def until_indexed(target: Path, *, api_key: str | None, pending: Any) -> None:
+        deadline = time.monotonic() + ANSWER_TIMEOUT_S
+        while pending() is not None or not Path(target).is_file():
+            assert time.monotonic() < deadline, "the first index never ended"
+            time.sleep(0.05)
+        served.append(Path(target))  # the session ends here: the watch is stopped
+
+    monkeypatch.setattr("cairn.server.mcp.run_stdio", until_indexed)
+    result = CliRunner().invoke(app, ["mcp", "--watch", str(repo), "--exclude", "app/views.py"])
+    assert result.exit_code == 0, result.output
+    assert served == [repo.resolve() / ".cairn" / "cairn.db"]
+    with cairn.open(served[0]) as db:
+        assert db.get_document("files", "file:app/services.py") is not None
+        with pytest.raises(NotFoundError):  # excluded: never indexed
+            db.get_document("files", "file:app/views.py")
+    assert not socket_path(repo / ".cairn").exists()

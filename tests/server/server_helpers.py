@@ -9,6 +9,7 @@ import itertools
 import os
 import queue
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -213,6 +214,16 @@ def _pump(stream: Any, lines: queue.Queue[str | None]) -> None:
     for line in stream:
         lines.put(line)
     lines.put(None)
+
+
+FLASK_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "flask_app"
+"""The small Flask repository the server tests index."""
+
+
+def flask_checkout(repo: Path) -> Path:
+    """A copy of ``FLASK_FIXTURE`` at ``repo`` (created); returns ``repo``."""
+    shutil.copytree(FLASK_FIXTURE, repo)
+    return repo
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ import anyio
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from server_helpers import flask_checkout
 
 import cairn
 from cairn.search.contracts import (
@@ -329,14 +330,13 @@ def test_show_by_name_and_the_argument_rules(db_path: Path, replies: list[Any]) 
 
 
 def test_show_gives_numbered_source_lines_or_stale(tmp_path: Path) -> None:
-    import shutil
 
     from typer.testing import CliRunner
 
     from cairn.cli import app
 
     repo = tmp_path / "repo"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "flask_app", repo)
+    flask_checkout(repo)
     (repo / "tests").mkdir()
     (repo / "tests" / "test_services.py").write_text(
         "from app import services\n\n\ndef test_load():\n    services.load_user(1)\n"
@@ -386,7 +386,6 @@ def test_show_gives_numbered_source_lines_or_stale(tmp_path: Path) -> None:
 
 
 def test_search_defaults_to_hybrid_over_symbols_on_a_code_index(tmp_path: Path) -> None:
-    import shutil
 
     from typer.testing import CliRunner
 
@@ -394,7 +393,7 @@ def test_search_defaults_to_hybrid_over_symbols_on_a_code_index(tmp_path: Path) 
     from cairn.search.present import query_vector
 
     repo = tmp_path / "repo"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "flask_app", repo)
+    flask_checkout(repo)
     assert CliRunner().invoke(app, ["index", str(repo), "--workers", "1"]).exit_code == 0
     db_path = repo / ".cairn" / "cairn.db"
     _, _, hybrid, plain = run_calls(
@@ -429,7 +428,6 @@ EXAMPLE = re.compile(r"^(cairn_\w+)\s+(\{.*\})$", re.MULTILINE)
 
 
 def test_the_documented_examples_run(tmp_path: Path) -> None:
-    import shutil
 
     from typer.testing import CliRunner
 
@@ -439,7 +437,7 @@ def test_the_documented_examples_run(tmp_path: Path) -> None:
     examples = [(tool, json.loads(args)) for tool, args in EXAMPLE.findall(MCP_DOC.read_text())]
     assert {tool for tool, _ in examples} == {tool.name for tool in TOOLS}  # every tool shown
     repo = tmp_path / "repo"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "flask_app", repo)
+    flask_checkout(repo)
     assert CliRunner().invoke(app, ["index", str(repo), "--workers", "1"]).exit_code == 0
     replies = run_calls(repo / ".cairn" / "cairn.db", examples)[2:]
     for (tool, arguments), reply in zip(examples, replies, strict=True):

@@ -5,7 +5,6 @@ index it serves fresh in its own process, so an edit is answered without another
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -17,7 +16,7 @@ import httpx
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from server_helpers import serve_process
+from server_helpers import flask_checkout, serve_process
 from typer.testing import CliRunner
 
 import cairn
@@ -25,16 +24,13 @@ from cairn.cli import app
 from cairn.codegraph.handoff import socket_path
 from cairn.errors import NotFoundError
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 NEW_NAME = "brand_new_helper_zyx"
 ANSWER_TIMEOUT_S = 60.0
 """Longest a test waits for a round (the first index of the fixture takes ~1-3 s)."""
 
 
 def _repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    shutil.copytree(FIXTURES / "flask_app", repo)
-    return repo
+    return flask_checkout(tmp_path / "repo")
 
 
 def _add_function(repo: Path) -> None:

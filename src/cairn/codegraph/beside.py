@@ -77,19 +77,20 @@ class WatchBeside:
         from cairn.codegraph.watch import watch_repository
 
         try:
-            try:
-                watch_repository(self.root, on_round=self._round, stop=self._stop, **self._options)
-            except OSError as exc:  # the folder unreadable, inotify out of watches, ...
-                raise os_error(exc, f"watching {self.root}", self.root) from exc
+            watch_repository(self.root, on_round=self._round, stop=self._stop, **self._options)
+        except OSError as exc:  # the folder unreadable, inotify out of watches, ...
+            self._ended(os_error(exc, f"watching {self.root}", self.root))
         except CairnError as exc:
-            self.error = exc
-            self._on_end(exc)
+            self._ended(exc)
         except BaseException as exc:  # a bug: said, never silently swallowed
-            self.error = exc
-            self._on_end(exc)
+            self._ended(exc)
             raise
         finally:
             self._first.set()
+
+    def _ended(self, error: BaseException) -> None:
+        self.error = error
+        self._on_end(error)
 
     def _round(self, record: Mapping[str, Any]) -> None:
         try:

@@ -62,6 +62,14 @@ _INTERNAL = {
 }
 
 
+_NO_DATABASE_ADVICE = (
+    "run `cairn index PATH` in the repository (it writes .cairn/cairn.db), or start "
+    "`cairn mcp --db FILE`, or `cairn mcp --watch PATH` (which indexes PATH and keeps it "
+    "fresh)"
+)
+"""What a call finding no database is told to do (none is being built)."""
+
+
 class McpBackend:
     """Opens the database on first use and resolves the principal of each call."""
 
@@ -88,20 +96,14 @@ class McpBackend:
             if self._db is None:
                 from cairn.database import open as open_database
 
-                waiting = None if self._pending is None else self._pending()
-                if waiting is not None and not self._path.is_file():
-                    raise NotFoundError(
-                        f"no Cairn database at {str(self._path)!r} yet: {waiting}",
-                        details={"db": str(self._path)},
-                    )
                 if not self._path.is_file():
                     # An agent host starts the server before anything is indexed: say
-                    # what to do, and never create an empty database in its place.
+                    # what to do (or that a --watch's first index is building it), and
+                    # never create an empty database in its place.
+                    waiting = None if self._pending is None else self._pending()
                     raise NotFoundError(
-                        f"no Cairn database at {str(self._path)!r} yet: run `cairn index "
-                        "PATH` in the repository (it writes .cairn/cairn.db), or start "
-                        "`cairn mcp --db FILE`, or `cairn mcp --watch PATH` (which indexes "
-                        "PATH and keeps it fresh)",
+                        f"no Cairn database at {str(self._path)!r} yet: "
+                        + (waiting or _NO_DATABASE_ADVICE),
                         details={"db": str(self._path)},
                     )
                 self._db = open_database(self._path)

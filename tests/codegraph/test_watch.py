@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typer.testing import CliRunner
 
 import cairn
 from cairn.cli import app
+from cairn.codegraph.console import release_held
 from cairn.codegraph.watch import file_changes, watch_repository
 from cairn.errors import ValidationError
 from cairn.search.contracts import SearchRequest
@@ -436,3 +438,113 @@ def test_a_batch_that_changes_nothing_runs_no_round(watcher: Watcher) -> None:
     views.write_text(views.read_text() + f"\n\ndef {NEW_NAME}():\n    return 1\n")
     record = watcher.next_round()
     assert record["round"] == 1 and record["files"]["changed"] == ["app/views.py"]
+
+
+def _stamped_summary(repo: Path) -> Mapping[str, Any]:
+    """The summary in ``repo``'s index stamp, once the watch wrote it (on a quiet pass)."""
+    from cairn.codegraph.stamp import STAMP_FILENAME
+
+    stamp = repo / ".cairn" / STAMP_FILENAME
+    deadline = time.monotonic() + ROUND_TIMEOUT_S
+    while not stamp.is_file():
+        assert time.monotonic() < deadline, "the watch wrote no stamp"
+        time.sleep(0.05)
+    summary = json.loads(stamp.read_bytes())["summary"]
+    assert isinstance(summary, dict)
+    return summary
+
+
+def test_cairn_index_after_the_watch_stopped_finds_nothing_changed(tmp_path: Path) -> None:
+    """The watch stamps its last round as ``cairn index`` stamps a run: an index once the
+    watch has stopped says "nothing changed", with a one-shot's summary, instead of
+    indexing whole; an edit made after the watch stopped is indexed."""
+    from cairn.codegraph.console import index_and_write
+
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", repo)
+    views = repo / "app" / "views.py"
+    with watching(repo) as rounds:
+        watched = Watched(repo, rounds)
+        watched.next_round()
+        assert _stamped_summary(repo)["files"]["python"]["indexed"] > 0  # round 0 is stamped too
+        views.write_text(views.read_text() + f"\n\ndef {NEW_NAME}():\n    return 1\n")
+        assert watched.next_round()["files"]["changed"] == ["app/views.py"]
+        stamped = _stamped_summary(repo)
+    graph = repo / ".cairn" / "graph.cairn"
+    before = graph.stat()
+    after = index_and_write(repo, workers=1, as_json=True)
+    assert after["unchanged"] is True
+    assert after["load"]["changes"] == 0
+    assert (graph.stat().st_ino, graph.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    # The oracle: a one-shot index of a copy of the same tree, no watch there.
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, ignore=shutil.ignore_patterns(".cairn"))
+    oneshot = index_and_write(copy, workers=1, as_json=True)
+    tallied = ("nodes_by_kind", "facts_by_relation", "stable_fact_share")
+    for key in ("files", "outcomes", "counts", "calls", "problems", *tallied):
+        assert after[key] == oneshot[key] == stamped[key], key
+    assert after["python_rounds"] is None  # as a one-shot's
+    assert set(after) == {*oneshot, "unchanged"}
+    views.write_text(views.read_text() + "\n\ndef after_the_watch():\n    return 2\n")
+    edited = index_and_write(repo, workers=1, as_json=True)
+    assert not edited.get("unchanged") and edited["load"]["changes"] > 0
+
+
+def test_only_rounds_writing_what_cairn_index_would_are_stamped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round asked with a fixed generated_at (``cairn index --generated-at``) is not
+    stamped: a later ``cairn index`` without it would write another graph.cairn. The
+    watch's own rounds, and asked rounds without one, are; on a quiet pass."""
+    from rich.console import Console
+
+    from cairn.codegraph.cache import code_fingerprint
+    from cairn.codegraph.console import index_once
+    from cairn.codegraph.handoff import handoff_options
+    from cairn.codegraph.scan import scan_repository
+    from cairn.codegraph.watch import _Rounds
+
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "flask_app", repo)
+    folder = repo / ".cairn"
+    views = repo / "app" / "views.py"
+
+    def once(**options: Any) -> Any:
+        return index_once(repo, console=Console(quiet=True), workers=1, remember=True, **options)
+
+    stamped: list[int] = []
+    rounds = _Rounds(
+        once,
+        lambda record: None,
+        folder,
+        lambda: scan_repository(repo),
+        lambda result, summary: stamped.append(summary["load"]["position"]),
+    )
+    mine = handoff_options(
+        repo, folder, code=code_fingerprint(), excludes=(), load=True, embedder=None
+    )
+    request = {**mine, "generated_at": None, "source_date_epoch": None, "pid": 7}
+    try:
+        rounds.first()
+        assert stamped == []  # not while the round runs: on a quiet pass
+        rounds.idle()
+        assert stamped == [1]
+        views.write_text(views.read_text() + "\n\ndef fixed_stamp():\n    return 1\n")
+        assert rounds.asked({**request, "generated_at": "2024-01-01T00:00:00Z"}, mine)["round"]
+        rounds.idle()
+        rounds.idle()  # the first quiet pass tidies after the answer, the next would stamp
+        assert stamped == [1]
+        views.write_text(views.read_text() + "\n\ndef no_fixed_stamp():\n    return 1\n")
+        assert rounds.asked(request, mine)["round"] == 2
+        rounds.idle()
+        rounds.idle()
+        assert stamped == [1, 3]
+        views.write_text(views.read_text() + "\n\ndef own_round():\n    return 1\n")
+        assert rounds.batch(1) is True
+        rounds.idle()
+        assert stamped == [1, 3, 4]
+        rounds.idle()
+        assert stamped == [1, 3, 4]  # stamped once
+    finally:
+        release_held()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +57,7 @@ __all__ = [
     "print_repairs",
     "print_summary",
     "release_held",
+    "stamp_round",
 ]
 
 
@@ -188,6 +189,37 @@ def index_and_write(
     if not as_json:
         print_summary(console, summary)
     return summary
+
+
+def stamp_round(
+    root: Path,
+    folder: Path,
+    result: IndexResult,
+    summary: Mapping[str, Any],
+    *,
+    excludes: Sequence[str],
+    load: bool,
+) -> bool:
+    """Stamp a ``cairn watch`` round that wrote no fixed ``generated_at`` as ``cairn
+    index`` stamps its run, so that a ``cairn index`` once the watch has stopped says
+    "nothing changed" when nothing did, instead of indexing whole. The stamped summary
+    gets the tallies a round leaves out (``index_summary``). False when it cannot be
+    stamped (``write_stamp``)."""
+    from cairn.codegraph import stamp
+    from cairn.store.commands import VectorSpace
+
+    space = summary.get("embedder")
+    fingerprint = stamp.inputs_fingerprint(
+        root,
+        folder,
+        excludes=excludes,
+        generated_at=None,
+        load=load,
+        space=None if space is None else _space_input(VectorSpace.from_json(space)),
+    )
+    # As a one-shot's summary: its keys in their order, tallies included, no rounds.
+    whole = {**index_summary(result), **summary, "python_rounds": None}
+    return stamp.write_stamp(folder, fingerprint, result, whole)
 
 
 def _space_input(space: VectorSpace) -> dict[str, Any]:

@@ -28,11 +28,17 @@ from rich.console import Console
 
 from cairn.codegraph.build import IndexResult
 from cairn.codegraph.cache import code_fingerprint
-from cairn.codegraph.console import checkpoint_held, index_folder, index_once, release_held
+from cairn.codegraph.console import (
+    checkpoint_held,
+    index_folder,
+    index_once,
+    release_held,
+    stamp_round,
+)
 from cairn.codegraph.handoff import HandoffServer, handoff_options, refusal
 from cairn.codegraph.limits import DEFAULT_EXCLUDED_DIRS
 from cairn.codegraph.scan import ScanResult, scan_repository
-from cairn.codegraph.stamp import compare_since, files_read, written
+from cairn.codegraph.stamp import compare_since, files_read, remove_stamp, written
 from cairn.codegraph.wire import gc_paused
 from cairn.errors import CairnError, ValidationError
 
@@ -77,6 +83,9 @@ nothing: rounds free what they replace by reference counting."""
 
 RoundReport = Callable[[Mapping[str, Any]], None]
 """Told every round's record (round 0 is the first, full index)."""
+
+Stamper = Callable[[IndexResult, Mapping[str, Any]], None]
+"""Stamps a round's outputs as ``cairn index`` stamps its own (``stamp_round``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +209,7 @@ def watch_repository(
     ) -> tuple[dict[str, Any], IndexResult]:
         nonlocal first_round
         show_progress, first_round = first_round, False
+        remove_stamp(folder)  # a round that writes voids the stamp first, as cairn index does
         return index_once(
             root,
             console=quiet,
@@ -229,6 +239,9 @@ def watch_repository(
     def rescan() -> ScanResult:
         return scan_repository(root, excludes=excludes)
 
+    def stamp(result: IndexResult, summary: Mapping[str, Any]) -> None:
+        stamp_round(root, folder, result, summary, excludes=excludes, load=load)
+
     server = HandoffServer(folder)
     server.bind()  # a second watch of the folder is refused here, before any work
     batches = watchfiles.watch(
@@ -242,7 +255,7 @@ def watch_repository(
         yield_on_timeout=True,
     )
     try:
-        return _rounds(batches, once, on_round, rounds, server, mine, folder, rescan)
+        return _rounds(batches, once, on_round, rounds, server, mine, folder, rescan, stamp)
     finally:
         server.close()
         batches.close()
@@ -257,6 +270,7 @@ def _rounds(
     mine: Mapping[str, Any] | None = None,
     folder: Path | None = None,
     rescan: Callable[[], ScanResult] | None = None,
+    stamp: Stamper | None = None,
 ) -> int:
     """Round 0 (the full index) once the watcher is subscribed, then one round per batch;
     a round that fails is reported with its error and tried again after ``_Retry``'s
@@ -267,7 +281,7 @@ def _rounds(
     # The watcher subscribes before the first index, so an edit made while (or right
     # after) round 0 runs is seen by a later round instead of being lost; what came
     # before the subscription is in round 0's own scan.
-    state = _Rounds(once, on_round, folder, rescan)
+    state = _Rounds(once, on_round, folder, rescan, stamp)
     if server is not None and mine is not None:
         # Served from the start: a caller asking during the first index hears progress
         # and is answered after it, instead of waiting in the backlog unheard.
@@ -290,6 +304,7 @@ def _rounds(
         if server is not None:
             server.close()  # waits for a round it is running
         with state.lock:
+            state.stamp_last()  # a round not yet stamped (the watch stopped right after it)
             state.heap.release()
             release_held()
 
@@ -305,8 +320,14 @@ class _Rounds:
         on_round: RoundReport,
         folder: Path | None = None,
         rescan: Callable[[], ScanResult] | None = None,
+        stamp: Stamper | None = None,
     ) -> None:
         self.once = once
+        self.stamp = stamp
+        # The last round's result and summary, stamped on a quiet pass (``idle``): None
+        # when it is stamped, or when the last round wrote a fixed generated_at (a
+        # caller's), which a later ``cairn index`` without it would not write.
+        self.unstamped: tuple[IndexResult, dict[str, Any]] | None = None
         self.on_round = on_round
         self.folder = folder
         self.rescan = rescan
@@ -336,8 +357,12 @@ class _Rounds:
         self.summary: dict[str, Any] | None = None
         self.written_at: str | None = None
 
-    def _kept(self, result: IndexResult, summary: dict[str, Any], at: str | None) -> None:
-        """Remember a round that did not fail (for ``_unchanged``)."""
+    def _kept(
+        self, result: IndexResult, summary: dict[str, Any], at: str | None, fixed: bool = False
+    ) -> None:
+        """Remember a round that did not fail (for ``_unchanged``, and to stamp it unless
+        it wrote a ``fixed`` generated_at)."""
+        self.unstamped = None if fixed or self.stamp is None else (result, summary)
         if self.folder is None:
             return
         self.read = files_read(result)
@@ -424,8 +449,11 @@ class _Rounds:
                 unchanged, scan = self._unchanged(generated_at if named else None)
                 if unchanged is not None:
                     return {"summary": unchanged, "round": self.done}
+                # A caller's fixed timestamp is not what a later `cairn index` without
+                # one would write: that round is not stamped.
+                stamped = not named and _default_at() is None
                 number, summary, problem = self._round(
-                    0, asker, generated_at=generated_at, tallies=True, scan=scan
+                    0, asker, stamped, generated_at=generated_at, tallies=True, scan=scan
                 )
                 self.untidy = True  # tidied on the next quiet pass, after the reply
         finally:
@@ -438,11 +466,12 @@ class _Rounds:
         return {"summary": summary, "round": number}
 
     def _round(
-        self, events: int, asker: dict[str, Any] | None, **options: Any
+        self, events: int, asker: dict[str, Any] | None, stamped: bool = True, **options: Any
     ) -> tuple[int, dict[str, Any] | None, dict[str, Any] | None]:
         """One round after round 0 (the lock held): its number, and its summary or, when
         it failed, the error's problem document (it is then tried again after
-        ``_Retry``'s wait)."""
+        ``_Retry``'s wait). ``stamped``: its outputs are what a ``cairn index`` without
+        ``--generated-at`` would write (stamped on a quiet pass)."""
         self.done += 1
         number = self.running = self.done
         with gc_paused():
@@ -453,6 +482,7 @@ class _Rounds:
                 # A failed round leaves nothing half-made (its Python round state,
                 # printed segments and database handle are dropped); what it was to
                 # index is indexed by the retry or the next edit's round.
+                self.unstamped = None  # what it wrote before failing is no round's
                 error = _failed(exc, self.retry.failed())
                 seconds = _since(started)
                 self.on_round(_record(number, events, FileChanges(), {}, seconds, error, asker))
@@ -460,7 +490,7 @@ class _Rounds:
             finally:
                 self.running = None
             self.retry.clear()
-            self._kept(result, summary, options.get("generated_at"))
+            self._kept(result, summary, options.get("generated_at"), not stamped)
             current = _hashes(result)
             changes = file_changes(self.previous, current)
             self.previous = current
@@ -478,16 +508,30 @@ class _Rounds:
         return "between rounds"
 
     def idle(self) -> None:
-        """A quiet pass of the watch's loop: tidy after a round whose tidying waited
-        (nothing happens while a caller is asking or a round runs)."""
-        if not self.untidy or self.asking:
+        """A quiet pass of the watch's loop: tidy after a round whose tidying waited,
+        then stamp the last round (nothing happens while a caller is asking or a round
+        runs)."""
+        if not (self.untidy or self.unstamped) or self.asking:
             return
         if self.lock.acquire(blocking=False):
             try:
                 if self.untidy and not self.asking:
                     self._tidy()
+                elif self.unstamped is not None and not self.asking:
+                    self.stamp_last()
             finally:
                 self.lock.release()
+
+    def stamp_last(self) -> None:
+        """Stamp the last round (``cairn.codegraph.console.stamp_round``): a ``cairn
+        index`` once the watch stopped then finds nothing changed. On a quiet pass, not
+        after each round: its tallies walk the graph (~0.5 s on the whole Django sdist),
+        which an edit coming right after the round must not wait for."""
+        unstamped, self.unstamped = self.unstamped, None
+        if unstamped is None or self.stamp is None or self.folder is None:
+            return
+        if written(self.folder) == self.wrote:  # no other writer came in since the round
+            self.stamp(*unstamped)
 
     def _tidy_unless_asked(self) -> None:
         """After the watch's own round: tidy now, or on a quiet pass when a caller is

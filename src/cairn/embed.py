@@ -64,6 +64,7 @@ __all__ = [
     "embedder_for",
     "hashing_features",
     "load_embedder",
+    "names_space",
     "space_requirements",
 ]
 
@@ -373,6 +374,27 @@ def embedder_for(space: VectorSpace) -> Embedder | None:
     except ValidationError:
         return None
     return embedder if embedder.space == space else None
+
+
+def names_space(name: str, space: VectorSpace) -> bool:
+    """Whether ``load_embedder(name)`` here would embed in exactly ``space``, known
+    without loading a model: a hashing name builds its space; a static model's space is
+    named by its table and versioned by its installed package. False when that cannot
+    be known without loading (a transformer), or it would be another space: the caller
+    then loads the embedder (``cairn index --embedder NAME`` with nothing changed)."""
+    from cairn.installed import installed_version
+
+    if name == DEFAULT_EMBEDDER or name.startswith(DEFAULT_EMBEDDER + "-"):
+        try:
+            return load_embedder(name).space == space
+        except (UnsupportedCapabilityError, ValidationError):
+            return False
+    spec = STATIC_MODELS.get(name)
+    if spec is None or static_model_named(space.model) != name:
+        return False
+    dimension = space.dimension
+    expected = (f"static-{dimension}", Metric.COSINE, installed_version(spec.distribution))
+    return (space.id, space.metric, space.version) == expected
 
 
 def space_requirements(space: VectorSpace) -> dict[str, str]:

@@ -384,3 +384,43 @@ def test_nothing_changed_is_known_without_loading_the_embedder(
     upgraded = _index(root)
     assert not upgraded.get("unchanged") and chosen == ["for"]
     assert _index(root)["unchanged"] is True
+
+
+def test_a_named_embedder_the_database_was_loaded_with_is_not_loaded_to_find_nothing_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cairn index --embedder wordllama`` again, nothing changed: the name says which
+    table it is and its installed version which space, so the model is not loaded (it
+    took ~0.5 s of a ~1 s run); a name of another space loads and indexes whole."""
+    import cairn.embed as embed_module
+
+    root = _repo(tmp_path)
+    _age(root)
+    _index(root, embedder="wordllama")
+    _index(root, embedder="wordllama")
+    loaded: list[str] = []
+    real_load = embed_module.load_embedder
+    monkeypatch.setattr(
+        embed_module, "load_embedder", lambda name="hashing": loaded.append(name) or real_load(name)
+    )
+    quiet = _index(root, embedder="wordllama")
+    assert quiet["unchanged"] is True and loaded == []
+    other = _index(root, embedder="hashing-64")
+    assert not other.get("unchanged") and "hashing-64" in loaded
+    assert other["embedder"]["dimension"] == 64
+
+
+def test_names_space_needs_the_very_space() -> None:
+    from cairn.embed import HashingEmbedder, load_embedder, names_space
+    from cairn.store.commands import VectorSpace
+
+    hashing = HashingEmbedder().space
+    assert names_space("hashing", hashing)
+    assert not names_space("hashing-64", hashing)
+    static = load_embedder("wordllama").space
+    assert names_space("wordllama", static)
+    assert not names_space("hashing", static)
+    assert not names_space("minilm", static)  # a transformer is never vouched for unloaded
+    older = VectorSpace(static.id, static.dimension, static.metric, static.model, "0.0.1")
+    assert not names_space("wordllama", older)
+    assert not names_space("wordllama", hashing)

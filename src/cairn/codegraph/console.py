@@ -132,6 +132,7 @@ def index_and_write(
     does nothing else, unless ``force`` (``cairn.codegraph.stamp``).
     """
     from cairn.codegraph import stamp
+    from cairn.embed import names_space
     from cairn.store.load import loaded_space
 
     console = Console(stderr=as_json)
@@ -148,9 +149,12 @@ def index_and_write(
         )
 
     # A re-index naming no embedder takes the one the database was loaded with: its
-    # recorded space is compared, without loading the model, to know nothing changed.
-    chosen = choose_embedder(embedder, folder / DATABASE_FILE) if load and embedder else None
-    recorded = loaded_space(folder / DATABASE_FILE) if load and chosen is None else None
+    # recorded space is compared, without loading the model, to know nothing changed;
+    # so is a named one whose space is the recorded one (``names_space``).
+    recorded = loaded_space(folder / DATABASE_FILE) if load else None
+    chosen = None
+    if load and embedder and (recorded is None or not names_space(embedder, recorded)):
+        chosen = choose_embedder(embedder, folder / DATABASE_FILE)
     known = chosen.space if chosen is not None else recorded
     unchanged, scan = (None, None)
     if not force and (known is not None or not load):
@@ -163,7 +167,11 @@ def index_and_write(
             print_summary(console, unchanged)
         return unchanged
     if load and chosen is None:
-        chosen = _recorded_embedder(recorded)
+        chosen = (
+            choose_embedder(embedder, folder / DATABASE_FILE)
+            if embedder
+            else _recorded_embedder(recorded)
+        )
     fingerprint = fingerprint_for(None if chosen is None else chosen.space)
     stamp.remove_stamp(folder)
     with gc_paused():

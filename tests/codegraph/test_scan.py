@@ -222,3 +222,54 @@ def test_the_index_folder_is_not_listed_so_first_and_later_manifests_agree(
     assert ".cairn/" not in skipped
     # Another index's folder inside the tree is a default exclude like any other.
     assert skipped["sub/.cairn/"] == "skipped:default_exclude"
+
+
+def test_vendored_directories_and_minified_bundles_are_skipped_unless_negated(
+    tmp_path: Path,
+) -> None:
+    """Other people's code (``vendor/``, Bower, CocoaPods...) and minified bundles are
+    skipped by default with their own reasons; an ignore file's negation keeps them."""
+    _write(
+        tmp_path,
+        {
+            "app/main.py": "def main():\n    return 1\n",
+            "vendor/github.com/x/y/y.go": "package y\n",
+            "static/vendor/jquery/jquery.js": "function jq() {}\n",
+            "static/vendor/jquery/jquery.min.js": "function a(){}\n",
+            "static/app.min.js": "function b(){}\n",
+            "static/app.js": "function app() {}\n",
+            "bower_components/lib/lib.js": "function lib() {}\n",
+            "ios/Pods/P/p.js": "function p() {}\n",
+            "src/vendorized.py": "v = 1\n",  # a name that merely starts with vendor
+        },
+    )
+    result = scan_repository(tmp_path)
+    skipped = {s.path: s.outcome for s in result.skipped}
+    assert skipped == {
+        "vendor/": "skipped:vendored",
+        "static/vendor/": "skipped:vendored",
+        "static/app.min.js": "skipped:minified",
+        "bower_components/": "skipped:vendored",
+        "ios/Pods/": "skipped:vendored",
+    }
+    assert [f.path for f in result.files] == [
+        "app/main.py",
+        "src/vendorized.py",
+        "static/app.js",
+    ]
+    # Negated in an ignore file: indexed like any other code.
+    _write(tmp_path, {".cairnignore": "!vendor/\n!*.min.js\n"})
+    negated = scan_repository(tmp_path)
+    kept = [f.path for f in negated.files]
+    assert "vendor/github.com/x/y/y.go" in kept
+    assert "static/vendor/jquery/jquery.js" in kept
+    assert "static/vendor/jquery/jquery.min.js" in kept
+    assert "static/app.min.js" in kept
+    assert {s.path: s.outcome for s in negated.skipped} == {
+        ".cairnignore": "skipped:unsupported_language",
+        "bower_components/": "skipped:vendored",
+        "ios/Pods/": "skipped:vendored",
+    }
+    # Caller excludes still apply to a negated directory.
+    excluded = scan_repository(tmp_path, excludes=["vendor/"])
+    assert {s.path: s.outcome for s in excluded.skipped}["vendor/"] == "skipped:excluded"

@@ -24,10 +24,12 @@ __all__ = [
     "MAX_PYTHON_RESOLUTION_DEPTH",
     "MAX_RESOLUTION_DEPTH",
     "MAX_SIGNATURE_CHARS",
+    "MINIFIED_SUFFIXES",
     "PYTHON_RESOLUTION_RECURSION_LIMIT",
     "PYTHON_RESOLUTION_STACK_BYTES",
     "SECRET_FILENAMES",
     "SECRET_SUFFIXES",
+    "VENDORED_DIRS",
 ]
 
 ADAPTER_VERSION = "1"
@@ -103,6 +105,25 @@ DEFAULT_EXCLUDED_DIRS = frozenset(
     }
 )
 """Directory names never descended into (VCS, virtualenvs, caches, build output)."""
+
+VENDORED_DIRS = frozenset(
+    {
+        "vendor",
+        "bower_components",
+        "jspm_packages",
+        "web_modules",
+        "Pods",
+        "Carthage",
+    }
+)
+"""Directory names of vendored third-party code (Go, PHP and Ruby ``vendor/``, Bower,
+JSPM, CocoaPods, Carthage), skipped as ``skipped:vendored`` unless a ``.gitignore`` or
+``.cairnignore`` line negates them (``!vendor/``): other people's code is noise in
+"where is the code that does W", and a committed Go ``vendor/`` can dwarf the project."""
+
+MINIFIED_SUFFIXES = (".min.js", ".min.mjs", ".min.cjs")
+"""Suffixes of minified bundles, skipped as ``skipped:minified`` unless an ignore file
+negates them (``!*.min.js``): their one-letter symbols match nothing a person asks."""
 
 SECRET_FILENAMES = frozenset(
     {

@@ -2,7 +2,8 @@
 
 The scanner walks the tree in sorted order, honours ``.gitignore`` and ``.cairnignore``
 at every level plus caller excludes, prunes default directories (VCS, virtualenvs,
-caches, build output) and applies the secret-path policy *before* any read, so a secret
+caches, build output), skips vendored directories and minified bundles unless an ignore
+file negates them, and applies the secret-path policy *before* any read, so a secret
 file's contents never reach the graph. Every file it sees ends with one outcome in the
 manifest: ``indexed``, ``skipped:<reason>`` or ``failed:<error>``.
 """
@@ -28,8 +29,10 @@ from cairn.codegraph.limits import (
     LANGUAGE_BY_SUFFIX,
     MANIFEST_SCHEMA,
     MAX_FILE_BYTES,
+    MINIFIED_SUFFIXES,
     SECRET_FILENAMES,
     SECRET_SUFFIXES,
+    VENDORED_DIRS,
 )
 from cairn.errors import ValidationError
 
@@ -58,6 +61,8 @@ SKIP_SECRET = "skipped:secret_path"
 SKIP_TOO_LARGE = "skipped:too_large"
 SKIP_BINARY = "skipped:binary"
 SKIP_SYMLINK = "skipped:symlink"
+SKIP_VENDORED = "skipped:vendored"
+SKIP_MINIFIED = "skipped:minified"
 SKIP_UNSUPPORTED = "skipped:unsupported_language"
 
 
@@ -189,14 +194,19 @@ class _IgnoreChain:
                 layers.append((base, pathspec.GitIgnoreSpec.from_lines(lines)))
         return _IgnoreChain(tuple(layers)) if len(layers) != len(self.layers) else self
 
-    def ignored(self, rel: str, is_dir: bool) -> bool:
-        decision = False
+    def decision(self, rel: str, is_dir: bool) -> bool | None:
+        """True when the deepest matching line ignores ``rel``, False when it negates
+        (``!vendor/``), None when no line matches."""
+        decision: bool | None = None
         for base, spec in self.layers:
             local = rel[len(base) + 1 :] if base else rel
             result = spec.check_file(local + "/" if is_dir else local)
             if result.include is not None:
                 decision = result.include
         return decision
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        return self.decision(rel, is_dir) is True
 
 
 def _exclude_spec(excludes: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
@@ -258,8 +268,11 @@ def _directory_outcome(
 ) -> str | None:
     if name in DEFAULT_EXCLUDED_DIRS:
         return SKIP_DEFAULT_EXCLUDE
-    if chain.ignored(rel, True):
+    decision = chain.decision(rel, True)
+    if decision is True:
         return SKIP_IGNORED
+    if name in VENDORED_DIRS and decision is None:  # an ignore file's `!vendor/` keeps it
+        return SKIP_VENDORED
     if exclude is not None and exclude.match_file(rel + "/"):
         return SKIP_EXCLUDED
     return None
@@ -276,8 +289,11 @@ def _file_outcome(
         return None, FileOutcome(rel, language, SKIP_SYMLINK)
     if not entry.is_file(follow_symlinks=False):
         return None, None  # sockets, fifos and devices are not files of the repository
-    if chain.ignored(rel, False):
+    decision = chain.decision(rel, False)
+    if decision is True:
         return None, FileOutcome(rel, language, SKIP_IGNORED)
+    if decision is None and rel.endswith(MINIFIED_SUFFIXES):
+        return None, FileOutcome(rel, language, SKIP_MINIFIED)
     if exclude is not None and exclude.match_file(rel):
         return None, FileOutcome(rel, language, SKIP_EXCLUDED)
     if is_secret_path(rel):

@@ -23,6 +23,8 @@ each edit, ``cairn index`` run right after it while the watch runs (the watch in
 it: ``cairn.codegraph.handoff``), timed as the user waits for the command.
 The tree is then put back and the watcher's rounds for that are waited out (not timed);
 each edit goes through the watcher ``--watch-samples`` times per round (default 3).
+Last, the watch is stopped and ``cairn index`` run once more: the watch stamped its last
+round, so it must find nothing changed (timed; the bench fails if it indexes again).
 
 Edits: ``body`` (one function body changes), ``call`` (a new function calling across
 modules), ``delete`` (a module is removed), ``rename`` (a module is renamed),
@@ -180,6 +182,9 @@ def _cairn(exe: Path, tree: Path, workers: int, keep: frozenset[int] = frozenset
 
 ASKED = "asked"
 """The timings' tool name of ``cairn index`` answered by a running ``cairn watch``."""
+AFTER_WATCH = "after watch"
+"""The timings' tool name of ``cairn index`` run once the watch stopped (nothing changed
+since its last round, which it stamped)."""
 
 SEARCHABLE_POLL_S = 0.01
 """How often the watch rounds look into cairn.db for the edit (a reader's view)."""
@@ -339,6 +344,14 @@ def _watch_rounds(
             timings.add(ASKED, edit.name, run)
             watcher.quiet()
             watcher.settle(_restore(pristine, tree))
+        watcher.stop()
+        # The watch stamped its last round: a `cairn index` once it stopped finds
+        # nothing changed instead of indexing whole (its rounds wrote the one-shots'
+        # timestamp, as SOURCE_DATE_EPOCH).
+        after = _cairn(exe, tree, workers)
+        if not json.loads(after.stdout).get("unchanged"):
+            raise RuntimeError("cairn index after the watch stopped indexed again")
+        timings.add(AFTER_WATCH, NO_CHANGE, after)
     finally:
         watcher.stop()
 
@@ -485,11 +498,15 @@ def report(name: str, timings: Timings, peers: bool) -> dict[str, object]:
             f"target (cairn watch, searchable): ten files {watched_ten:.3f}x clean <= "
             f"{TEN_FILES_TARGET_RATIO}x: {verdict}"
         )
+    after = timings.median(AFTER_WATCH, NO_CHANGE) if watching else None
+    if after is not None:
+        print(f"cairn index once the watch stopped (nothing changed, stamped): {after:.2f} s")
     return {
         "steps": rows,
         "slowest_one_file_s": one_file,
         "ten_files_x_clean": ten,
         "watch_ten_files_x_clean": watched_ten,
+        "index_after_watch_s": after,
     }
 
 

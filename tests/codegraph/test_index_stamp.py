@@ -424,3 +424,21 @@ def test_names_space_needs_the_very_space() -> None:
     older = VectorSpace(static.id, static.dimension, static.metric, static.model, "0.0.1")
     assert not names_space("wordllama", older)
     assert not names_space("wordllama", hashing)
+
+
+def test_the_same_fixed_time_named_either_way_is_no_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--generated-at T`` and a ``SOURCE_DATE_EPOCH`` of T write the same graph.cairn:
+    a run with one after a run with the other finds nothing changed; another time, or
+    none, indexes whole."""
+    root = _repo(tmp_path)
+    _age(root)
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    _index(root, generated_at="2024-01-01T00:00:00Z")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1704067200")  # 2024-01-01T00:00:00Z
+    assert _index(root)["unchanged"] is True
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1704067201")
+    assert not _index(root).get("unchanged")
+    monkeypatch.delenv("SOURCE_DATE_EPOCH")
+    assert not _index(root).get("unchanged")

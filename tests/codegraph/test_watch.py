@@ -490,12 +490,13 @@ def test_cairn_index_after_the_watch_stopped_finds_nothing_changed(tmp_path: Pat
     assert not edited.get("unchanged") and edited["load"]["changes"] > 0
 
 
-def test_only_rounds_writing_what_cairn_index_would_are_stamped(
+def test_each_round_is_stamped_with_the_generated_at_it_wrote(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A round asked with a fixed generated_at (``cairn index --generated-at``) is not
-    stamped: a later ``cairn index`` without it would write another graph.cairn. The
-    watch's own rounds, and asked rounds without one, are; on a quiet pass."""
+    """A round is stamped on a quiet pass with the fixed generated_at it wrote: a
+    caller's (``cairn index --generated-at``), or None for the watch's own default. A
+    round for a caller that named none, while the watch has a ``SOURCE_DATE_EPOCH``,
+    wrote the time where a later run would write the epoch: it is not stamped."""
     from rich.console import Console
 
     from cairn.codegraph.cache import code_fingerprint
@@ -513,38 +514,49 @@ def test_only_rounds_writing_what_cairn_index_would_are_stamped(
     def once(**options: Any) -> Any:
         return index_once(repo, console=Console(quiet=True), workers=1, remember=True, **options)
 
-    stamped: list[int] = []
+    stamped: list[tuple[int, str | None]] = []
     rounds = _Rounds(
         once,
         lambda record: None,
         folder,
         lambda: scan_repository(repo),
-        lambda result, summary: stamped.append(summary["load"]["position"]),
+        lambda result, summary, at: stamped.append((summary["load"]["position"], at)),
     )
     mine = handoff_options(
         repo, folder, code=code_fingerprint(), excludes=(), load=True, embedder=None
     )
     request = {**mine, "generated_at": None, "source_date_epoch": None, "pid": 7}
+    fixed = "2024-01-01T00:00:00Z"
+
+    def edit(name: str) -> None:
+        views.write_text(views.read_text() + f"\n\ndef {name}():\n    return 1\n")
+
     try:
         rounds.first()
         assert stamped == []  # not while the round runs: on a quiet pass
         rounds.idle()
-        assert stamped == [1]
-        views.write_text(views.read_text() + "\n\ndef fixed_stamp():\n    return 1\n")
-        assert rounds.asked({**request, "generated_at": "2024-01-01T00:00:00Z"}, mine)["round"]
+        assert stamped == [(1, None)]
+        edit("fixed_stamp")
+        assert rounds.asked({**request, "generated_at": fixed}, mine)["round"] == 1
+        rounds.idle()  # tidies after the answer
         rounds.idle()
-        rounds.idle()  # the first quiet pass tidies after the answer, the next would stamp
-        assert stamped == [1]
-        views.write_text(views.read_text() + "\n\ndef no_fixed_stamp():\n    return 1\n")
+        assert stamped[-1] == (2, fixed)
+        edit("no_fixed_stamp")
         assert rounds.asked(request, mine)["round"] == 2
         rounds.idle()
         rounds.idle()
-        assert stamped == [1, 3]
-        views.write_text(views.read_text() + "\n\ndef own_round():\n    return 1\n")
+        assert stamped[-1] == (3, None)
+        edit("own_round")
         assert rounds.batch(1) is True
         rounds.idle()
-        assert stamped == [1, 3, 4]
+        assert stamped[-1] == (4, None)
         rounds.idle()
-        assert stamped == [1, 3, 4]  # stamped once
+        assert len(stamped) == 4  # each round stamped once
+        monkeypatch.setenv("SOURCE_DATE_EPOCH", "1704067200")
+        edit("caller_without_epoch")
+        assert rounds.asked(request, mine)["round"] == 4
+        rounds.idle()
+        rounds.idle()
+        assert len(stamped) == 4
     finally:
         release_held()

@@ -207,12 +207,14 @@ def stamp_round(
     *,
     excludes: Sequence[str],
     load: bool,
+    generated_at: str | None,
 ) -> bool:
-    """Stamp a ``cairn watch`` round that wrote no fixed ``generated_at`` as ``cairn
-    index`` stamps its run, so that a ``cairn index`` once the watch has stopped says
-    "nothing changed" when nothing did, instead of indexing whole. The stamped summary
-    gets the tallies a round leaves out (``index_summary``). False when it cannot be
-    stamped (``write_stamp``)."""
+    """Stamp a ``cairn watch`` round as ``cairn index`` stamps its run, so that a ``cairn
+    index`` once the watch has stopped says "nothing changed" when nothing did, instead
+    of indexing whole. ``generated_at``: the fixed one the round wrote, or None when it
+    wrote this process's ``SOURCE_DATE_EPOCH`` or the time (``stamp.fixed_time``). The
+    stamped summary gets the tallies a round leaves out (``index_summary``). False when
+    it cannot be stamped (``write_stamp``)."""
     from cairn.codegraph import stamp
     from cairn.store.commands import VectorSpace
 
@@ -221,7 +223,7 @@ def stamp_round(
         root,
         folder,
         excludes=excludes,
-        generated_at=None,
+        generated_at=generated_at,
         load=load,
         space=None if space is None else _space_input(VectorSpace.from_json(space)),
     )

@@ -5,16 +5,16 @@ without parsing, resolving, writing or loading anything.
 A stamp (``STAMP_FILENAME`` in the index folder) holds a fingerprint of every input
 besides the files (Cairn's own code and the versions it depends on, the repository's
 path and checked-out revision, the options that shape the outputs: excludes, a fixed
-``generated_at`` or ``SOURCE_DATE_EPOCH``, loading or not, the embedder's space), every
-scanned file's path, language, signature (size, mtime, ctime, inode) and the SHA-256
-the run read, the entries the scan skipped, the identities of the outputs (graph.cairn
-and manifest.json: size, mtime, inode; what is at graph.json; cairn.db: incarnation and
-position) and the summary the run printed. A file whose signature is unchanged and was
-last written ``RACY_MARGIN_NS`` before the stamped run began is taken as read; any
-other is read and hashed again. A run that goes on to write removes the stamp first
-and writes a new one only after its load committed, so a stamp never describes outputs
-it did not see whole; any doubt (no stamp, another format, a file that cannot be read)
-means the whole index runs, as it would without a stamp.
+``generated_at`` (given, or from ``SOURCE_DATE_EPOCH``: ``fixed_time``), loading or not,
+the embedder's space), every scanned file's path, language, signature (size, mtime,
+ctime, inode) and the SHA-256 the run read, the entries the scan skipped, the identities
+of the outputs (graph.cairn and manifest.json: size, mtime, inode; what is at
+graph.json; cairn.db: incarnation and position) and the summary the run printed. A file
+whose signature is unchanged and was last written ``RACY_MARGIN_NS`` before the stamped
+run began is taken as read; any other is read and hashed again. A run that goes on to
+write removes the stamp first and writes a new one only after its load committed, so a
+stamp never describes outputs it did not see whole; any doubt (no stamp, another format,
+a file that cannot be read) means the whole index runs, as it would without a stamp.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ __all__ = [
     "code_fingerprint",
     "compare_since",
     "files_read",
+    "fixed_time",
     "inputs_fingerprint",
     "remove_stamp",
     "same_files",
@@ -74,7 +75,6 @@ def inputs_fingerprint(
     space: Mapping[str, Any] | None,
 ) -> str:
     """A SHA-256 of every input of an index besides the files themselves."""
-    timestamp = generated_at if generated_at is not None else os.environ.get("SOURCE_DATE_EPOCH")
     inputs = {
         "format": STAMP_FORMAT,
         "code": code_fingerprint(),
@@ -82,11 +82,22 @@ def inputs_fingerprint(
         "folder": str(folder.resolve()),
         "revision": repository_revision(root.resolve()),
         "excludes": list(excludes),
-        "generated_at": [generated_at is not None, timestamp],
+        "generated_at": fixed_time(generated_at),
         "load": load,
         "space": space,
     }
     return hashlib.sha256(orjson.dumps(inputs, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def fixed_time(generated_at: str | None) -> str | None:
+    """The fixed ``generated_at`` graph.cairn is written with (``--generated-at``, else a
+    numeric ``SOURCE_DATE_EPOCH``, resolved: the same time named either way writes the
+    same bytes), or None when it is written with the time of writing."""
+    from cairn.artifact.format import resolve_generated_at
+
+    if generated_at is None and not os.environ.get("SOURCE_DATE_EPOCH", "").strip().isdigit():
+        return None
+    return resolve_generated_at(generated_at)
 
 
 def _identity(path: Path) -> list[int] | None:

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console
 
@@ -84,8 +84,9 @@ nothing: rounds free what they replace by reference counting."""
 RoundReport = Callable[[Mapping[str, Any]], None]
 """Told every round's record (round 0 is the first, full index)."""
 
-Stamper = Callable[[IndexResult, Mapping[str, Any]], None]
-"""Stamps a round's outputs as ``cairn index`` stamps its own (``stamp_round``)."""
+Stamper = Callable[[IndexResult, Mapping[str, Any], str | None], None]
+"""Stamps a round's outputs as ``cairn index`` stamps its own (``stamp_round``), with
+the fixed generated_at the round wrote (None: this process's default)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,8 +240,8 @@ def watch_repository(
     def rescan() -> ScanResult:
         return scan_repository(root, excludes=excludes)
 
-    def stamp(result: IndexResult, summary: Mapping[str, Any]) -> None:
-        stamp_round(root, folder, result, summary, excludes=excludes, load=load)
+    def stamp(result: IndexResult, summary: Mapping[str, Any], at: str | None) -> None:
+        stamp_round(root, folder, result, summary, excludes=excludes, load=load, generated_at=at)
 
     server = HandoffServer(folder)
     server.bind()  # a second watch of the folder is refused here, before any work
@@ -324,10 +325,10 @@ class _Rounds:
     ) -> None:
         self.once = once
         self.stamp = stamp
-        # The last round's result and summary, stamped on a quiet pass (``idle``): None
-        # when it is stamped, or when the last round wrote a fixed generated_at (a
-        # caller's), which a later ``cairn index`` without it would not write.
-        self.unstamped: tuple[IndexResult, dict[str, Any]] | None = None
+        # The last round's result, summary and fixed generated_at (None: this process's
+        # default), stamped on a quiet pass (``idle``); None once stamped, or when what
+        # the round wrote cannot be named by a ``cairn index``'s inputs.
+        self.unstamped: tuple[IndexResult, dict[str, Any], str | None] | None = None
         self.on_round = on_round
         self.folder = folder
         self.rescan = rescan
@@ -358,11 +359,18 @@ class _Rounds:
         self.written_at: str | None = None
 
     def _kept(
-        self, result: IndexResult, summary: dict[str, Any], at: str | None, fixed: bool = False
+        self,
+        result: IndexResult,
+        summary: dict[str, Any],
+        at: str | None,
+        stamp_at: str | Literal[False] | None = None,
     ) -> None:
-        """Remember a round that did not fail (for ``_unchanged``, and to stamp it unless
-        it wrote a ``fixed`` generated_at)."""
-        self.unstamped = None if fixed or self.stamp is None else (result, summary)
+        """Remember a round that did not fail (for ``_unchanged``), and to stamp it with
+        ``stamp_at``: the fixed generated_at it wrote, None for this process's default,
+        False when it is not to be stamped."""
+        self.unstamped = None
+        if self.stamp is not None and stamp_at is not False:
+            self.unstamped = (result, summary, stamp_at)
         if self.folder is None:
             return
         self.read = files_read(result)
@@ -449,11 +457,13 @@ class _Rounds:
                 unchanged, scan = self._unchanged(generated_at if named else None)
                 if unchanged is not None:
                     return {"summary": unchanged, "round": self.done}
-                # A caller's fixed timestamp is not what a later `cairn index` without
-                # one would write: that round is not stamped.
-                stamped = not named and _default_at() is None
                 number, summary, problem = self._round(
-                    0, asker, stamped, generated_at=generated_at, tallies=True, scan=scan
+                    0,
+                    asker,
+                    _stamp_at(generated_at, named),
+                    generated_at=generated_at,
+                    tallies=True,
+                    scan=scan,
                 )
                 self.untidy = True  # tidied on the next quiet pass, after the reply
         finally:
@@ -466,12 +476,15 @@ class _Rounds:
         return {"summary": summary, "round": number}
 
     def _round(
-        self, events: int, asker: dict[str, Any] | None, stamped: bool = True, **options: Any
+        self,
+        events: int,
+        asker: dict[str, Any] | None,
+        stamp_at: str | Literal[False] | None = None,
+        **options: Any,
     ) -> tuple[int, dict[str, Any] | None, dict[str, Any] | None]:
         """One round after round 0 (the lock held): its number, and its summary or, when
         it failed, the error's problem document (it is then tried again after
-        ``_Retry``'s wait). ``stamped``: its outputs are what a ``cairn index`` without
-        ``--generated-at`` would write (stamped on a quiet pass)."""
+        ``_Retry``'s wait). ``stamp_at``: as ``_kept``'s."""
         self.done += 1
         number = self.running = self.done
         with gc_paused():
@@ -490,7 +503,7 @@ class _Rounds:
             finally:
                 self.running = None
             self.retry.clear()
-            self._kept(result, summary, options.get("generated_at"), not stamped)
+            self._kept(result, summary, options.get("generated_at"), stamp_at)
             current = _hashes(result)
             changes = file_changes(self.previous, current)
             self.previous = current
@@ -531,7 +544,8 @@ class _Rounds:
         if unstamped is None or self.stamp is None or self.folder is None:
             return
         if written(self.folder) == self.wrote:  # no other writer came in since the round
-            self.stamp(*unstamped)
+            result, summary, at = unstamped
+            self.stamp(result, summary, at)
 
     def _tidy_unless_asked(self) -> None:
         """After the watch's own round: tidy now, or on a quiet pass when a caller is
@@ -547,6 +561,16 @@ class _Rounds:
         self.untidy = False
         self.heap.collect()
         checkpoint_held()  # the round's log pages into the file, while idle
+
+
+def _stamp_at(generated_at: str, named: bool) -> str | Literal[False] | None:
+    """What an asked round is stamped with (``_Rounds._kept``): the caller's fixed
+    ``generated_at``; None (this process's default) when the caller named none and this
+    process has no ``SOURCE_DATE_EPOCH`` either (both write the time of writing); else
+    False: the round wrote the time where this process would write its epoch."""
+    if named:
+        return generated_at
+    return None if _default_at() is None else False
 
 
 def _default_at() -> str | None:

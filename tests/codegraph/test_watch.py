@@ -499,6 +499,7 @@ def test_each_round_is_stamped_with_the_generated_at_it_wrote(
     wrote the time where a later run would write the epoch: it is not stamped."""
     from rich.console import Console
 
+    import cairn.codegraph.watch as watch_module
     from cairn.codegraph.cache import code_fingerprint
     from cairn.codegraph.console import index_once
     from cairn.codegraph.handoff import handoff_options
@@ -506,6 +507,7 @@ def test_each_round_is_stamped_with_the_generated_at_it_wrote(
     from cairn.codegraph.watch import _Rounds
 
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    monkeypatch.setattr(watch_module, "STAMP_AFTER_S", 0.0)
     repo = tmp_path / "repo"
     shutil.copytree(FIXTURES / "flask_app", repo)
     folder = repo / ".cairn"
@@ -552,11 +554,19 @@ def test_each_round_is_stamped_with_the_generated_at_it_wrote(
         assert stamped[-1] == (4, None)
         rounds.idle()
         assert len(stamped) == 4  # each round stamped once
+        monkeypatch.setattr(watch_module, "STAMP_AFTER_S", 3600.0)
+        edit("in_a_burst")
+        assert rounds.batch(1) is True
+        rounds.idle()
+        assert len(stamped) == 4  # not yet: a quiet pass soon after a round leaves it
+        rounds.stamp_last()  # as the watch stops
+        assert stamped[-1] == (5, None)
+        monkeypatch.setattr(watch_module, "STAMP_AFTER_S", 0.0)
         monkeypatch.setenv("SOURCE_DATE_EPOCH", "1704067200")
         edit("caller_without_epoch")
-        assert rounds.asked(request, mine)["round"] == 4
+        assert rounds.asked(request, mine)["round"] == 5
         rounds.idle()
         rounds.idle()
-        assert len(stamped) == 4
+        assert len(stamped) == 5
     finally:
         release_held()

@@ -67,6 +67,11 @@ the start of its re-index)."""
 IDLE_YIELD_MS = 250
 """How long the watcher waits, idle, before handing control back (a quiet pass)."""
 
+STAMP_AFTER_S = 2.0
+"""A round is stamped on the first quiet pass this long after it (or as the watch
+stops): the stamp's tallies walk the graph (~0.5 s on the whole Django sdist), which an
+edit made in a burst of edits must not wait for."""
+
 RETRY_FIRST_S = 1.0
 """A round that failed (the database busy, a full disk) is tried again this long after,
 edit or not: its files must not wait for the next edit to be indexed."""
@@ -305,9 +310,11 @@ def _rounds(
         if server is not None:
             server.close()  # waits for a round it is running
         with state.lock:
-            state.stamp_last()  # a round not yet stamped (the watch stopped right after it)
-            state.heap.release()
-            release_held()
+            try:
+                state.stamp_last()  # a round not yet stamped (stopped right after it)
+            finally:
+                state.heap.release()
+                release_held()
 
 
 class _Rounds:
@@ -329,6 +336,7 @@ class _Rounds:
         # default), stamped on a quiet pass (``idle``); None once stamped, or when what
         # the round wrote cannot be named by a ``cairn index``'s inputs.
         self.unstamped: tuple[IndexResult, dict[str, Any], str | None] | None = None
+        self.stamp_due = 0.0  # time.monotonic() from which a quiet pass stamps it
         self.on_round = on_round
         self.folder = folder
         self.rescan = rescan
@@ -371,6 +379,7 @@ class _Rounds:
         self.unstamped = None
         if self.stamp is not None and stamp_at is not False:
             self.unstamped = (result, summary, stamp_at)
+            self.stamp_due = time.monotonic() + STAMP_AFTER_S
         if self.folder is None:
             return
         self.read = files_read(result)
@@ -524,22 +533,22 @@ class _Rounds:
         """A quiet pass of the watch's loop: tidy after a round whose tidying waited,
         then stamp the last round (nothing happens while a caller is asking or a round
         runs)."""
-        if not (self.untidy or self.unstamped) or self.asking:
+        stamping = self.unstamped is not None and time.monotonic() >= self.stamp_due
+        if not (self.untidy or stamping) or self.asking:
             return
         if self.lock.acquire(blocking=False):
             try:
                 if self.untidy and not self.asking:
                     self._tidy()
-                elif self.unstamped is not None and not self.asking:
+                elif stamping and not self.asking:
                     self.stamp_last()
             finally:
                 self.lock.release()
 
     def stamp_last(self) -> None:
         """Stamp the last round (``cairn.codegraph.console.stamp_round``): a ``cairn
-        index`` once the watch stopped then finds nothing changed. On a quiet pass, not
-        after each round: its tallies walk the graph (~0.5 s on the whole Django sdist),
-        which an edit coming right after the round must not wait for."""
+        index`` once the watch stopped then finds nothing changed. On a quiet pass
+        ``STAMP_AFTER_S`` after the round, or as the watch stops."""
         unstamped, self.unstamped = self.unstamped, None
         if unstamped is None or self.stamp is None or self.folder is None:
             return

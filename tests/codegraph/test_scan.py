@@ -241,6 +241,8 @@ def test_vendored_directories_and_minified_bundles_are_skipped_unless_negated(
             "bower_components/lib/lib.js": "function lib() {}\n",
             "ios/Pods/P/p.js": "function p() {}\n",
             "src/vendorized.py": "v = 1\n",  # a name that merely starts with vendor
+            "src/pip/_vendor/requests/api.py": "def get(url):\n    return url\n",
+            "third_party/lib/x.py": "x = 1\n",
         },
     )
     result = scan_repository(tmp_path)
@@ -251,6 +253,8 @@ def test_vendored_directories_and_minified_bundles_are_skipped_unless_negated(
         "static/app.min.js": "skipped:minified",
         "bower_components/": "skipped:vendored",
         "ios/Pods/": "skipped:vendored",
+        "src/pip/_vendor/": "skipped:vendored",
+        "third_party/": "skipped:vendored",
     }
     assert [f.path for f in result.files] == [
         "app/main.py",
@@ -269,6 +273,8 @@ def test_vendored_directories_and_minified_bundles_are_skipped_unless_negated(
         ".cairnignore": "skipped:unsupported_language",
         "bower_components/": "skipped:vendored",
         "ios/Pods/": "skipped:vendored",
+        "src/pip/_vendor/": "skipped:vendored",
+        "third_party/": "skipped:vendored",
     }
     # Caller excludes still apply to a negated directory.
     excluded = scan_repository(tmp_path, excludes=["vendor/"])

@@ -109,6 +109,9 @@ DEFAULT_EXCLUDED_DIRS = frozenset(
 VENDORED_DIRS = frozenset(
     {
         "vendor",
+        "_vendor",
+        "third_party",
+        "third-party",
         "bower_components",
         "jspm_packages",
         "web_modules",
@@ -116,8 +119,9 @@ VENDORED_DIRS = frozenset(
         "Carthage",
     }
 )
-"""Directory names of vendored third-party code (Go, PHP and Ruby ``vendor/``, Bower,
-JSPM, CocoaPods, Carthage), skipped as ``skipped:vendored`` unless a ``.gitignore`` or
+"""Directory names of vendored third-party code (Go, PHP and Ruby ``vendor/``, the
+``_vendor/`` copies pip and setuptools ship, ``third_party/`` trees, Bower, JSPM,
+CocoaPods, Carthage), skipped as ``skipped:vendored`` unless a ``.gitignore`` or
 ``.cairnignore`` line negates them (``!vendor/``): other people's code is noise in
 "where is the code that does W", and a committed Go ``vendor/`` can dwarf the project."""
 

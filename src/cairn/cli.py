@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cairn.errors import CairnError
+from cairn.orphans import leave_at_once
 
 if TYPE_CHECKING:
     from cairn.codegraph.beside import WatchBeside
@@ -1384,6 +1385,12 @@ def graph_import_v1_command(
     _print_graph_summary("Imported graph", summary["graph"])
 
 
+def _pool_running() -> bool:
+    """Whether a process pool of this process still has workers (its work abandoned)."""
+    multiprocessing = sys.modules.get("multiprocessing")
+    return multiprocessing is not None and bool(multiprocessing.active_children())
+
+
 def main() -> None:
     """Console-script entry point: run the command, then end the process without
     tearing its heap down object by object."""
@@ -1409,6 +1416,10 @@ def _leave(code: object) -> NoReturn:
     else:  # ``sys.exit("message")``: the message goes to stderr, status 1
         print(code, file=sys.stderr)
         status = 1
+    if _pool_running():
+        # Ctrl-C (or an error) mid-index: multiprocessing's exit handler would wait
+        # forever for the pool's queue threads; nothing reads the workers' results now.
+        leave_at_once(status)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from cairn.artifact.runtime import fork_available
-from cairn.orphans import follow
+from cairn.orphans import worker_of
 
 __all__ = ["SharedWork", "Spool"]
 
@@ -48,7 +48,7 @@ class SharedWork:
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("fork"),
-                initializer=follow,  # a worker ends with this process, however it ends
+                initializer=worker_of,  # ends with this process, however it ends; no SIGINT
                 initargs=(os.getpid(),),
             )
         return self

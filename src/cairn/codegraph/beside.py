@@ -13,9 +13,6 @@ database holds, and says why it is no longer kept fresh.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import sys
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -24,6 +21,7 @@ from typing import Any, NoReturn
 
 from cairn.codegraph.console import index_folder
 from cairn.errors import CairnError, ValidationError, os_error
+from cairn.orphans import leave_at_once
 from cairn.store.locate import DATABASE_FILE
 
 __all__ = ["STOP_GRACE_S", "WatchBeside", "leave_now"]
@@ -138,14 +136,10 @@ class WatchBeside:
 def leave_now(status: int) -> NoReturn:
     """End this process at once, with ``status``: after a ``WatchBeside.stop`` that
     timed out, the round still running holds a pool of worker processes, and the exit
-    handlers would wait for them while the round waits for the exit. The workers are
-    killed first (a forkserver's workers hold their own queue's pipe open, so they
-    never see this process go), then the streams are flushed and the process ends
-    without its exit handlers. Nothing is lost: a round's writes are atomic (the load
-    commits as one command, a first database is built aside and linked in whole,
-    graph.cairn is swapped in whole), so the next start does the round again."""
-    for child in multiprocessing.active_children():
-        child.kill()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
+    handlers would wait for them while the round waits for the exit
+    (``cairn.orphans.leave_at_once``: the workers are killed, and multiprocessing's
+    exit handler, which would join its queue threads, is left out).
+    Nothing is lost: a round's writes are atomic (the load commits as one command, a
+    first database is built aside and linked in whole, graph.cairn is swapped in
+    whole), so the next start does the round again."""
+    leave_at_once(status)

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from cairn.codegraph import records, scan
-from cairn.orphans import follow
+from cairn.orphans import worker_of
 
 __all__ = ["WORKER_GC_EVERY_FILES", "gc_paused", "register_reducers", "worker_initializer"]
 
@@ -80,9 +80,10 @@ class _WorkerState:
 def worker_initializer(starter: int | None = None) -> None:
     """Set up an extraction worker: compact reducers, collector paused (see
     ``worker_tick``), and, given ``starter`` (the pid of the process that started the
-    pool), its end when that process ends (``cairn.orphans.follow``)."""
+    pool), its end when that process ends and SIGINT left to it
+    (``cairn.orphans.worker_of``)."""
     if starter is not None:
-        follow(starter)
+        worker_of(starter)
     register_reducers()
     gc.disable()
     _WorkerState.active = True

@@ -1153,16 +1153,35 @@ def mcp_command(
                 target = database_path(Path.cwd())
     except CairnError as error:
         fail(error)
-    if beside is None:
-        run_stdio(target, api_key=api_key)
+    with _interrupt_leaves():
+        if beside is None:
+            run_stdio(target, api_key=api_key)
+            return
+        # The handshake does not wait for the first index: a call made before it is
+        # done hears that it runs.
+        beside.start()
+        try:
+            run_stdio(target, api_key=api_key, pending=beside.indexing)
+        finally:
+            _end_watch(beside)
+
+
+@contextlib.contextmanager
+def _interrupt_leaves() -> Iterator[None]:
+    """SIGINT (Ctrl-C where ``cairn mcp`` runs by hand) ends the process at once, with
+    status 130, for the block. The stdio server reads stdin on a thread that nothing
+    can interrupt, so the event loop's own handling of SIGINT waited for a line or the
+    end of the input that never came (the MCP SDK's issue #3551). A client ends the
+    server by closing its input, as before; a round of ``--watch`` cut short is not
+    written (its writes are atomic)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread (tests call the CLI elsewhere)
         return
-    # The handshake does not wait for the first index: a call made before it is done
-    # hears that it runs.
-    beside.start()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: leave_at_once(130))
     try:
-        run_stdio(target, api_key=api_key, pending=beside.indexing)
+        yield
     finally:
-        _end_watch(beside)
+        signal.signal(signal.SIGINT, previous)
 
 
 @app.command("serve")
@@ -1222,18 +1241,20 @@ def serve_command(
 
 def _end_watch(beside: WatchBeside) -> None:
     """Stop a server's watch; a round still running after ``STOP_GRACE_S`` (a first
-    index of a large tree) is left unfinished and the process ends at once
-    (``cairn.codegraph.beside.leave_now``: its writes are atomic, the next start does
-    it again)."""
-    from cairn.codegraph.beside import leave_now
+    index of a large tree), or ``INTERRUPT_GRACE_S`` after Ctrl-C, is left unfinished
+    and the process ends at once (``cairn.codegraph.beside.leave_now``: its writes are
+    atomic, the next start does it again)."""
+    from cairn.codegraph.beside import INTERRUPT_GRACE_S, leave_now
 
-    if beside.stop():
+    ending = sys.exc_info()[1]
+    interrupted = isinstance(ending, KeyboardInterrupt)
+    if beside.stop(INTERRUPT_GRACE_S if interrupted else None):
         return
     Console(stderr=True, soft_wrap=True).print(
         "cairn watch: its round was still running when the server stopped: left "
         "unfinished (its writes are atomic; the next start indexes again)"
     )
-    leave_now(1 if sys.exc_info()[1] is not None else 0)
+    leave_now(130 if interrupted else 1 if ending is not None else 0)
 
 
 def _watch_beside(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -113,6 +114,58 @@ def test_a_server_stopped_during_a_long_first_index_leaves_at_once(tmp_path: Pat
     assert "left unfinished" in said
     # Its semaphores were unlinked as it left: the resource tracker has none to warn of.
     assert "leaked" not in said
+    assert not (repo / ".cairn" / "cairn.db").exists()  # built aside: never half there
+    deadline = time.monotonic() + LEAVE_BOUND_S
+    while session_processes(process.pid):  # no worker outlives it
+        assert time.monotonic() < deadline, session_processes(process.pid)
+        time.sleep(0.05)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.mark.parametrize("server", ["mcp", "serve"])
+def test_ctrl_c_ends_a_watching_server_during_its_first_index(tmp_path: Path, server: str) -> None:
+    """SIGINT to ``cairn mcp --watch`` or ``cairn serve --watch`` while its first index
+    runs: it ends with status 130 at once, its workers with it, and no database is half
+    there. Before, the stdio transport's stdin thread kept ``cairn mcp`` waiting for
+    input that never came, and ``cairn serve`` waited ``STOP_GRACE_S`` (30 s) for the
+    round and ended with status 1."""
+    repo = long_package(tmp_path / "repo")
+    extra = ["--port", str(_free_port())] if server == "serve" else []
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cairn.cli", server, "--watch", str(repo), *extra],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + ROUND_TIMEOUT_S
+        while len(session_processes(process.pid)) < 4:  # its pool is up: round 0 runs
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(1.0)
+        process.send_signal(signal.SIGINT)
+        status = process.wait(timeout=LEAVE_BOUND_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pid in session_processes(process.pid):
+            os.kill(pid, signal.SIGKILL)
+    assert process.stderr is not None
+    said = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.stdin is not None
+    process.stdin.close()
+    assert status == 130, said
+    assert "Traceback" not in said and "leaked" not in said, said
     assert not (repo / ".cairn" / "cairn.db").exists()  # built aside: never half there
     deadline = time.monotonic() + LEAVE_BOUND_S
     while session_processes(process.pid):  # no worker outlives it

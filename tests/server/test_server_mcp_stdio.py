@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
 import sys
 import uuid
 from dataclasses import replace
@@ -465,3 +468,53 @@ def test_traverse_text_carries_the_documents_it_was_asked_for(replies: list[Any]
     ]
     documents = [v["document"] for v in reply.structured_content["vertices"]]
     assert documents[1]["body"]["name"] == "load_user"
+
+
+INTERRUPT_BOUND_S = 10.0
+"""A Ctrl-C'd stdio server ends well within this (at once, in fact)."""
+
+
+@pytest.mark.parametrize("whole_group", [True, False])
+def test_ctrl_c_ends_the_stdio_server(tmp_path: Path, whole_group: bool) -> None:
+    """SIGINT while the server waits for its client's next line ends it with status 130.
+    Before, it waited for a line or the end of its input that never came: the stdio
+    transport reads stdin on a thread nothing interrupts (the MCP SDK's issue #3551)."""
+    db_path = tmp_path / "t.db"
+    build_db(db_path)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cairn.cli", "mcp", "--db", str(db_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        # A shell's background job inherits SIGINT ignored; a terminal's does not.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"},
+            },
+        }
+        process.stdin.write((json.dumps(hello) + "\n").encode())
+        process.stdin.flush()
+        answer = json.loads(process.stdout.readline())
+        assert answer["id"] == 1 and "result" in answer  # it serves, and waits for more
+        if whole_group:
+            os.killpg(process.pid, signal.SIGINT)
+        else:
+            process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=INTERRUPT_BOUND_S) == 130
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()

@@ -24,13 +24,17 @@ from cairn.errors import CairnError, ValidationError, os_error
 from cairn.orphans import leave_at_once
 from cairn.store.locate import DATABASE_FILE
 
-__all__ = ["STOP_GRACE_S", "WatchBeside", "leave_now"]
+__all__ = ["INTERRUPT_GRACE_S", "STOP_GRACE_S", "WatchBeside", "leave_now"]
 
 STOP_GRACE_S = 30.0
 """How long a stopping server waits for the watch's running round to end. A round is
 atomic where it writes (the load commits as one command, graph.cairn is swapped in
 whole), so a process that ends during one loses nothing; the wait only spares the next
 start from redoing it. A first index of a large tree can take longer than this."""
+
+INTERRUPT_GRACE_S = 2.0
+"""How long a server stopped by Ctrl-C waits for its watch: enough for an idle watch to
+see the stop (it looks every 20 ms) and stamp its last round, not for a round to end."""
 
 EndReport = Callable[[BaseException], None]
 """Told the error that ended the watch early (the server goes on without it)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from codegraph_expect import FIXTURES, fact_tuples
 
 from cairn.codegraph import index_repository
@@ -97,3 +99,28 @@ def test_extraction_skips_fences_and_reads_setext_headings() -> None:
 
 def test_slugs_follow_github_anchors() -> None:
     assert slugify("Quick start: the API!") == "quick-start-the-api"
+
+
+def test_a_document_that_is_not_utf8_is_indexed_partially_and_says_so(tmp_path: Path) -> None:
+    """A README saved as Latin-1 (``é`` as the single byte 0xE9 on line 4) keeps its
+    sections, with U+FFFD for the stray byte; its row says ``partial:UnicodeDecodeError``
+    at line 4, its file node and sections carry ``partial_parse``. Before, the whole
+    document failed (``failed:UnicodeDecodeError``) and none of it was indexed."""
+    data = b"# Guide\n\nSome text.\n## Caf\xe9 notes\n\nmore\n"
+    extract = extract_markdown("README.md", data)
+    assert extract.parse_error is not None
+    error, line = extract.parse_error
+    assert error.startswith("UnicodeDecodeError") and line == 4
+    assert [s.title for s in extract.sections] == ["Guide", "Caf\ufffd notes"]
+
+    (tmp_path / "README.md").write_bytes(data)
+    (tmp_path / "good.md").write_text("# Fine\n", encoding="utf-8")
+    result = index_repository(tmp_path)
+    rows = {row.path: (row.outcome, row.error) for row in result.manifest.entries}
+    assert rows["README.md"] == ("partial:UnicodeDecodeError", f"line 4: {error}")
+    assert rows["good.md"] == ("indexed", None)
+    nodes = {node.id: node.attributes for node in result.graph.nodes()}
+    assert nodes["file:README.md"]["partial_parse"] == {"error": error, "line": 4}
+    assert nodes["section:README.md#Guide"]["partial_parse"] is True
+    assert "partial_parse" not in nodes["file:good.md"]
+    assert "partial_parse" not in nodes["section:good.md#Fine"]

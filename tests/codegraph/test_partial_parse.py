@@ -204,3 +204,39 @@ def test_the_database_says_which_symbols_come_from_a_file_parsed_in_part(tmp_pat
     (repo / "pkg" / "mod.py").write_text(_module(BROKEN["bad signature"].replace("(:", "():")))
     assert CliRunner().invoke(app, args).exit_code == 0
     assert all("partial_parse" not in body for body in bodies().values())
+
+
+@pytest.mark.parametrize("also_broken", [False, True])
+def test_a_stray_byte_that_is_not_utf8_keeps_the_rest_of_the_file(
+    tmp_path: Path, also_broken: bool
+) -> None:
+    """A UTF-8 file with one Latin-1 byte (``caf\\xe9`` in a string on line 9), which
+    Python refuses whole: the byte is read as U+FFFD and every symbol is kept, with its
+    own range (and, with a syntax error below it too, what lies outside that). Before,
+    the file failed (``failed:SyntaxError``) and lost every symbol and edge."""
+    broken = b'def half():\n    return "caf\xe9"\n'
+    if also_broken:
+        broken += b"def worse(:\n    return 1\n"
+    repo = _repo(tmp_path, "")
+    (repo / "pkg" / "mod.py").write_bytes(GOOD_TOP.encode() + broken + GOOD_BOTTOM.encode())
+    result = index_repository(repo)
+    row = next(r for r in result.manifest.entries if r.path == "pkg/mod.py")
+    assert row.outcome == "partial:SyntaxError", row
+    assert row.error is not None
+    assert row.error.startswith("line 9: SyntaxError: (unicode error) 'utf-8' codec")
+    graph = result.graph
+    start = 8 + broken.count(b"\n")
+    expected = {
+        "function:pkg/mod.py#before": 4,
+        "function:pkg/mod.py#half": 8,
+        "class:pkg/mod.py#After": start + 2,
+        "method:pkg/mod.py#After.method": start + 3,
+        "function:pkg/mod.py#after": start + 7,
+    }
+    for node_id, line in expected.items():
+        node = graph.node(node_id)
+        assert node.attributes["range"][0] == line, node_id
+        assert node.attributes["partial_parse"] is True
+    assert graph.node("file:pkg/mod.py").attributes["partial_parse"]["line"] == 9
+    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    assert ("function:pkg/user.py#use", "function:pkg/mod.py#after") in calls

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -279,3 +280,35 @@ def test_vendored_directories_and_minified_bundles_are_skipped_unless_negated(
     # Caller excludes still apply to a negated directory.
     excluded = scan_repository(tmp_path, excludes=["vendor/"])
     assert {s.path: s.outcome for s in excluded.skipped}["vendor/"] == "skipped:excluded"
+
+
+def test_a_name_that_is_not_utf8_is_skipped_and_said(tmp_path: Path) -> None:
+    """A file or directory named with bytes that are not UTF-8 (a Latin-1 name from an
+    old archive) is skipped as ``skipped:undecodable_name``, its row showing the stray
+    bytes escaped, and the rest is indexed. Before, the index failed with a TypeError
+    ("str is not valid UTF-8") while deriving the file's IDs."""
+    _write(tmp_path, {"ok.py": "def g():\n    return 1\n"})
+    root = os.fsencode(tmp_path)
+    with open(os.path.join(root, b"caf\xe9.py"), "wb") as handle:
+        handle.write(b"def f():\n    return 1\n")
+    os.mkdir(os.path.join(root, b"d\xff"))
+    with open(os.path.join(root, b"d\xff", b"inner.py"), "wb") as handle:
+        handle.write(b"def h():\n    return 1\n")
+
+    scanned = scan_repository(tmp_path)
+    assert [f.path for f in scanned.files] == ["ok.py"]
+    assert {(s.path, s.language, s.outcome) for s in scanned.skipped} == {
+        ("caf\\xe9.py", "python", "skipped:undecodable_name"),
+        ("d\\xff/", "other", "skipped:undecodable_name"),
+    }
+    result = index_repository(tmp_path)
+    rows = {row.path: row.outcome for row in result.manifest.entries}
+    assert rows == {
+        "ok.py": "indexed",
+        "caf\\xe9.py": "skipped:undecodable_name",
+        "d\\xff/": "skipped:undecodable_name",
+    }
+    names = sorted(
+        node.attributes["name"] for node in result.graph.nodes() if node.kind == "function"
+    )
+    assert names == ["g"]

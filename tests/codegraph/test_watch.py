@@ -5,6 +5,7 @@ handle already open sees the new position, and the watcher's own writes never wa
 from __future__ import annotations
 
 import json
+import os
 import queue
 import shutil
 import signal
@@ -23,7 +24,12 @@ from typer.testing import CliRunner
 import cairn
 from cairn.cli import app
 from cairn.codegraph.console import release_held
-from cairn.codegraph.watch import file_changes, watch_repository
+from cairn.codegraph.watch import (
+    UNDECODABLE_EVENT,
+    file_changes,
+    surviving_undecodable,
+    watch_repository,
+)
 from cairn.errors import ValidationError
 from cairn.search.contracts import SearchRequest
 from cairn.store.load import COMPARED_BY_KEYS, SEARCH_FIELDS
@@ -570,3 +576,54 @@ def test_each_round_is_stamped_with_the_generated_at_it_wrote(
         assert len(stamped) == 5
     finally:
         release_held()
+
+
+def test_a_file_named_with_bytes_that_are_not_utf8_does_not_end_the_watch(
+    watcher: Watcher,
+) -> None:
+    """watchfiles ends its watcher on a path it cannot decode ("Unable to decode path");
+    the watch subscribes again, and the round it runs scans what that batch held: the
+    file is skipped as ``skipped:undecodable_name``, an edit saved with it is indexed,
+    and later edits still are. Before, such a file saved in the tree ended the watch."""
+    assert watcher.next_round()["round"] == 0
+    root = os.fsencode(watcher.repo)
+    with open(os.path.join(root, b"caf\xe9.py"), "wb") as handle:
+        handle.write(b"def f():\n    return 1\n")
+    views = watcher.repo / "app" / "views.py"
+    views.write_text(views.read_text() + f"\n\ndef {NEW_NAME}():\n    return 1\n")
+    first = watcher.next_round()
+    assert first["files"]["added"] == ["caf\\xe9.py"]
+    assert first["files"]["changed"] == ["app/views.py"]
+    models = watcher.repo / "app" / "models.py"
+    models.write_text(models.read_text() + "\n\ndef another_new_one():\n    return 2\n")
+    assert watcher.next_round()["files"]["changed"] == ["app/models.py"]
+    manifest = json.loads((watcher.repo / ".cairn" / "manifest.json").read_text())
+    rows = {row["path"]: row["outcome"] for row in manifest["files"]}
+    assert rows["caf\\xe9.py"] == "skipped:undecodable_name"
+
+
+def test_surviving_undecodable_subscribes_again_and_marks_the_batch() -> None:
+    started: list[int] = []
+    closed: list[int] = []
+
+    def start() -> Iterator[set[Any]]:
+        number = len(started)
+        started.append(number)
+        try:
+            if number == 0:
+                yield {"a"}
+                raise RuntimeError('Unable to decode path "/r/caf\\xE9.py" to string')
+            yield {"b"}
+            yield set()
+            raise RuntimeError("another failure")
+        finally:
+            closed.append(number)
+
+    batches = surviving_undecodable(start)  # type: ignore[arg-type]
+    assert next(batches) == {"a"}
+    assert next(batches) == {"b", UNDECODABLE_EVENT}  # a round follows: it scans all
+    assert started == [0, 1] and closed == [0]
+    assert next(batches) == set()
+    with pytest.raises(RuntimeError, match="another failure"):  # not ours to survive
+        next(batches)
+    assert closed == [0, 1]

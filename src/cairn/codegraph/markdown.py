@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from cairn.codegraph.emit import GraphEmitter, file_id, symbol_id
+from cairn.codegraph.emit import GraphEmitter, file_id, partial_marks, symbol_id
 from cairn.codegraph.records import FileExtract, LinkSite, MentionSite, Range, SectionRecord
 from cairn.graph import EndpointIdentity, IdentityReason
 
@@ -122,9 +122,21 @@ class _Parser:
             self.links.append((number, ref.group(1), (number, 1, number, max(1, len(line)))))
 
 
+def _decoded(data: bytes) -> tuple[str, tuple[str, int] | None]:
+    """A document's text, and what stopped it decoding whole: bytes that are not UTF-8
+    (a Latin-1 or cp1252 README) become U+FFFD, and the error with the line of the first
+    one is returned, so the document is indexed partially and says so, never dropped."""
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return data.decode("utf-8-sig", "replace"), (f"UnicodeDecodeError: {exc.reason}", line)
+
+
 def extract_markdown(path: str, data: bytes) -> FileExtract:
-    """Local extraction of one Markdown document (``UnicodeDecodeError`` propagates)."""
-    text = data.decode("utf-8-sig")
+    """Local extraction of one Markdown document; bytes that are not UTF-8 make it a
+    partial extract (``parse_error``) of the text with them replaced."""
+    text, error = _decoded(data)
     lines = text.splitlines()
     parser = _Parser(path, lines)
     parser.run()
@@ -164,7 +176,12 @@ def extract_markdown(path: str, data: bytes) -> FileExtract:
     links = tuple(LinkSite(section_of(n), target, rng) for n, target, rng in parser.links)
     mentions = tuple(MentionSite(section_of(n), text, rng) for n, text, rng in parser.spans)
     return FileExtract(
-        path=path, language=LANGUAGE, sections=tuple(sections), links=links, mentions=mentions
+        path=path,
+        language=LANGUAGE,
+        sections=tuple(sections),
+        links=links,
+        mentions=mentions,
+        parse_error=error,
     )
 
 
@@ -220,10 +237,16 @@ class MarkdownResolver:
 
     def _sections(self, extract: FileExtract) -> None:
         path = extract.path
+        partial, section_partial = partial_marks(extract.parse_error)
         document = self.emit.node(
             file_id(path),
             "file",
-            {"name": path.rsplit("/", 1)[-1], "path": path, "language": LANGUAGE},
+            {
+                "name": path.rsplit("/", 1)[-1],
+                "path": path,
+                "language": LANGUAGE,
+                "partial_parse": partial,
+            },
         )
         keys = ["/".join(_escape(t) for t in s.heading_path) for s in extract.sections]
         totals: dict[str, int] = {}
@@ -254,6 +277,7 @@ class MarkdownResolver:
                     "range": list(section.range),
                     "language": LANGUAGE,
                     "level": section.level,
+                    "partial_parse": section_partial,
                 },
                 identity=identity,
             )

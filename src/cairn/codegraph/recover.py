@@ -13,6 +13,7 @@ bytes alone (never of an earlier build), so clean and incremental builds agree.
 from __future__ import annotations
 
 import ast
+import codecs
 import io
 import tokenize
 from dataclasses import dataclass
@@ -84,18 +85,36 @@ def _blamed(error: SyntaxError, count: int) -> range:
 
 def recover_python(data: bytes, error: SyntaxError) -> Recovered | None:
     """A tree of ``data`` with the lines ``ast`` blames stubbed out, or None when the
-    file cannot be decoded or does not parse within ``MAX_RECOVERY_STEPS``."""
+    file names no encoding Python knows or does not parse within ``MAX_RECOVERY_STEPS``.
+
+    Bytes its encoding cannot decode (a stray Latin-1 byte in a UTF-8 file, which
+    Python refuses whole) are read as U+FFFD first: the rest of the file is then kept
+    as any other recovery keeps it, and the error names the first such byte."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        text = data.decode(encoding)
-    except (SyntaxError, UnicodeDecodeError, LookupError):
+        codecs.lookup(encoding)
+    except (SyntaxError, LookupError):
         return None
+    try:
+        text, replaced = data.decode(encoding), False
+    except UnicodeDecodeError:
+        text, replaced = data.decode(encoding, "replace"), True
     lines = text.splitlines(keepends=True)
     if not lines:
         return None
     first = error
     stubbed: set[int] = set()
     current: SyntaxError = error
+    if replaced:
+        # What stopped ``ast`` may have been the bytes alone: the text may parse as is.
+        try:
+            tree = ast.parse(text, type_comments=False)
+        except SyntaxError as again:
+            current = again
+        except (ValueError, RecursionError, MemoryError):
+            return None
+        else:
+            return _recovered(tree, text, encoding, first, stubbed, len(lines))
     for _ in range(MAX_RECOVERY_STEPS):
         blamed = _blamed(current, len(lines))
         # An indented run no statement opens: stubbing it would stay over-indented, so
@@ -121,11 +140,24 @@ def recover_python(data: bytes, error: SyntaxError) -> Recovered | None:
             continue
         except (ValueError, RecursionError, MemoryError):
             return None
-        return Recovered(
-            tree,
-            source.encode(encoding),
-            f"{type(first).__name__}: {first.msg}",
-            min(max(first.lineno or 1, 1), len(lines)),
-            tuple(sorted(stubbed)),
-        )
+        return _recovered(tree, source, encoding, first, stubbed, len(lines))
     return None
+
+
+def _recovered(
+    tree: ast.Module,
+    source: str,
+    encoding: str,
+    first: SyntaxError,
+    stubbed: set[int],
+    line_count: int,
+) -> Recovered:
+    """The ``Recovered`` of a parse that succeeded (a U+FFFD its encoding cannot hold
+    becomes ``?``)."""
+    return Recovered(
+        tree,
+        source.encode(encoding, "replace"),
+        f"{type(first).__name__}: {first.msg}",
+        min(max(first.lineno or 1, 1), line_count),
+        tuple(sorted(stubbed)),
+    )

@@ -64,6 +64,9 @@ SKIP_SYMLINK = "skipped:symlink"
 SKIP_VENDORED = "skipped:vendored"
 SKIP_MINIFIED = "skipped:minified"
 SKIP_UNSUPPORTED = "skipped:unsupported_language"
+SKIP_UNDECODABLE = "skipped:undecodable_name"
+"""A file or directory whose name is not UTF-8: a path of the graph must be text. Its
+manifest row shows the name with each stray byte escaped (``bad\\xffname.py``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +248,9 @@ def _walk(
     chain = chain.extended(rel_dir, entries)
     for entry in entries:
         rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+        if not _decodable(entry.name):
+            skipped.append(_undecodable(entry, rel))
+            continue
         if entry.is_dir(follow_symlinks=False):
             if rel == DEFAULT_OUT_DIRNAME:
                 # The index's own folder: not listed, or the manifest of the first
@@ -261,6 +267,25 @@ def _walk(
             files.append(scanned)
         elif skip is not None:
             skipped.append(skip)
+
+
+def _decodable(name: str) -> bool:
+    """Whether a name the OS gave is UTF-8 (else it holds surrogates standing for the
+    bytes that are not: ``os.fsdecode``'s ``surrogateescape``)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _undecodable(entry: os.DirEntry[str], rel: str) -> FileOutcome:
+    """The row of an entry whose name is not UTF-8: its path with the stray bytes
+    escaped, a directory's with its ``/`` (nothing under it is read)."""
+    shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+    if entry.is_dir(follow_symlinks=False):
+        return FileOutcome(shown + "/", OTHER_LANGUAGE, SKIP_UNDECODABLE)
+    return FileOutcome(shown, language_of(shown), SKIP_UNDECODABLE)
 
 
 def _directory_outcome(

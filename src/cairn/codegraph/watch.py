@@ -19,7 +19,7 @@ import gc
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -250,20 +250,57 @@ def watch_repository(
 
     server = HandoffServer(folder)
     server.bind()  # a second watch of the folder is refused here, before any work
-    batches = watchfiles.watch(
-        root,
-        watch_filter=ignored,
-        debounce=debounce_ms,
-        step=POLL_STEP_MS,
-        stop_event=stop,
-        raise_interrupt=False,
-        rust_timeout=IDLE_YIELD_MS,
-        yield_on_timeout=True,
+    batches = surviving_undecodable(
+        lambda: watchfiles.watch(
+            root,
+            watch_filter=ignored,
+            debounce=debounce_ms,
+            step=POLL_STEP_MS,
+            stop_event=stop,
+            raise_interrupt=False,
+            rust_timeout=IDLE_YIELD_MS,
+            yield_on_timeout=True,
+        )
     )
     try:
         return _rounds(batches, once, on_round, rounds, server, mine, folder, rescan, stamp)
     finally:
         server.close()
+        batches.close()
+
+
+UNDECODABLE_EVENT = ("rescan", "a path that is not UTF-8 changed")
+"""The event a batch holds for a change the watcher could not name (see
+``surviving_undecodable``): any batch makes a round, which scans the whole tree."""
+
+
+def surviving_undecodable(
+    start: Callable[[], Generator[set[Any], None, None]],
+) -> Generator[set[Any], None, None]:
+    """The batches of the watcher ``start()`` makes, across its failures on a path that
+    is not UTF-8 (watchfiles raises ``Unable to decode path ...`` and its watcher
+    ends): a new watcher is subscribed and its first batch comes with
+    ``UNDECODABLE_EVENT``, so the round that follows scans what the lost batch held
+    (the scan skips that path as ``skipped:undecodable_name``). Before, such a file
+    saved in the tree ended ``cairn watch`` with a traceback."""
+    batches = start()
+    try:
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            except RuntimeError as exc:
+                if "decode path" not in str(exc):
+                    raise
+                batches.close()
+                batches = start()
+                first = next(batches, None)  # subscribed again before the round scans
+                if first is None:
+                    return
+                batch = first | {UNDECODABLE_EVENT}
+            yield batch
+    finally:
         batches.close()
 
 

@@ -312,3 +312,35 @@ def test_a_name_that_is_not_utf8_is_skipped_and_said(tmp_path: Path) -> None:
         node.attributes["name"] for node in result.graph.nodes() if node.kind == "function"
     )
     assert names == ["g"]
+
+
+def test_a_line_of_an_ignore_file_that_is_no_pattern_is_left_out_and_said(
+    tmp_path: Path,
+) -> None:
+    """``[z-a]`` (a backwards range) and a lone backslash match nothing in git; the
+    scan leaves them out too, applies the other lines, and says which on the ignore
+    file's row. Before, one such line stopped ``cairn index`` with a raw ``re.error``."""
+    _write(
+        tmp_path,
+        {
+            ".gitignore": "scratch.py\n[z-a]\n\\\nbuild_out/\n",
+            "app.py": "a = 1\n",
+            "scratch.py": "b = 2\n",
+            "build_out/x.py": "c = 3\n",
+        },
+    )
+    scanned = scan_repository(tmp_path)
+    assert [f.path for f in scanned.files] == ["app.py"]
+    rows = {s.path: (s.outcome, s.error) for s in scanned.skipped}
+    assert rows["scratch.py"] == ("skipped:ignored", None)
+    assert rows["build_out/"] == ("skipped:ignored", None)
+    outcome, error = rows[".gitignore"]
+    assert outcome == "skipped:unsupported_language"
+    assert error is not None and error.startswith("left out, not patterns: line 2 ('[z-a]'")
+    assert "line 3 ('\\\\'" in error
+
+
+def test_an_exclude_that_is_no_pattern_is_a_validation_error(tmp_path: Path) -> None:
+    _write(tmp_path, {"app.py": "a = 1\n"})
+    with pytest.raises(ValidationError, match=r"exclude pattern '\[z-a\]' is not a gitignore"):
+        scan_repository(tmp_path, excludes=["[z-a]"])

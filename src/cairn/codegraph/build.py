@@ -49,6 +49,7 @@ from cairn.codegraph.limits import (
     GITIGNORE_FILENAME,
     GRAPH_FILENAME,
     MANIFEST_FILENAME,
+    MAX_ERROR_CHARS,
     PYTHON_RESOLUTION_RECURSION_LIMIT,
     PYTHON_RESOLUTION_STACK_BYTES,
 )
@@ -102,9 +103,6 @@ FAILED = "failed:"
 
 PARTIAL = "partial:"
 """Outcome prefix of a file extracted around its broken lines (``partial:SyntaxError``)."""
-
-MAX_ERROR_CHARS = 300
-"""A manifest row's error text is cut to this many characters."""
 
 IN_PROCESS_MAX_BYTES = 512 * 1024
 """Files to parse that add up to no more than this are parsed in this process, whatever

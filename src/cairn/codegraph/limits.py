@@ -19,6 +19,7 @@ __all__ = [
     "MANIFEST_FILENAME",
     "MANIFEST_SCHEMA",
     "MAX_DOCSTRING_CHARS",
+    "MAX_ERROR_CHARS",
     "MAX_EVAL_SOURCE_CHARS",
     "MAX_FILE_BYTES",
     "MAX_PYTHON_RESOLUTION_DEPTH",
@@ -182,3 +183,6 @@ LANGUAGE_BY_SUFFIX = {
 
 LANGUAGE_BY_NAME = {"go.mod": "gomod"}
 """Exact file name -> language, checked before the suffix (Go module files)."""
+
+MAX_ERROR_CHARS = 300
+"""A manifest row's error text is cut to this many characters."""

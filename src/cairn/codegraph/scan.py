@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -28,6 +29,7 @@ from cairn.codegraph.limits import (
     LANGUAGE_BY_NAME,
     LANGUAGE_BY_SUFFIX,
     MANIFEST_SCHEMA,
+    MAX_ERROR_CHARS,
     MAX_FILE_BYTES,
     MINIFIED_SUFFIXES,
     SECRET_FILENAMES,
@@ -178,6 +180,9 @@ class _IgnoreChain:
     """Ignore specs from the root down to one directory; the deepest decision wins."""
 
     layers: tuple[tuple[str, pathspec.GitIgnoreSpec], ...] = ()
+    left_out: dict[str, str] = field(default_factory=dict)
+    """Ignore files (by path) with lines that are no pattern, and which (their row's
+    ``error``): git leaves such lines out, and so does the scan."""
 
     def extended(self, base: str, entries: Sequence[os.DirEntry[str]]) -> _IgnoreChain:
         """The chain with the ignore files among a directory's ``entries`` (regular
@@ -194,8 +199,13 @@ class _IgnoreChain:
             entry = found.get(name)
             if entry is not None and entry.is_file(follow_symlinks=False):
                 lines = Path(entry.path).read_text("utf-8", errors="replace").splitlines()
-                layers.append((base, pathspec.GitIgnoreSpec.from_lines(lines)))
-        return _IgnoreChain(tuple(layers)) if len(layers) != len(self.layers) else self
+                spec, bad = _ignore_spec(lines)
+                layers.append((base, spec))
+                if bad:
+                    self.left_out[f"{base}/{name}" if base else name] = bad
+        if len(layers) == len(self.layers):
+            return self
+        return _IgnoreChain(tuple(layers), self.left_out)
 
     def decision(self, rel: str, is_dir: bool) -> bool | None:
         """True when the deepest matching line ignores ``rel``, False when it negates
@@ -212,10 +222,39 @@ class _IgnoreChain:
         return self.decision(rel, is_dir) is True
 
 
+def _ignore_spec(lines: Sequence[str]) -> tuple[pathspec.GitIgnoreSpec, str | None]:
+    """The spec of an ignore file's lines, and which were left out: a line that is no
+    pattern (``[z-a]``, a lone ``!`` or ``\\``) matches nothing, as in git, where it
+    stopped the whole scan before."""
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines), None
+    except (ValueError, re.error):  # GitIgnorePatternError is a ValueError
+        pass
+    kept: list[str] = []
+    bad: list[str] = []
+    for number, line in enumerate(lines, 1):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except (ValueError, re.error) as exc:
+            bad.append(f"line {number} ({line!r}: {exc})")
+            kept.append("")  # keeps the line numbers of the rest
+        else:
+            kept.append(line)
+    said = f"left out, not patterns: {'; '.join(bad)}"[:MAX_ERROR_CHARS]
+    return pathspec.GitIgnoreSpec.from_lines(kept), said
+
+
 def _exclude_spec(excludes: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
     for pattern in excludes:
         if not isinstance(pattern, str) or not pattern.strip():
             raise ValidationError(f"exclude pattern must be a non-blank string, got {pattern!r}")
+        try:
+            pathspec.GitIgnoreSpec.from_lines([pattern])
+        except (ValueError, re.error) as exc:
+            raise ValidationError(
+                f"exclude pattern {pattern!r} is not a gitignore pattern: {exc}",
+                details={"pattern": pattern},
+            ) from exc
     return pathspec.GitIgnoreSpec.from_lines(excludes) if excludes else None
 
 
@@ -266,7 +305,8 @@ def _walk(
         if scanned is not None:
             files.append(scanned)
         elif skip is not None:
-            skipped.append(skip)
+            note = chain.left_out.get(rel)
+            skipped.append(skip if note is None else replace(skip, error=note))
 
 
 def _decodable(name: str) -> bool:

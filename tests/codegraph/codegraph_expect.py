@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -115,6 +116,15 @@ def long_package(repo: Path) -> Path:
     for number in range(LONG_INDEX_MODULES):
         (package / f"m{number}.py").write_text(body)
     return repo
+
+
+def wait_session_gone(session: int, bound_s: float) -> None:
+    """Wait until no process of ``session`` runs; fail after ``bound_s`` seconds, naming
+    those left (a pool's workers that outlive their starter)."""
+    deadline = time.monotonic() + bound_s
+    while session_processes(session):
+        assert time.monotonic() < deadline, session_processes(session)
+        time.sleep(0.05)
 
 
 def session_processes(session: int) -> list[int]:

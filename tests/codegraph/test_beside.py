@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codegraph_expect import FIXTURES, ROUND_TIMEOUT_S, long_package, session_processes
+from codegraph_expect import (
+    FIXTURES,
+    ROUND_TIMEOUT_S,
+    long_package,
+    session_processes,
+    wait_session_gone,
+)
 
 from cairn.codegraph.beside import WatchBeside
 from cairn.codegraph.handoff import socket_path
@@ -115,10 +121,7 @@ def test_a_server_stopped_during_a_long_first_index_leaves_at_once(tmp_path: Pat
     # Its semaphores were unlinked as it left: the resource tracker has none to warn of.
     assert "leaked" not in said
     assert not (repo / ".cairn" / "cairn.db").exists()  # built aside: never half there
-    deadline = time.monotonic() + LEAVE_BOUND_S
-    while session_processes(process.pid):  # no worker outlives it
-        assert time.monotonic() < deadline, session_processes(process.pid)
-        time.sleep(0.05)
+    wait_session_gone(process.pid, LEAVE_BOUND_S)  # no worker outlives it
 
 
 def _free_port() -> int:
@@ -167,7 +170,4 @@ def test_ctrl_c_ends_a_watching_server_during_its_first_index(tmp_path: Path, se
     assert status == 130, said
     assert "Traceback" not in said and "leaked" not in said, said
     assert not (repo / ".cairn" / "cairn.db").exists()  # built aside: never half there
-    deadline = time.monotonic() + LEAVE_BOUND_S
-    while session_processes(process.pid):  # no worker outlives it
-        assert time.monotonic() < deadline, session_processes(process.pid)
-        time.sleep(0.05)
+    wait_session_gone(process.pid, LEAVE_BOUND_S)  # no worker outlives it

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from codegraph_expect import ROUND_TIMEOUT_S, long_package, session_processes
+from codegraph_expect import ROUND_TIMEOUT_S, long_package, session_processes, wait_session_gone
 
 from cairn import orphans
 
@@ -70,10 +70,7 @@ def test_a_killed_index_leaves_no_worker_behind(tmp_path: Path) -> None:
         time.sleep(0.5)
         process.kill()  # as an agent's timeout does: no handler runs
         process.wait()
-        deadline = time.monotonic() + GONE_BOUND_S
-        while session_processes(process.pid):
-            assert time.monotonic() < deadline, session_processes(process.pid)
-            time.sleep(0.05)
+        wait_session_gone(process.pid, GONE_BOUND_S)  # no worker outlives it
     finally:
         for pid in session_processes(process.pid):
             os.kill(pid, signal.SIGKILL)
@@ -192,10 +189,7 @@ def test_ctrl_c_ends_an_index_at_once(
         _, stderr = process.communicate(timeout=GONE_BOUND_S)
         assert process.returncode == 130, stderr
         assert "Traceback" not in stderr and "leaked" not in stderr, stderr
-        deadline = time.monotonic() + GONE_BOUND_S
-        while session_processes(process.pid):
-            assert time.monotonic() < deadline, session_processes(process.pid)
-            time.sleep(0.05)
+        wait_session_gone(process.pid, GONE_BOUND_S)  # no worker outlives it
     finally:
         for pid in session_processes(process.pid):
             os.kill(pid, signal.SIGKILL)

@@ -17,7 +17,7 @@ import anyio
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from server_helpers import flask_checkout
+from server_helpers import MCP_INITIALIZE, flask_checkout
 
 import cairn
 from cairn.search.contracts import (
@@ -492,17 +492,7 @@ def test_ctrl_c_ends_the_stdio_server(tmp_path: Path, whole_group: bool) -> None
     )
     try:
         assert process.stdin is not None and process.stdout is not None
-        hello = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "0"},
-            },
-        }
-        process.stdin.write((json.dumps(hello) + "\n").encode())
+        process.stdin.write((json.dumps(MCP_INITIALIZE) + "\n").encode())
         process.stdin.flush()
         answer = json.loads(process.stdout.readline())
         assert answer["id"] == 1 and "result" in answer  # it serves, and waits for more

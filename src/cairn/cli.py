@@ -482,8 +482,20 @@ def _parse_param(text: str) -> tuple[str, object]:
         raise typer.BadParameter(f"parameter {name!r} is not JSON: {exc.msg}") from exc
 
 
-def _print_result(result: Any, *, title: str) -> None:
-    """Render graph-search hits (and context) as rich tables."""
+def _no_hits(kinds: list[str] | None, paths: list[str] | None, exclude_tests: bool) -> str:
+    """What to say for an empty answer: the filters that kept hits out, if any (a
+    mistyped ``--kind fucntion`` otherwise reads as nothing matching the words)."""
+    kept = [
+        *([f"of kind {', '.join(map(repr, kinds))}"] if kinds else []),
+        *([f"under {', '.join(map(repr, paths))}"] if paths else []),
+        *(["outside test code"] if exclude_tests else []),
+    ]
+    said = f" among the nodes {' and '.join(kept)}" if kept else ""
+    return f"No hits{said}."
+
+
+def _print_result(result: Any, *, title: str, empty: str = "No hits.") -> None:
+    """Render graph-search hits (and context) as rich tables; ``empty`` when none."""
     from cairn.search.present import context_rows, hit_rows
 
     console = Console()
@@ -495,7 +507,7 @@ def _print_result(result: Any, *, title: str) -> None:
         )
     for row in hit_rows(result.hits):
         hits.add_row(*row)
-    console.print(hits if result.hits else "[bold]No hits.[/]")
+    console.print(hits if result.hits else f"[bold]{escape(empty)}[/]")
     if result.expansion is not None and result.expansion.documents:
         context = Table(title="Context (expansion)")
         for column in ("hops", "collection", "id", "name"):
@@ -615,7 +627,7 @@ def search_command(
         return
     if reason is not None:
         Console(stderr=True).print(escape(f"text only: {reason}"))
-    _print_result(result, title=f"Search {collection!r}")
+    _print_result(result, title=f"Search {collection!r}", empty=_no_hits(kind, path, exclude_tests))
 
 
 class _PlainResult:

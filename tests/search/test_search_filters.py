@@ -170,6 +170,16 @@ def test_the_cli_search_filters(db_path: Path) -> None:
     assert "function:" not in result.output
 
 
+def test_the_cli_says_which_filters_left_no_hit(db_path: Path) -> None:
+    """A mistyped ``--kind`` empties the answer: the line says the filter did it."""
+    result = CliRunner().invoke(
+        app, ["search", QUERY, "--db", str(db_path), "--kind", "fucntion", "--exclude-tests"]
+    )
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert said == "No hits among the nodes of kind 'fucntion' and outside test code."
+
+
 def test_sql_search_carries_the_filters_and_embed(db: cairn.Database) -> None:
     from cairn.search.contracts import (
         GraphExpansion,

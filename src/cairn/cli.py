@@ -5,7 +5,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
-import os
 import signal
 import sys
 import threading
@@ -18,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cairn.errors import CairnError
-from cairn.orphans import leave_at_once
+from cairn.orphans import exit_flushed, leave_at_once, running_children
 
 if TYPE_CHECKING:
     from cairn.codegraph.beside import WatchBeside
@@ -367,14 +366,22 @@ def _stopped_by_sigterm(stop: threading.Event) -> Iterator[None]:
     """SIGTERM (a service manager, ``kill``) sets ``stop`` for the block: the watch ends
     after the round it is running, closes its socket and database, and exits 0, where
     the default action ended it mid-round and left its socket behind."""
+    with _on_signal(signal.SIGTERM, lambda signum, frame: stop.set()):
+        yield
+
+
+@contextlib.contextmanager
+def _on_signal(signum: int, handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """``handler`` answers ``signum`` for the block, in the main thread only (signal
+    handlers belong to it; tests call the CLI on others, where nothing is installed)."""
     if threading.current_thread() is not threading.main_thread():
-        yield  # signal handlers belong to the main thread (tests call the CLI elsewhere)
+        yield
         return
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    previous = signal.signal(signum, handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signum, previous)
 
 
 def _watch_line(record: Mapping[str, Any]) -> str:
@@ -1186,14 +1193,8 @@ def _interrupt_leaves() -> Iterator[None]:
     end of the input that never came (the MCP SDK's issue #3551). A client ends the
     server by closing its input, as before; a round of ``--watch`` cut short is not
     written (its writes are atomic)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signal handlers belong to the main thread (tests call the CLI elsewhere)
-        return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: leave_at_once(130))
-    try:
+    with _on_signal(signal.SIGINT, lambda signum, frame: leave_at_once(130)):
         yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 @app.command("serve")
@@ -1254,9 +1255,9 @@ def serve_command(
 def _end_watch(beside: WatchBeside) -> None:
     """Stop a server's watch; a round still running after ``STOP_GRACE_S`` (a first
     index of a large tree), or ``INTERRUPT_GRACE_S`` after Ctrl-C, is left unfinished
-    and the process ends at once (``cairn.codegraph.beside.leave_now``: its writes are
-    atomic, the next start does it again)."""
-    from cairn.codegraph.beside import INTERRUPT_GRACE_S, leave_now
+    and the process ends at once (``cairn.orphans.leave_at_once``: the round's writes
+    are atomic, the next start does it again)."""
+    from cairn.codegraph.beside import INTERRUPT_GRACE_S
 
     ending = sys.exc_info()[1]
     interrupted = isinstance(ending, KeyboardInterrupt)
@@ -1266,7 +1267,7 @@ def _end_watch(beside: WatchBeside) -> None:
         "cairn watch: its round was still running when the server stopped: left "
         "unfinished (its writes are atomic; the next start indexes again)"
     )
-    leave_now(130 if interrupted else 1 if ending is not None else 0)
+    leave_at_once(130 if interrupted else 1 if ending is not None else 0)
 
 
 def _watch_beside(
@@ -1418,12 +1419,6 @@ def graph_import_v1_command(
     _print_graph_summary("Imported graph", summary["graph"])
 
 
-def _pool_running() -> bool:
-    """Whether a process pool of this process still has workers (its work abandoned)."""
-    multiprocessing = sys.modules.get("multiprocessing")
-    return multiprocessing is not None and bool(multiprocessing.active_children())
-
-
 def main() -> None:
     """Console-script entry point: run the command, then end the process without
     tearing its heap down object by object."""
@@ -1449,17 +1444,12 @@ def _leave(code: object) -> NoReturn:
     else:  # ``sys.exit("message")``: the message goes to stderr, status 1
         print(code, file=sys.stderr)
         status = 1
-    if _pool_running():
+    if running_children():
         # Ctrl-C (or an error) mid-index: multiprocessing's exit handler would wait
         # forever for the pool's queue threads; nothing reads the workers' results now.
         leave_at_once(status)
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe (``cairn ... | head``)
-            status = status or 1
-    os._exit(status)
+    exit_flushed(status)
 
 
 if __name__ == "__main__":

@@ -28,14 +28,15 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 __all__ = [
     "ORPHANED_EXIT_STATUS",
     "POLL_S",
-    "end_children",
+    "exit_flushed",
     "follow",
     "leave_at_once",
+    "running_children",
     "wait_for_exit",
     "worker_of",
 ]
@@ -59,16 +60,23 @@ def worker_of(pid: int) -> None:
     follow(pid)
 
 
-def end_children() -> bool:
-    """Kill this process's multiprocessing children that still run (none if it never
-    started any), for a process that is ending; whether any still ran."""
+def running_children() -> list[Any]:
+    """This process's multiprocessing children that still run (none if it never
+    started any: multiprocessing is not imported for that)."""
     multiprocessing = sys.modules.get("multiprocessing")
-    if multiprocessing is None:
-        return False
-    running = multiprocessing.active_children()
-    for child in running:
-        child.kill()
-    return bool(running)
+    return [] if multiprocessing is None else list(multiprocessing.active_children())
+
+
+def exit_flushed(status: int) -> NoReturn:
+    """Flush the standard streams and end the process with ``status`` (1 if a stream
+    could not be flushed: a closed pipe, ``cairn ... | head``), skipping the
+    interpreter's teardown."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            status = status or 1
+    os._exit(status)
 
 
 def leave_at_once(status: int) -> NoReturn:
@@ -90,14 +98,10 @@ def leave_at_once(status: int) -> NoReturn:
         # them gone drops its queues on another thread, whose finalizers could be cut
         # off there between a semaphore's unlink and the tracker being told.
         util._run_finalizers(0)
-    end_children()
+    for child in running_children():
+        child.kill()
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe
-            status = status or 1
-    os._exit(status)
+    exit_flushed(status)
 
 
 def _leave_after(pid: int) -> None:

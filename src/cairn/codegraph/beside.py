@@ -17,14 +17,13 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import Any
 
 from cairn.codegraph.console import index_folder
 from cairn.errors import CairnError, ValidationError, os_error
-from cairn.orphans import leave_at_once
 from cairn.store.locate import DATABASE_FILE
 
-__all__ = ["INTERRUPT_GRACE_S", "STOP_GRACE_S", "WatchBeside", "leave_now"]
+__all__ = ["INTERRUPT_GRACE_S", "STOP_GRACE_S", "WatchBeside"]
 
 STOP_GRACE_S = 30.0
 """How long a stopping server waits for the watch's running round to end. A round is
@@ -118,8 +117,8 @@ class WatchBeside:
         """Ask the watch to stop after the round it is running; wait up to ``grace``
         seconds (``STOP_GRACE_S`` unless given). Whether it stopped: if not, a round is
         still running, its pool's workers included, and the process must end without
-        joining them (``os._exit``), or its exit waits for them while the round waits
-        for the exit."""
+        joining them (``cairn.orphans.leave_at_once``), or its exit waits for them while
+        the round waits for the exit."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(STOP_GRACE_S if grace is None else grace)
@@ -135,15 +134,3 @@ class WatchBeside:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def leave_now(status: int) -> NoReturn:
-    """End this process at once, with ``status``: after a ``WatchBeside.stop`` that
-    timed out, the round still running holds a pool of worker processes, and the exit
-    handlers would wait for them while the round waits for the exit
-    (``cairn.orphans.leave_at_once``: the workers are killed, and multiprocessing's
-    exit handler, which would join its queue threads, is left out).
-    Nothing is lost: a round's writes are atomic (the load commits as one command, a
-    first database is built aside and linked in whole, graph.cairn is swapped in
-    whole), so the next start does the round again."""
-    leave_at_once(status)

@@ -13,7 +13,6 @@ bytes alone (never of an earlier build), so clean and incremental builds agree.
 from __future__ import annotations
 
 import ast
-import codecs
 import io
 import tokenize
 from dataclasses import dataclass
@@ -90,10 +89,9 @@ def recover_python(data: bytes, error: SyntaxError) -> Recovered | None:
     Bytes its encoding cannot decode (a stray Latin-1 byte in a UTF-8 file, which
     Python refuses whole) are read as U+FFFD first: the rest of the file is then kept
     as any other recovery keeps it, and the error names the first such byte."""
-    try:
+    try:  # an unknown encoding in the cookie is a SyntaxError here
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        codecs.lookup(encoding)
-    except (SyntaxError, LookupError):
+    except SyntaxError:
         return None
     try:
         text, replaced = data.decode(encoding), False

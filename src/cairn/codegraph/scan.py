@@ -228,33 +228,41 @@ def _ignore_spec(lines: Sequence[str]) -> tuple[pathspec.GitIgnoreSpec, str | No
     stopped the whole scan before."""
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines), None
-    except (ValueError, re.error):  # GitIgnorePatternError is a ValueError
+    except (ValueError, re.error):
         pass
     kept: list[str] = []
     bad: list[str] = []
     for number, line in enumerate(lines, 1):
-        try:
-            pathspec.GitIgnoreSpec.from_lines([line])
-        except (ValueError, re.error) as exc:
-            bad.append(f"line {number} ({line!r}: {exc})")
-            kept.append("")  # keeps the line numbers of the rest
-        else:
+        error = _pattern_error(line)
+        if error is None:
             kept.append(line)
+        else:
+            bad.append(f"line {number} ({line!r}: {error})")
+            kept.append("")  # keeps the line numbers of the rest
     said = f"left out, not patterns: {'; '.join(bad)}"[:MAX_ERROR_CHARS]
     return pathspec.GitIgnoreSpec.from_lines(kept), said
+
+
+def _pattern_error(line: str) -> Exception | None:
+    """Why one gitignore line is no pattern (pathspec's ``GitIgnorePatternError``, a
+    ``ValueError``, or the ``re.error`` of its regular expression), or None."""
+    try:
+        pathspec.GitIgnoreSpec.from_lines([line])
+    except (ValueError, re.error) as exc:
+        return exc
+    return None
 
 
 def _exclude_spec(excludes: Sequence[str]) -> pathspec.GitIgnoreSpec | None:
     for pattern in excludes:
         if not isinstance(pattern, str) or not pattern.strip():
             raise ValidationError(f"exclude pattern must be a non-blank string, got {pattern!r}")
-        try:
-            pathspec.GitIgnoreSpec.from_lines([pattern])
-        except (ValueError, re.error) as exc:
+        error = _pattern_error(pattern)
+        if error is not None:
             raise ValidationError(
-                f"exclude pattern {pattern!r} is not a gitignore pattern: {exc}",
+                f"exclude pattern {pattern!r} is not a gitignore pattern: {error}",
                 details={"pattern": pattern},
-            ) from exc
+            ) from error
     return pathspec.GitIgnoreSpec.from_lines(excludes) if excludes else None
 
 

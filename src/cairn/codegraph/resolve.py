@@ -194,10 +194,14 @@ class _Module:
 def module_names(paths: Iterable[str], root_package: str | None = None) -> dict[str, str]:
     """Map each Python file path to its dotted module name from the package layout.
 
-    A module's package chain is the run of parent directories holding ``__init__.py``;
-    the directory above the topmost one is its import root. When the indexed folder is
-    itself a package (``__init__.py`` at its top), ``root_package`` is its name (the
-    folder's): ``django/http/response.py`` indexed from ``django/`` is
+    A module's import root is the directory above the topmost package folder (one
+    holding ``__init__.py``) among its parents. Folders between that package and the
+    file need no ``__init__.py`` of their own: inside a package they are namespace
+    packages (PEP 420), so ``flask/sansio/app.py`` is ``flask.sansio.app`` as
+    ``from .sansio.app import App`` in ``flask/app.py`` says. A folder whose name is
+    no identifier cannot be imported through, so the walk up stops there. When the
+    indexed folder is itself a package (``__init__.py`` at its top), ``root_package`` is
+    its name (the folder's): ``django/http/response.py`` indexed from ``django/`` is
     ``django.http.response``, so ``from django.http import ...`` resolves inside.
     """
     paths = sorted(paths)
@@ -211,15 +215,26 @@ def module_names(paths: Iterable[str], root_package: str | None = None) -> dict[
             directory_parts = parts
         else:
             directory_parts = parts[:-1]
-        start = len(directory_parts)
-        while start > 0 and "/".join(directory_parts[:start]) in inits:
-            start -= 1
+        start = _import_start(directory_parts, inits)
         dotted = ".".join(parts[start:])
         if prefix and start == 0:  # the chain reaches the indexed folder: a package too
             dotted = prefix + dotted if dotted else prefix[:-1]
         if dotted:
             names[path] = dotted
     return names
+
+
+def _import_start(directory_parts: Sequence[str], inits: set[str]) -> int:
+    """Index of the first folder of a module's dotted name: the topmost package folder
+    among ``directory_parts``' prefixes reached through identifier-named folders, or
+    ``len(directory_parts)`` (the file alone) when no parent is a package."""
+    start = len(directory_parts)
+    for depth in range(len(directory_parts), 0, -1):
+        if "/".join(directory_parts[:depth]) in inits:
+            start = depth - 1
+        elif not directory_parts[depth - 1].isidentifier():
+            break
+    return start
 
 
 _K = TypeVar("_K")

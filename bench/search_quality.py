@@ -45,9 +45,11 @@ module variables, so variables are distractors) three ways through ``Database.se
 text only (BM25F over the weighted fields ``cairn.store.load.SEARCH_FIELDS`` that
 every door searches: ``/name``, ``/qualified_name``, ``/signature`` and ``/text``),
 vector only (``/embedding``, the query embedded by the same embedder) and hybrid (both
-branches, ``weighted_rrf_v1`` with text weight 1.0, vector weight ``CODE_VECTOR_WEIGHT``
-= 0.5 and ``fusion_k`` ``CODE_FUSION_K`` = 10: what ``cairn search`` and MCP
-``cairn_search`` use; the API's defaults are 1.0, 1.0 and 60). Reported: MRR@10 (reciprocal rank of
+branches, ``weighted_rrf_v1`` with text weight 1.0, the vector weight of the embedder
+(``cairn.search.present.CODE_VECTOR_WEIGHTS``: 1.0 for ``minilm``, else
+``CODE_VECTOR_WEIGHT`` = 0.5) and ``fusion_k`` ``CODE_FUSION_K`` = 10: what ``cairn
+search`` and MCP ``cairn_search`` use; the API's defaults are 1.0, 1.0 and 60).
+Reported: MRR@10 (reciprocal rank of
 the first relevant hit in the top 10, else 0) and Recall@10 (share of the relevant set
 in the top 10), both averaged over queries, per project and over all queries pooled.
 
@@ -66,9 +68,11 @@ installed and is reported as unavailable otherwise. ``--embedder`` names others
 
 Weights
 -------
-``--tune flask`` (or ``click``) additionally grid-searches the text/vector weights on
-that project only and reports every other project with them, so a tuned weight is never
-judged on the queries it was chosen with.
+``--tune tuning`` additionally grid-searches the vector weight (text weight 1.0) by the
+mean hybrid MRR@10 of the tuning projects and reports the held-out projects with it;
+``--tune flask`` (or any project) tunes on that project alone and reports every other
+one. A tuned weight is never judged on the queries it was chosen with. The doors'
+weights were chosen with ``--tune tuning``.
 """
 
 from __future__ import annotations
@@ -95,7 +99,7 @@ from cairn.errors import UnsupportedCapabilityError
 from cairn.graph import SemanticGraph
 from cairn.graph.model import Node, thaw
 from cairn.search import SearchRequest
-from cairn.search.present import CODE_FUSION_K, CODE_VECTOR_WEIGHT
+from cairn.search.present import CODE_FUSION_K, CODE_VECTOR_WEIGHT, CODE_VECTOR_WEIGHTS
 from cairn.store.load import (
     SEARCH_FIELDS,
     VECTOR_FIELD,
@@ -128,7 +132,8 @@ HYBRID_MRR_TARGET = 0.60
 BASELINE = "plain_bm25"
 """The bench's own BM25 over the very ``/text`` Cairn indexes (``PlainBM25``)."""
 METRICS = ("mrr_at_10", "recall_at_10")
-DEFAULT_WEIGHTS = (1.0, CODE_VECTOR_WEIGHT)
+TUNING_PAIR = "tuning"
+"""``--tune tuning``: weights by the mean MRR@10 of the ``TUNING`` projects."""
 TUNING_GRID = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
 """Vector weights tried (text weight fixed at 1.0) when ``--tune`` is given."""
 DOCSTRING_ATTRIBUTE = "docstring"
@@ -377,10 +382,17 @@ def prepare(name: str, graph: SemanticGraph, embedder: Embedder, folder: Path) -
     return Prepared(name, db, embedder, queries, vectors, seconds, baseline)
 
 
-def run_mode(
-    prepared: Prepared, mode: str, weights: tuple[float, float] = DEFAULT_WEIGHTS
-) -> Score:
-    """Score every query of ``prepared`` in one mode (text, vector or hybrid)."""
+def door_weights(embedder: Embedder) -> tuple[float, float]:
+    """The text and vector weights the code-search doors fuse this embedder's
+    collections with (``cairn.search.present.code_vector_weight``)."""
+    return (1.0, CODE_VECTOR_WEIGHTS.get(embedder.space.model, CODE_VECTOR_WEIGHT))
+
+
+def run_mode(prepared: Prepared, mode: str, weights: tuple[float, float] | None = None) -> Score:
+    """Score every query of ``prepared`` in one mode (text, vector or hybrid), fused
+    with ``weights`` (default: the doors')."""
+    if weights is None:
+        weights = door_weights(prepared.embedder)
     score = Score()
     space = prepared.embedder.space
     for query, vector in zip(prepared.queries, prepared.vectors, strict=True):
@@ -404,13 +416,15 @@ def run_mode(
     return score
 
 
-def tune(prepared: Prepared) -> tuple[float, float]:
-    """The hybrid weights with the best MRR@10 on ``prepared`` (text weight fixed at 1)."""
-    best = DEFAULT_WEIGHTS
+def tune(items: Sequence[Prepared]) -> tuple[float, float]:
+    """The hybrid weights with the best mean MRR@10 over ``items`` (text weight fixed
+    at 1; the first of equals in ``TUNING_GRID`` order)."""
+    best = door_weights(items[0].embedder)
     best_mrr = -1.0
     for vector_weight in TUNING_GRID:
         weights = (1.0, vector_weight)
-        mrr = run_mode(prepared, "hybrid", weights).to_json()["mrr_at_10"]
+        scores = [run_mode(item, "hybrid", weights).to_json()["mrr_at_10"] for item in items]
+        mrr = sum(scores) / len(scores)
         if mrr > best_mrr:
             best, best_mrr = weights, mrr
     return best
@@ -425,10 +439,12 @@ def evaluate(
         embedder = load_embedder(embedder_name)
     except UnsupportedCapabilityError as exc:
         return {"embedder": embedder_name, "available": False, "reason": str(exc)}
+    weights = door_weights(embedder)
     result: dict[str, Any] = {
         "embedder": embedder_name,
         "available": True,
         "space": embedder.space.to_json(),
+        "weights": {"text": weights[0], "vector": weights[1]},
         "projects": {},
     }
     pooled = {mode: Score() for mode in (*MODES, BASELINE)}
@@ -448,11 +464,12 @@ def evaluate(
                     **{mode: scores[mode].to_json() for mode in (*MODES, BASELINE)},
                 }
             if tune_on is not None:
-                weights = tune(prepared[tune_on])
+                tuned_on = TUNING if tune_on == TUNING_PAIR else (tune_on,)
+                weights = tune([prepared[name] for name in tuned_on])
                 held_out = {
                     name: run_mode(item, "hybrid", weights).to_json()
                     for name, item in prepared.items()
-                    if name != tune_on
+                    if name not in tuned_on
                 }
                 result["tuned"] = {
                     "tuned_on": tune_on,
@@ -543,7 +560,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--embedder", action="append", dest="embedders")
-    parser.add_argument("--tune", choices=sorted(PROJECTS))
+    parser.add_argument("--tune", choices=[TUNING_PAIR, *sorted(PROJECTS)])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     graphs: dict[str, SemanticGraph] = {}
@@ -554,7 +571,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "projects": PROJECTS,
         "cutoff": CUTOFF,
         "min_query_words": MIN_QUERY_WORDS,
-        "default_weights": {"text": DEFAULT_WEIGHTS[0], "vector": DEFAULT_WEIGHTS[1]},
         "fusion_k": CODE_FUSION_K,
         "results": results,
     }

@@ -539,16 +539,18 @@ def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
     return None if not values else tuple(values)
 
 
-def _search_defaults(database: Any, collection: str, hybrid: bool) -> tuple[str, str | None]:
-    """The text field ``cairn search`` ranks ``collection`` by, and (when ``hybrid``) why
-    the database cannot embed a query of it here (None: it can), from one read cut."""
+def _search_defaults(database: Any, collection: str, hybrid: bool) -> tuple[str, float, str | None]:
+    """The text field ``cairn search`` ranks ``collection`` by, the vector weight it
+    fuses with, and (when ``hybrid``) why the database cannot embed a query of it here
+    (None: it can), from one read cut."""
     from cairn.search.embedding import embedding_unavailable
-    from cairn.search.present import code_text_field
+    from cairn.search.present import code_text_field, code_vector_weight
 
     with database.read_cut() as cut:
         field: str = code_text_field(cut, collection)
+        weight: float = code_vector_weight(cut, collection)
         reason: str | None = embedding_unavailable(cut, collection) if hybrid else None
-    return field, reason
+    return field, weight, reason
 
 
 @app.command("search")
@@ -599,7 +601,9 @@ def search_command(
         target = resolve_database(db)
         with open_database(target) as database:
             # Hybrid unless asked not to; text only, said so, where no embedder fits.
-            field, reason = _search_defaults(database, collection, bool(text) and not text_only)
+            field, weight, reason = _search_defaults(
+                database, collection, bool(text) and not text_only
+            )
             embed = bool(text) and not text_only and reason is None
             request = build_cli_request(
                 database=database.name,
@@ -619,6 +623,7 @@ def search_command(
                 exclude_tests=exclude_tests,
                 fusion_k=fusion_k,
                 text_field=field,
+                vector_weight=weight,
             )
             if request.scope is None and request.retriever is None and request.expansion is None:
                 hits = database.search(request.search)

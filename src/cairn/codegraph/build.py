@@ -64,6 +64,7 @@ from cairn.codegraph.scan import (
     read_source,
     scan_repository,
 )
+from cairn.codegraph.tsconfig import TSCONFIG_LANGUAGE, extract_tsconfig
 from cairn.codegraph.wire import gc_paused, worker_initializer, worker_tick
 from cairn.errors import CairnError, ValidationError, os_error
 from cairn.graph import Node, SemanticGraph, build_receipt, fully_stable_facts
@@ -174,6 +175,8 @@ def extract_file(path: str, language: str, data: bytes) -> FileExtract:
         from cairn.codegraph.markdown import extract_markdown
 
         return extract_markdown(path, data)
+    if language == TSCONFIG_LANGUAGE:
+        return extract_tsconfig(path, data)
     if language in ("javascript", "typescript", "go", "gomod"):
         from cairn.codegraph.treesitter import extract_treesitter
 
@@ -469,7 +472,7 @@ def _resolve_code(code: list[FileExtract]) -> Callable[[Emitter], dict[str, Coun
     return resolve
 
 
-CODE_LANGUAGES = ("javascript", "typescript", "go", "gomod")
+CODE_LANGUAGES = ("javascript", "typescript", "go", "gomod", TSCONFIG_LANGUAGE)
 """Languages ``CodeResolver`` resolves together."""
 
 

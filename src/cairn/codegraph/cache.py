@@ -72,13 +72,21 @@ _EXTRACTOR_MODULES = (
     "recover",
     "treesitter",
     "markdown",
+    "tsconfig",
     "scan",
     "limits",
     "build",
 )
 """The modules whose code decides what an extract holds (their bytes are fingerprinted)."""
 
-_GRAMMARS = ("tree-sitter", "tree-sitter-javascript", "tree-sitter-typescript", "tree-sitter-go")
+_GRAMMARS = (
+    "tree-sitter",
+    "tree-sitter-javascript",
+    "tree-sitter-typescript",
+    "tree-sitter-go",
+    "json5",
+)
+"""The parsers extracts go through (the project configs' JSON5 reader too), by version."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -181,8 +181,13 @@ LANGUAGE_BY_SUFFIX = {
 }
 """File suffix -> language of the adapter that reads it."""
 
-LANGUAGE_BY_NAME = {"go.mod": "gomod"}
-"""Exact file name -> language, checked before the suffix (Go module files)."""
+LANGUAGE_BY_NAME = {"go.mod": "gomod", "tsconfig.json": "tsconfig", "jsconfig.json": "tsconfig"}
+"""Exact file name -> language, checked before the suffix (Go module files, TypeScript
+and JavaScript project configs; ``tsconfig.*.json`` are configs too, by pattern)."""
+
+MAX_TSCONFIG_EXTENDS = 16
+"""How deep a chain of ``extends`` between project configs is followed (a cycle, which
+``tsc`` refuses, ends here)."""
 
 MAX_ERROR_CHARS = 300
 """A manifest row's error text is cut to this many characters."""

@@ -36,6 +36,7 @@ from cairn.codegraph.limits import (
     SECRET_SUFFIXES,
     VENDORED_DIRS,
 )
+from cairn.codegraph.tsconfig import TSCONFIG_LANGUAGE, is_tsconfig_name
 from cairn.errors import ValidationError
 
 __all__ = [
@@ -161,9 +162,12 @@ class Manifest:
 
 def language_of(path: str) -> str:
     """The language of ``path`` by its name or suffix, or ``other``."""
-    by_name = LANGUAGE_BY_NAME.get(path.rsplit("/", 1)[-1])
+    name = path.rsplit("/", 1)[-1]
+    by_name = LANGUAGE_BY_NAME.get(name)
     if by_name is not None:
         return by_name
+    if is_tsconfig_name(name):  # tsconfig.base.json, tsconfig.app.json, ...
+        return TSCONFIG_LANGUAGE
     return LANGUAGE_BY_SUFFIX.get(os.path.splitext(path)[1].lower(), OTHER_LANGUAGE)
 
 

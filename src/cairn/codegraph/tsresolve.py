@@ -37,6 +37,7 @@ from cairn.codegraph.treesitter import (
     JS_ADAPTER_ID,
     STRATEGY,
 )
+from cairn.codegraph.tsconfig import TSCONFIG_LANGUAGE, ProjectConfigs
 from cairn.graph.registry import normalize_route_path
 
 __all__ = ["JS_BUILTINS", "CodeResolver"]
@@ -90,7 +91,10 @@ class CodeResolver(ResolverFrame):
         super().__init__()
         self.emit = emitter
         ordered = sorted(extracts, key=lambda e: e.path)
-        self.files = {e.path: _File(e) for e in ordered if e.language != "gomod"}
+        self.files = {
+            e.path: _File(e) for e in ordered if e.language not in ("gomod", TSCONFIG_LANGUAGE)
+        }
+        self.configs = ProjectConfigs(ordered)
         self.gomods = {
             posixpath.dirname(e.path): e.package for e in ordered if e.language == "gomod"
         }
@@ -129,9 +133,21 @@ class CodeResolver(ResolverFrame):
         )
 
     def _js_module(self, file: _File, spec: str) -> VModule | VExternal | None:
+        """The module a specifier names from ``file``: a file of the repository (a
+        relative path, or an alias of the nearest project config: ``paths``,
+        ``baseUrl``), an external package, or None (a relative path to no file)."""
         if not spec.startswith("."):
+            for base in self.configs.bases(file.directory, spec):
+                found = self._js_file(base)
+                if found is not None:
+                    return VModule(found, found)
             return VExternal(spec)
-        base = posixpath.normpath(posixpath.join(file.directory, spec))
+        found = self._js_file(posixpath.normpath(posixpath.join(file.directory, spec)))
+        return VModule(found, found) if found is not None else None
+
+    def _js_file(self, base: str) -> str | None:
+        """The JavaScript or TypeScript file a module path names, by the usual
+        extension and ``index`` rules, or None."""
         stem, ext = posixpath.splitext(base)
         candidates = [base]
         if ext in (".js", ".jsx", ".mjs", ".cjs"):
@@ -141,7 +157,7 @@ class CodeResolver(ResolverFrame):
         for candidate in candidates:
             found = self.files.get(candidate)
             if found is not None and found.language != "go":
-                return VModule(candidate, candidate)
+                return candidate
         return None
 
     def _go_module(self, import_path: str) -> VModule:

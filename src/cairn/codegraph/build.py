@@ -66,6 +66,7 @@ from cairn.codegraph.scan import (
 )
 from cairn.codegraph.tsconfig import TSCONFIG_LANGUAGE, extract_tsconfig
 from cairn.codegraph.wire import gc_paused, worker_initializer, worker_tick
+from cairn.codegraph.workspaces import PACKAGE_LANGUAGE, extract_package
 from cairn.errors import CairnError, ValidationError, os_error
 from cairn.graph import Node, SemanticGraph, build_receipt, fully_stable_facts
 
@@ -177,6 +178,8 @@ def extract_file(path: str, language: str, data: bytes) -> FileExtract:
         return extract_markdown(path, data)
     if language == TSCONFIG_LANGUAGE:
         return extract_tsconfig(path, data)
+    if language == PACKAGE_LANGUAGE:
+        return extract_package(path, data)
     if language in ("javascript", "typescript", "go", "gomod"):
         from cairn.codegraph.treesitter import extract_treesitter
 
@@ -472,7 +475,7 @@ def _resolve_code(code: list[FileExtract]) -> Callable[[Emitter], dict[str, Coun
     return resolve
 
 
-CODE_LANGUAGES = ("javascript", "typescript", "go", "gomod", TSCONFIG_LANGUAGE)
+CODE_LANGUAGES = ("javascript", "typescript", "go", "gomod", TSCONFIG_LANGUAGE, PACKAGE_LANGUAGE)
 """Languages ``CodeResolver`` resolves together."""
 
 

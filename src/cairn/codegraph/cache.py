@@ -73,6 +73,7 @@ _EXTRACTOR_MODULES = (
     "treesitter",
     "markdown",
     "tsconfig",
+    "workspaces",
     "scan",
     "limits",
     "build",

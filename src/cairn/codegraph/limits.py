@@ -181,9 +181,14 @@ LANGUAGE_BY_SUFFIX = {
 }
 """File suffix -> language of the adapter that reads it."""
 
-LANGUAGE_BY_NAME = {"go.mod": "gomod", "tsconfig.json": "tsconfig", "jsconfig.json": "tsconfig"}
+LANGUAGE_BY_NAME = {
+    "go.mod": "gomod",
+    "tsconfig.json": "tsconfig",
+    "jsconfig.json": "tsconfig",
+    "package.json": "npm",
+}
 """Exact file name -> language, checked before the suffix (Go module files, TypeScript
-and JavaScript project configs; ``tsconfig.*.json`` are configs too, by pattern)."""
+and JavaScript project configs, ``tsconfig.*.json`` too by pattern, and npm packages)."""
 
 MAX_TSCONFIG_EXTENDS = 16
 """How deep a chain of ``extends`` between project configs is followed (a cycle, which

@@ -38,6 +38,7 @@ from cairn.codegraph.treesitter import (
     STRATEGY,
 )
 from cairn.codegraph.tsconfig import TSCONFIG_LANGUAGE, ProjectConfigs
+from cairn.codegraph.workspaces import PACKAGE_LANGUAGE, WorkspacePackages
 from cairn.graph.registry import normalize_route_path
 
 __all__ = ["JS_BUILTINS", "CodeResolver"]
@@ -58,6 +59,8 @@ JS_FACTORIES = {"express": "express.Application", "express.Router": "express.Rou
 GO_FACTORIES = {"net/http.NewServeMux": "net/http.ServeMux"}
 GO_ROUTERS = frozenset({"net/http", "net/http.ServeMux"})
 EXPRESS_TYPES = frozenset({"express.Application", "express.Router"})
+_SETTINGS_LANGUAGES = ("gomod", TSCONFIG_LANGUAGE, PACKAGE_LANGUAGE)
+"""Files resolution reads for their settings only: they are no modules of their own."""
 
 Value = VModule | VSymbol | VInstance | VExternal
 
@@ -91,10 +94,9 @@ class CodeResolver(ResolverFrame):
         super().__init__()
         self.emit = emitter
         ordered = sorted(extracts, key=lambda e: e.path)
-        self.files = {
-            e.path: _File(e) for e in ordered if e.language not in ("gomod", TSCONFIG_LANGUAGE)
-        }
+        self.files = {e.path: _File(e) for e in ordered if e.language not in _SETTINGS_LANGUAGES}
         self.configs = ProjectConfigs(ordered)
+        self.workspaces = WorkspacePackages(ordered)
         self.gomods = {
             posixpath.dirname(e.path): e.package for e in ordered if e.language == "gomod"
         }
@@ -134,10 +136,12 @@ class CodeResolver(ResolverFrame):
 
     def _js_module(self, file: _File, spec: str) -> VModule | VExternal | None:
         """The module a specifier names from ``file``: a file of the repository (a
-        relative path, or an alias of the nearest project config: ``paths``,
-        ``baseUrl``), an external package, or None (a relative path to no file)."""
+        relative path, an alias of the nearest project config: ``paths``, ``baseUrl``,
+        or a package of the workspace), an external package, or None (a relative path
+        to no file)."""
         if not spec.startswith("."):
-            for base in self.configs.bases(file.directory, spec):
+            bases = self.configs.bases(file.directory, spec) + self.workspaces.bases(spec)
+            for base in bases:
                 found = self._js_file(base)
                 if found is not None:
                     return VModule(found, found)

@@ -1,0 +1,150 @@
+"""Where a JavaScript or TypeScript import of a package of the repository itself points:
+the ``package.json`` files of a workspace (npm, Yarn, pnpm, Turborepo, Nx).
+
+In a monorepo, ``import { Button } from "@acme/ui"`` names the folder whose
+``package.json`` says ``"name": "@acme/ui"`` (the package manager links it into
+``node_modules``). Without reading those files every such import, and every call
+through it, looked external. The rules are Node's and TypeScript's, taken only as far
+as they name a file that is in the repository (a build output such as ``dist/`` that
+is not is never guessed at):
+
+- the package's folder is the one whose ``package.json`` has that name (a name two
+  folders claim names neither);
+- the package itself (``@acme/ui``): ``exports`` (a path; the ``"."`` entry; or its
+  conditions, each target tried in the order written), then ``types``
+  (``typings``), ``module``, ``main``, then the folder's ``index`` file;
+- a subpath (``@acme/ui/button``): its ``exports`` entry (``"./button"``, or a
+  pattern with one ``*``, the longest prefix first), else the path in the folder.
+
+The JavaScript resolver then applies its extension and ``index`` rules to each path.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Iterable
+from typing import Any
+
+from cairn.codegraph.records import FileExtract
+
+__all__ = ["PACKAGE_JSON", "PACKAGE_LANGUAGE", "WorkspacePackages", "extract_package"]
+
+PACKAGE_LANGUAGE = "npm"
+"""The language of ``package.json`` files."""
+
+PACKAGE_JSON = "package.json"
+
+ENTRY_FIELDS = ("exports", "types", "typings", "module", "main")
+"""The fields of a ``package.json`` that say which file a package is, kept as JSON."""
+
+_FALLBACK_FIELDS = ("types", "typings", "module", "main")
+_WILDCARD = "*"
+
+
+def extract_package(path: str, data: bytes) -> FileExtract:
+    """A ``package.json``'s name (``package``) and entry fields (their JSON text in
+    ``constants``); ``ValueError`` when the file is no JSON object."""
+    parsed = json.loads(data.decode("utf-8-sig"))
+    if not isinstance(parsed, dict):
+        raise ValueError(f"a package.json is a JSON object, not {type(parsed).__name__}")
+    name = parsed.get("name")
+    entries = tuple((field, json.dumps(parsed[field])) for field in ENTRY_FIELDS if field in parsed)
+    return FileExtract(
+        path, PACKAGE_LANGUAGE, package=name if isinstance(name, str) else None, constants=entries
+    )
+
+
+class WorkspacePackages:
+    """The repository's own packages by name; answers which paths a bare specifier of
+    one of them may name."""
+
+    def __init__(self, extracts: Iterable[FileExtract]) -> None:
+        claims: dict[str, list[FileExtract]] = {}
+        for extract in extracts:
+            if extract.language == PACKAGE_LANGUAGE and extract.package:
+                claims.setdefault(extract.package, []).append(extract)
+        self._packages = {
+            name: (
+                posixpath.dirname(held[0].path),
+                {key: json.loads(value) for key, value in held[0].constants},
+            )
+            for name, held in claims.items()
+            if len(held) == 1
+        }
+
+    def __bool__(self) -> bool:
+        return bool(self._packages)
+
+    def bases(self, specifier: str) -> list[str]:
+        """The repository paths (before extensions and ``index`` files are tried) that
+        ``specifier`` names when it is one of the repository's packages, in order."""
+        name, subpath = _split(specifier)
+        held = self._packages.get(name)
+        if held is None:
+            return []
+        folder, entries = held
+        targets = _exported(entries.get("exports"), subpath)
+        if subpath == ".":
+            targets += [t for f in _FALLBACK_FIELDS if isinstance(t := entries.get(f), str)]
+        targets.append(subpath)  # the folder itself (its index file), or the path in it
+        bases: list[str] = []
+        for target in targets:
+            joined = posixpath.normpath(posixpath.join(folder, target))
+            if joined == ".." or joined.startswith(("../", "/")):
+                continue  # out of the repository
+            base = "" if joined == "." else joined
+            if base not in bases:
+                bases.append(base)
+        return bases
+
+
+def _split(specifier: str) -> tuple[str, str]:
+    """``@scope/name/sub/path`` -> (``@scope/name``, ``./sub/path``); ``.`` for none."""
+    parts = specifier.split("/")
+    count = 2 if specifier.startswith("@") else 1
+    name = "/".join(parts[:count])
+    rest = "/".join(parts[count:])
+    return name, f"./{rest}" if rest else "."
+
+
+def _exported(exports: Any, subpath: str) -> list[str]:
+    """The targets ``exports`` gives ``subpath``, in the order to try."""
+    if exports is None:
+        return []
+    if isinstance(exports, (str, list)) or (
+        isinstance(exports, dict) and not any(key.startswith(".") for key in exports)
+    ):
+        return _targets(exports) if subpath == "." else []  # the package itself only
+    if not isinstance(exports, dict):
+        return []
+    if subpath in exports:
+        return _targets(exports[subpath])
+    best: tuple[int, str, Any] | None = None
+    for key, value in exports.items():
+        if key.count(_WILDCARD) != 1:
+            continue
+        prefix, _, suffix = key.partition(_WILDCARD)
+        if (
+            len(subpath) >= len(prefix) + len(suffix)
+            and subpath.startswith(prefix)
+            and subpath.endswith(suffix)
+            and (best is None or len(prefix) > best[0])
+        ):
+            best = (len(prefix), subpath[len(prefix) : len(subpath) - len(suffix)], value)
+    if best is None:
+        return []
+    _, matched, value = best
+    return [target.replace(_WILDCARD, matched) for target in _targets(value)]
+
+
+def _targets(value: Any) -> list[str]:
+    """Every path a target (a path, a list of fallbacks, or conditions) names, in the
+    order written."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [target for item in value for target in _targets(item)]
+    if isinstance(value, dict):
+        return [target for item in value.values() for target in _targets(item)]
+    return []

@@ -18,6 +18,15 @@ from cairn.graph.registry import REGISTRY
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
+def write_tree(root: Path, files: Mapping[str, str]) -> Path:
+    """``files`` (relative path -> text) written under ``root``, folders made; ``root``."""
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
 def disc_text(relation: str, value: dict[str, object]) -> str:
     """Discriminator values in registry field order; ``optional_chaining`` as a flag."""
     spec = REGISTRY.get(relation)

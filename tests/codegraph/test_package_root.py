@@ -6,6 +6,8 @@ import importlib
 import sys
 from pathlib import Path
 
+from codegraph_expect import write_tree
+
 from cairn.codegraph import index_repository, write_index
 from cairn.codegraph.cache import CACHE_FILENAME
 from cairn.codegraph.resolve import module_names
@@ -37,19 +39,12 @@ def test_a_package_indexed_from_its_own_folder_resolves_its_absolute_imports(
     assert plain.node("function:sub/mod.py#helper").attributes["qualified_name"] == "sub.mod.helper"
 
 
-def _tree(root: Path, files: dict[str, str]) -> None:
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-
-
 def test_a_folder_without_init_inside_a_package_is_a_namespace_package(tmp_path: Path) -> None:
     # Flask's layout: flask/sansio/ has no __init__.py, and flask/app.py says
     # ``from .sansio.app import App``. The folder is a namespace package (PEP 420), so
     # the module is flask.sansio.app; it was named ``app`` and the import, the base
     # class and every call through it were lost.
-    _tree(
+    write_tree(
         tmp_path,
         {
             "flask/__init__.py": "",
@@ -87,7 +82,7 @@ def test_module_names_are_the_names_python_imports_them_by(tmp_path: Path) -> No
         "scripts/tool.py": "",
         "topprobe.py": "",
     }
-    _tree(tmp_path, files)
+    write_tree(tmp_path, files)
     names = module_names(files)
     assert names == {
         "nsprobe/__init__.py": "nsprobe",
@@ -123,7 +118,7 @@ def test_a_namespace_above_the_packages_resolves_imports_through_it(tmp_path: Pa
     # root is cannot be told from the folders alone (``src/`` is none, ``backend/``
     # may be), so the names stay as they were and the imports that name a folder above
     # the package reach it.
-    _tree(
+    write_tree(
         tmp_path,
         {
             "opentelemetry-api/src/opentelemetry/context/__init__.py": (
@@ -155,7 +150,7 @@ def test_a_name_two_folders_could_mean_reaches_neither(tmp_path: Path) -> None:
     # a/ns/util and b/ns/util are both ``ns.util`` through the folders above them: an
     # import of that names neither for sure, so it reaches neither. A module's own name
     # wins over another's through a folder (ns/tool.py over x/ns/tool/).
-    _tree(
+    write_tree(
         tmp_path,
         {
             "a/ns/util/__init__.py": "def helper():\n    return 1\n",
@@ -191,7 +186,7 @@ def test_two_modules_of_one_name_each_resolve_their_own_names(tmp_path: Path) ->
             "def make():\n    helper()\n    return Record()\n"
         )
         files[f"{service}_lib.py"] = "def helper():\n    return 1\n"
-    _tree(tmp_path, files)
+    write_tree(tmp_path, files)
     graph = index_repository(tmp_path).graph
     calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
     for service in ("alpha", "beta"):
@@ -220,7 +215,7 @@ def test_an_import_of_a_name_two_services_share_reaches_its_own_services(
         files[f"{service}/tests/test_views.py"] = (
             "from app.views import show\n\n\ndef test_show():\n    show()\n"
         )
-    _tree(tmp_path, files)
+    write_tree(tmp_path, files)
     graph = index_repository(tmp_path).graph
     facts = {(f.relation, f.source, f.target) for f in graph.facts()}
     for service in ("alpha", "beta"):
@@ -240,7 +235,7 @@ def test_rounds_that_make_a_name_shared_and_unshared_are_clean_builds(tmp_path: 
     # up must be resolved again when a second module comes to hold that name (and when
     # it stops), or its edges would still point at the first.
     repo = tmp_path / "repo"
-    _tree(
+    write_tree(
         repo,
         {
             "alpha/app/__init__.py": "",
@@ -264,7 +259,7 @@ def test_rounds_that_make_a_name_shared_and_unshared_are_clean_builds(tmp_path: 
         if text is None:
             (repo / name).unlink()
         else:
-            _tree(repo, {name: text})
+            write_tree(repo, {name: text})
         ours = index_repository(repo, cache=cache, remember=True)
         clean = index_repository(repo)
         folder = tmp_path / f"step{step}"

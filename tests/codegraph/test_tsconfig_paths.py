@@ -8,20 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from codegraph_expect import write_tree
 
 from cairn.codegraph import index_repository, write_index
 from cairn.codegraph.cache import CACHE_FILENAME
 from cairn.codegraph.tsconfig import ProjectConfigs, extract_tsconfig
 
 FIXED_TIME = "2024-01-01T00:00:00Z"
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
 
 
 def _calls(root: Path) -> set[tuple[str, str]]:
@@ -61,7 +54,7 @@ NEXT_APP = {
 
 
 def test_a_paths_alias_reaches_the_file_it_names(tmp_path: Path) -> None:
-    root = _tree(tmp_path, NEXT_APP)
+    root = write_tree(tmp_path, NEXT_APP)
     calls = _calls(root)
     assert ("function:src/app/page.ts#total", "function:src/lib/math.ts#add") in calls
     assert ("function:src/app/page.ts#total", "function:src/components/ui/index.ts#button") in (
@@ -77,7 +70,7 @@ def test_extends_base_url_and_the_nearest_config(tmp_path: Path) -> None:
     # The shared base sets baseUrl "." and a package alias; apps/api extends it and
     # adds nothing. apps/web has its own config (no aliases): its "@shared" stays
     # external, whatever the base says.
-    root = _tree(
+    root = write_tree(
         tmp_path,
         {
             "tsconfig.base.json": (
@@ -109,7 +102,7 @@ def test_extends_base_url_and_the_nearest_config(tmp_path: Path) -> None:
 
 
 def test_a_jsconfig_base_url_serves_plain_javascript(tmp_path: Path) -> None:
-    root = _tree(
+    root = write_tree(
         tmp_path,
         {
             "jsconfig.json": '{"compilerOptions": {"baseUrl": "src"}}',
@@ -126,7 +119,7 @@ def test_a_jsconfig_base_url_serves_plain_javascript(tmp_path: Path) -> None:
 def test_a_config_that_is_no_json_object_is_a_failed_file_and_nothing_else(
     tmp_path: Path,
 ) -> None:
-    root = _tree(tmp_path, {**NEXT_APP, "tsconfig.json": '{"compilerOptions": '})
+    root = write_tree(tmp_path, {**NEXT_APP, "tsconfig.json": '{"compilerOptions": '})
     result = index_repository(root)
     rows = {row.path: row for row in result.manifest.sorted_entries()}
     assert rows["tsconfig.json"].outcome == "failed:ValueError"
@@ -179,7 +172,7 @@ def test_an_extends_cycle_ends(tmp_path: Path) -> None:
 
 def test_a_round_after_a_config_edit_is_a_clean_build(tmp_path: Path) -> None:
     # cairn watch: the alias changes where @/lib/math points; the round must follow.
-    repo = _tree(
+    repo = write_tree(
         tmp_path / "repo",
         {**NEXT_APP, "other/lib/math.ts": "export function add() {\n  return 0;\n}\n"},
     )

@@ -8,18 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from codegraph_expect import write_tree
 
 from cairn.codegraph import index_repository
 from cairn.codegraph.workspaces import WorkspacePackages, extract_package
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
 
 MONOREPO = {
     "package.json": '{"name": "acme", "private": true, "workspaces": ["packages/*", "apps/*"]}',
@@ -51,7 +43,7 @@ MONOREPO = {
 
 
 def test_imports_of_the_workspace_packages_reach_their_files(tmp_path: Path) -> None:
-    root = _tree(tmp_path, MONOREPO)
+    root = write_tree(tmp_path, MONOREPO)
     result = index_repository(root)
     calls = {(f.source, f.target) for f in result.graph.facts() if f.relation == "calls"}
     rendered = {t for s, t in calls if s == "function:apps/web/page.ts#render"}
@@ -67,7 +59,7 @@ def test_imports_of_the_workspace_packages_reach_their_files(tmp_path: Path) -> 
 
 
 def test_a_name_two_packages_claim_names_neither(tmp_path: Path) -> None:
-    root = _tree(
+    root = write_tree(
         tmp_path,
         {
             "a/package.json": '{"name": "dup", "main": "index.js"}',
@@ -118,7 +110,7 @@ def test_exports_conditions_patterns_and_fallbacks_in_order() -> None:
 
 
 def test_a_package_json_that_is_no_object_fails_alone(tmp_path: Path) -> None:
-    root = _tree(tmp_path, {**MONOREPO, "packages/ui/package.json": "[1, 2"})
+    root = write_tree(tmp_path, {**MONOREPO, "packages/ui/package.json": "[1, 2"})
     result = index_repository(root)
     rows = {row.path: row.outcome for row in result.manifest.sorted_entries()}
     assert rows["packages/ui/package.json"] == "failed:JSONDecodeError"

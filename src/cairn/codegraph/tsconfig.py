@@ -27,7 +27,7 @@ import json
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from cairn.codegraph.limits import MAX_TSCONFIG_EXTENDS
 from cairn.codegraph.records import FileExtract
@@ -38,6 +38,8 @@ __all__ = [
     "ProjectConfigs",
     "extract_tsconfig",
     "is_tsconfig_name",
+    "longest_match",
+    "repository_path",
 ]
 
 TSCONFIG_LANGUAGE = "tsconfig"
@@ -51,6 +53,7 @@ _EXTENDS = "extends"
 _BASE_URL = "baseUrl"
 _PATHS = "paths"
 _WILDCARD = "*"
+_V = TypeVar("_V")
 
 
 def is_tsconfig_name(name: str) -> bool:
@@ -128,9 +131,10 @@ class ProjectConfigs:
         if options.paths is not None:
             root = options.base_url if options.base_url is not None else options.paths_base
             assert root is not None  # paths_base is set with paths
-            joined += [_join(root, target) for target in _substitutions(options.paths, specifier)]
+            targets = _substitutions(options.paths, specifier)
+            joined += [repository_path(root, target) for target in targets]
         if options.base_url is not None:
-            joined.append(_join(options.base_url, specifier))
+            joined.append(repository_path(options.base_url, specifier))
         return [base for base in joined if base is not None]
 
     def _config_of(self, directory: str) -> str | None:
@@ -163,7 +167,7 @@ class ProjectConfigs:
             if target is not None:
                 options = _merged(options, self._options_of(target, depth + 1))
         if _BASE_URL in settings:
-            base_url = _join(folder, settings[_BASE_URL])
+            base_url = repository_path(folder, settings[_BASE_URL])
             options = _Options(base_url, options.paths, options.paths_base)
         if _PATHS in settings:
             declared = settings[_PATHS].items()
@@ -185,7 +189,7 @@ def _extended(folder: str, parent: str) -> str | None:
     """The repository path of a relative ``extends`` target, or None for a package's."""
     if not parent.startswith(("./", "../")):
         return None
-    target = _join(folder, parent)
+    target = repository_path(folder, parent)
     if target is None:
         return None
     return target if target.endswith(".json") else f"{target}.json"
@@ -197,25 +201,34 @@ def _substitutions(paths: Sequence[tuple[str, Sequence[str]]], specifier: str) -
     exact: Mapping[str, Sequence[str]] = {p: t for p, t in paths if _WILDCARD not in p}
     if specifier in exact:
         return list(exact[specifier])
-    best: tuple[int, str, Sequence[str]] | None = None
-    for pattern, targets in paths:
-        if _WILDCARD not in pattern:
-            continue
-        prefix, _, suffix = pattern.partition(_WILDCARD)
-        if (
-            len(specifier) >= len(prefix) + len(suffix)
-            and specifier.startswith(prefix)
-            and specifier.endswith(suffix)
-            and (best is None or len(prefix) > best[0])
-        ):
-            best = (len(prefix), specifier[len(prefix) : len(specifier) - len(suffix)], targets)
-    if best is None:
+    found = longest_match(paths, specifier)
+    if found is None:
         return []
-    _, matched, targets = best
+    matched, targets = found
     return [target.replace(_WILDCARD, matched, 1) for target in targets]
 
 
-def _join(folder: str, relative: str) -> str | None:
+def longest_match(patterns: Iterable[tuple[str, _V]], text: str) -> tuple[str, _V] | None:
+    """What the ``*`` of the one-wildcard pattern matching ``text`` with the longest
+    prefix before its ``*`` stands for, and that pattern's value (the first such
+    pattern of equals); None when none matches (how ``tsc`` picks among ``paths`` and
+    Node among ``exports`` subpath patterns)."""
+    best: tuple[int, str, _V] | None = None
+    for pattern, value in patterns:
+        if pattern.count(_WILDCARD) != 1:
+            continue
+        prefix, _, suffix = pattern.partition(_WILDCARD)
+        if (
+            len(text) >= len(prefix) + len(suffix)
+            and text.startswith(prefix)
+            and text.endswith(suffix)
+            and (best is None or len(prefix) > best[0])
+        ):
+            best = (len(prefix), text[len(prefix) : len(text) - len(suffix)], value)
+    return None if best is None else (best[1], best[2])
+
+
+def repository_path(folder: str, relative: str) -> str | None:
     """``relative`` from ``folder`` as a repository path, or None when it leaves the
     repository (or is absolute)."""
     if relative.startswith("/"):

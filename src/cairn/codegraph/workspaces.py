@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from cairn.codegraph.records import FileExtract
+from cairn.codegraph.tsconfig import longest_match, repository_path
 
 __all__ = ["PACKAGE_JSON", "PACKAGE_LANGUAGE", "WorkspacePackages", "extract_package"]
 
@@ -90,11 +91,8 @@ class WorkspacePackages:
         targets.append(subpath)  # the folder itself (its index file), or the path in it
         bases: list[str] = []
         for target in targets:
-            joined = posixpath.normpath(posixpath.join(folder, target))
-            if joined == ".." or joined.startswith(("../", "/")):
-                continue  # out of the repository
-            base = "" if joined == "." else joined
-            if base not in bases:
+            base = repository_path(folder, target)  # None: out of the repository
+            if base is not None and base not in bases:
                 bases.append(base)
         return bases
 
@@ -120,21 +118,10 @@ def _exported(exports: Any, subpath: str) -> list[str]:
         return []
     if subpath in exports:
         return _targets(exports[subpath])
-    best: tuple[int, str, Any] | None = None
-    for key, value in exports.items():
-        if key.count(_WILDCARD) != 1:
-            continue
-        prefix, _, suffix = key.partition(_WILDCARD)
-        if (
-            len(subpath) >= len(prefix) + len(suffix)
-            and subpath.startswith(prefix)
-            and subpath.endswith(suffix)
-            and (best is None or len(prefix) > best[0])
-        ):
-            best = (len(prefix), subpath[len(prefix) : len(subpath) - len(suffix)], value)
-    if best is None:
+    found = longest_match(exports.items(), subpath)
+    if found is None:
         return []
-    _, matched, value = best
+    matched, value = found
     return [target.replace(_WILDCARD, matched) for target in _targets(value)]
 
 

@@ -141,20 +141,24 @@ def test_the_longest_matching_prefix_wins_and_paths_follow_base_url() -> None:
             extract_tsconfig("tsconfig.json", b'{"compilerOptions": {"paths": {"~/*": ["a/*"]}}}'),
         ]
     )
-    assert configs.bases("web/pages", "@/components/button") == [
+    assert configs.bases("web/pages/index.tsx", "@/components/button") == [
         "web/src/ui/button",
         "web/src/@/components/button",
     ]
-    assert configs.bases("web", "@/lib") == ["web/src/lib", "web/src/gen/lib", "web/src/@/lib"]
-    assert configs.bases("web", "exact") == ["web/src/x.ts", "web/src/exact"]
+    assert configs.bases("web/main.ts", "@/lib") == [
+        "web/src/lib",
+        "web/src/gen/lib",
+        "web/src/@/lib",
+    ]
+    assert configs.bases("web/main.ts", "exact") == ["web/src/x.ts", "web/src/exact"]
     # Without baseUrl, paths are relative to the config that sets them.
-    assert configs.bases("other/deep", "~/x") == ["a/x"]
-    assert configs.bases("other", "react") == []
+    assert configs.bases("other/deep/a.ts", "~/x") == ["a/x"]
+    assert configs.bases("other/a.ts", "react") == []
     # Out of the repository is nowhere.
     leaving = ProjectConfigs(
         [extract_tsconfig("tsconfig.json", b'{"compilerOptions": {"paths": {"up/*": ["../*"]}}}')]
     )
-    assert leaving.bases("", "up/x") == []
+    assert leaving.bases("a.ts", "up/x") == []
 
 
 def test_an_extends_cycle_ends(tmp_path: Path) -> None:
@@ -167,7 +171,7 @@ def test_an_extends_cycle_ends(tmp_path: Path) -> None:
             ),
         ]
     )
-    assert configs.bases("a", "lib") == ["b/lib"]
+    assert configs.bases("a/main.ts", "lib") == ["b/lib"]
 
 
 def test_a_round_after_a_config_edit_is_a_clean_build(tmp_path: Path) -> None:
@@ -187,3 +191,69 @@ def test_a_round_after_a_config_edit_is_a_clean_build(tmp_path: Path) -> None:
     )
     calls = {(f.source, f.target) for f in clean.graph.facts() if f.relation == "calls"}
     assert ("function:src/app/page.ts#total", "function:other/lib/math.ts#add") in calls
+
+
+_USES_CN = (
+    'import {{ cn }} from "@/lib/utils";\n\nexport function {name}() {{\n  return cn();\n}}\n'
+)
+
+VITE_APP = {
+    # create-vite's react-ts template: a solution config that takes no file itself and
+    # references one config for the app and one for the build script.
+    "tsconfig.json": """{
+  "files": [],
+  "references": [{ "path": "./tsconfig.app.json" }, { "path": "./tsconfig.node.json" }]
+}
+""",
+    "tsconfig.app.json": """{
+  "compilerOptions": { "baseUrl": ".", "paths": { "@/*": ["./src/*"] } },
+  "include": ["src"],
+  "exclude": ["src/**/*.test.ts"]
+}
+""",
+    "tsconfig.node.json": (
+        '{"compilerOptions": {"paths": {"@/*": ["./scripts/*"]}}, "include": ["vite.config.ts"]}'
+    ),
+    "src/lib/utils.ts": "export function cn() {\n  return 1;\n}\n",
+    "scripts/lib/utils.ts": "export function cn() {\n  return 2;\n}\n",
+    "src/App.tsx": _USES_CN.format(name="App"),
+    "vite.config.ts": _USES_CN.format(name="config"),
+    "src/App.test.ts": _USES_CN.format(name="check"),
+}
+
+
+def test_a_solution_config_hands_each_file_to_the_config_that_takes_it(tmp_path: Path) -> None:
+    calls = _calls(write_tree(tmp_path, VITE_APP))
+    assert ("function:src/App.tsx#App", "function:src/lib/utils.ts#cn") in calls
+    assert ("function:vite.config.ts#config", "function:scripts/lib/utils.ts#cn") in calls
+    # Excluded from the app's config and taken by no other: the solution config, which
+    # has no aliases, is the file's.
+    checked = {t for s, t in calls if s == "function:src/App.test.ts#check"}
+    assert checked == {"external:js:@/lib/utils.cn"}
+
+
+def test_include_patterns_folders_and_wildcards() -> None:
+    # A solution config referencing two configs beside it (a folder's own
+    # tsconfig.json would be the nearest config of its files, taken or not).
+    configs = ProjectConfigs(
+        [
+            extract_tsconfig(
+                "tsconfig.json",
+                b'{"files": [], "references": [{"path": "./tsconfig.a.json"}, {"path": "b.json"}]}',
+            ),
+            extract_tsconfig(
+                "tsconfig.a.json",
+                b'{"compilerOptions": {"baseUrl": "a"},'
+                b' "include": ["packages/a/src/**/*.ts", "packages/a/?.ts", "lib"]}',
+            ),
+            extract_tsconfig(
+                "b.json", b'{"compilerOptions": {"baseUrl": "b"}, "files": ["tools/x.ts"]}'
+            ),
+        ]
+    )
+    assert configs.bases("packages/a/src/deep/er/m.ts", "m") == ["a/m"]
+    assert configs.bases("packages/a/x.ts", "m") == ["a/m"]  # ?.ts
+    assert configs.bases("lib/any/where.tsx", "m") == ["a/m"]  # a folder takes all below
+    assert configs.bases("packages/a/xy.ts", "m") == []  # taken by none: the solution's
+    assert configs.bases("packages/a/src/m.tsx", "m") == []  # *.ts only
+    assert configs.bases("tools/x.ts", "m") == ["b/m"]  # listed in files

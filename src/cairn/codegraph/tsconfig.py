@@ -8,10 +8,13 @@ it, looked external. The rules are the compiler's (``moduleResolution`` of ``nod
 ``node16`` and ``bundler`` alike, for these options):
 
 - a file's config is the nearest ``tsconfig.json`` above it (``jsconfig.json`` where a
-  folder has no ``tsconfig.json``); ``extends`` (a path, or a list of them, TypeScript
-  5) merges the configs it names under the file's own options, later over earlier;
-  only relative ``extends`` are followed (a package's config lives in ``node_modules``,
-  which is not indexed);
+  folder has no ``tsconfig.json``); when that config does not include the file and
+  has ``references`` (a "solution" config, as Vite's templates write), the first
+  referenced config whose ``files``, ``include`` and ``exclude`` take the file is
+  used instead, as the editor's language service picks it; ``extends`` (a path, or a
+  list of them, TypeScript 5) merges the configs it names under the file's own
+  options, later over earlier; only relative ``extends`` are followed (a package's
+  config lives in ``node_modules``, which is not indexed);
 - ``baseUrl`` is relative to the config that sets it; ``paths`` to ``baseUrl`` when
   one is set, else to the config that sets ``paths``;
 - a specifier matches a ``paths`` pattern exactly, or one with a single ``*`` (the
@@ -23,10 +26,12 @@ Configs are read as JSON5 (``json5``): comments and trailing commas, as ``tsc`` 
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
+import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from cairn.codegraph.limits import MAX_TSCONFIG_EXTENDS
@@ -52,6 +57,16 @@ PROJECT_CONFIG_NAMES = ("tsconfig.json", "jsconfig.json")
 _EXTENDS = "extends"
 _BASE_URL = "baseUrl"
 _PATHS = "paths"
+_FILES = "files"
+_INCLUDE = "include"
+_EXCLUDE = "exclude"
+_REFERENCES = "references"
+_FILE_LISTS = (_FILES, _INCLUDE, _EXCLUDE)
+"""The lists of paths or patterns that say which files a config takes."""
+_EVERYTHING = "**/*"
+"""What a config that names neither ``files`` nor ``include`` takes."""
+MAX_CACHED_PATTERNS = 1_024
+"""``include``/``exclude`` patterns kept compiled."""
 _WILDCARD = "*"
 _V = TypeVar("_V")
 
@@ -76,6 +91,16 @@ def extract_tsconfig(path: str, data: bytes) -> FileExtract:
         extends = [extends]
     if isinstance(extends, list) and all(isinstance(item, str) for item in extends):
         settings.append((_EXTENDS, json.dumps(extends)))
+    for key in _FILE_LISTS:
+        listed = parsed.get(key)
+        if isinstance(listed, list) and all(isinstance(item, str) for item in listed):
+            settings.append((key, json.dumps(listed)))
+    references = parsed.get(_REFERENCES)
+    if isinstance(references, list):
+        named = [
+            r["path"] for r in references if isinstance(r, dict) and isinstance(r.get("path"), str)
+        ]
+        settings.append((_REFERENCES, json.dumps(named)))
     options = parsed.get("compilerOptions")
     if isinstance(options, dict):
         base_url = options.get(_BASE_URL)
@@ -102,6 +127,8 @@ class _Options:
     base_url: str | None = None
     paths: tuple[tuple[str, tuple[str, ...]], ...] | None = None
     paths_base: str | None = None
+    lists: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """``files``, ``include``, ``exclude`` as repository paths and patterns, where set."""
 
 
 class ProjectConfigs:
@@ -120,10 +147,10 @@ class ProjectConfigs:
     def __bool__(self) -> bool:
         return bool(self._settings)
 
-    def bases(self, directory: str, specifier: str) -> list[str]:
+    def bases(self, path: str, specifier: str) -> list[str]:
         """The repository paths (before extensions and ``index`` files are tried) that
-        ``specifier`` may name from a file in ``directory``, in the order to try."""
-        config = self._config_of(directory)
+        ``specifier`` may name from the file at ``path``, in the order to try."""
+        config = self._project_of(path)
         if config is None:
             return []
         options = self._options_of(config, 0)
@@ -136,6 +163,42 @@ class ProjectConfigs:
         if options.base_url is not None:
             joined.append(repository_path(options.base_url, specifier))
         return [base for base in joined if base is not None]
+
+    def _project_of(self, path: str) -> str | None:
+        """The config of the file at ``path``: the nearest one, or the first config it
+        references that takes the file where the nearest one does not."""
+        config = self._config_of(posixpath.dirname(path))
+        if config is None:
+            return None
+        references = self._settings[config].get(_REFERENCES, ())
+        if not references or self._takes(config, path):
+            return config
+        folder = posixpath.dirname(config)
+        for reference in references:
+            target = repository_path(folder, reference)
+            if target is not None and not target.endswith(".json"):
+                target = (
+                    posixpath.join(target, PROJECT_CONFIG_NAMES[0])
+                    if target
+                    else (PROJECT_CONFIG_NAMES[0])
+                )
+            if target in self._settings and self._takes(target, path):
+                return target
+        return config
+
+    def _takes(self, config: str, path: str) -> bool:
+        """Whether ``config`` takes the file at ``path`` (``files``, or ``include`` and
+        not ``exclude``; everything under its folder when it names neither list)."""
+        lists = dict(self._options_of(config, 0).lists)
+        if path in lists.get(_FILES, ()):
+            return True
+        if _FILES in lists or _INCLUDE in lists:
+            include = lists.get(_INCLUDE, ())
+        else:
+            include = (repository_path(posixpath.dirname(config), _EVERYTHING) or _EVERYTHING,)
+        return any(_matches(p, path) for p in include) and not any(
+            _matches(p, path) for p in lists.get(_EXCLUDE, ())
+        )
 
     def _config_of(self, directory: str) -> str | None:
         """The nearest project config at or above ``directory``."""
@@ -168,21 +231,59 @@ class ProjectConfigs:
                 options = _merged(options, self._options_of(target, depth + 1))
         if _BASE_URL in settings:
             base_url = repository_path(folder, settings[_BASE_URL])
-            options = _Options(base_url, options.paths, options.paths_base)
+            options = replace(options, base_url=base_url)
         if _PATHS in settings:
             declared = settings[_PATHS].items()
             paths = tuple((pattern, tuple(targets)) for pattern, targets in declared)
-            options = _Options(options.base_url, paths, folder)
+            options = _Options(options.base_url, paths, folder, options.lists)
+        own = tuple((key, _under(folder, settings[key])) for key in _FILE_LISTS if key in settings)
+        if own:  # each list a config sets replaces the one it extends
+            kept = tuple((key, value) for key, value in options.lists if key not in dict(own))
+            options = replace(options, lists=tuple(sorted(kept + own)))
         self._options[config] = options
         return options
+
+
+def _under(folder: str, listed: Iterable[str]) -> tuple[str, ...]:
+    """The paths or patterns of a config's list as repository paths (those that leave
+    the repository dropped)."""
+    return tuple(path for item in listed if (path := repository_path(folder, item)) is not None)
 
 
 def _merged(under: _Options, over: _Options) -> _Options:
     """``over``'s options where it sets them, else ``under``'s."""
     base_url = over.base_url if over.base_url is not None else under.base_url
+    given = dict(over.lists)
+    lists = tuple(sorted((*over.lists, *((k, v) for k, v in under.lists if k not in given))))
     if over.paths is not None:
-        return _Options(base_url, over.paths, over.paths_base)
-    return _Options(base_url, under.paths, under.paths_base)
+        return _Options(base_url, over.paths, over.paths_base, lists)
+    return _Options(base_url, under.paths, under.paths_base, lists)
+
+
+@functools.lru_cache(maxsize=MAX_CACHED_PATTERNS)
+def _pattern(pattern: str) -> re.Pattern[str]:
+    """A config's ``include``/``exclude`` pattern as a regular expression over
+    repository paths: ``*`` and ``?`` within one folder, ``**/`` any folders; a last
+    part with no wildcard and no ``.`` is a folder, taking every file under it."""
+    parts = pattern.split("/") if pattern else []
+    pieces: list[str] = []
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        if part == "**":
+            pieces.append("[^/]+(?:/[^/]+)*" if last else "(?:[^/]+/)*")
+            continue
+        piece = "".join(
+            "[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char) for char in part
+        )
+        pieces.append(piece if last else piece + "/")
+    folder = not parts or ("*" not in parts[-1] and "?" not in parts[-1] and "." not in parts[-1])
+    if folder:
+        pieces.append("/.+" if parts else ".+")
+    return re.compile("".join(pieces) + r"\Z")
+
+
+def _matches(pattern: str, path: str) -> bool:
+    return _pattern(pattern).match(path) is not None
 
 
 def _extended(folder: str, parent: str) -> str | None:

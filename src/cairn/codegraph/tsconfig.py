@@ -143,6 +143,7 @@ class ProjectConfigs:
         }
         self._options: dict[str, _Options] = {}
         self._nearest: dict[str, str | None] = {}
+        self._projects: dict[str, str | None] = {}
 
     def __bool__(self) -> bool:
         return bool(self._settings)
@@ -167,6 +168,11 @@ class ProjectConfigs:
     def _project_of(self, path: str) -> str | None:
         """The config of the file at ``path``: the nearest one, or the first config it
         references that takes the file where the nearest one does not."""
+        if path not in self._projects:
+            self._projects[path] = self._choose_project(path)
+        return self._projects[path]
+
+    def _choose_project(self, path: str) -> str | None:
         config = self._config_of(posixpath.dirname(path))
         if config is None:
             return None
@@ -177,11 +183,7 @@ class ProjectConfigs:
         for reference in references:
             target = repository_path(folder, reference)
             if target is not None and not target.endswith(".json"):
-                target = (
-                    posixpath.join(target, PROJECT_CONFIG_NAMES[0])
-                    if target
-                    else (PROJECT_CONFIG_NAMES[0])
-                )
+                target = posixpath.join(target, PROJECT_CONFIG_NAMES[0])
             if target in self._settings and self._takes(target, path):
                 return target
         return config

@@ -87,26 +87,27 @@ def test_exports_conditions_patterns_and_fallbacks_in_order() -> None:
             extract_package("package.json", b'{"name": "root", "exports": "./main.js"}'),
         ]
     )
-    assert packages.bases("@x/core") == [
+    assert packages.bases("apps/x.ts", "@x/core") == [
         "libs/core/dist/index.d.ts",
         "libs/core/src/index.ts",
         "libs/core/dist/index.js",
         "libs/core",
     ]
-    assert packages.bases("@x/core/utils/date") == [
+    assert packages.bases("apps/x.ts", "@x/core/utils/date") == [
         "libs/core/src/utils/date.ts",
         "libs/core/utils/date",
     ]
-    assert packages.bases("@x/core/thing") == [
+    assert packages.bases("apps/x.ts", "@x/core/thing") == [
         "libs/core/src/thing",
         "libs/core/gen/thing",
         "libs/core/thing",
     ]
-    assert packages.bases("@x/core/fixed") == ["libs/core/src/fixed.ts", "libs/core/fixed"]
+    fixed = packages.bases("apps/x.ts", "@x/core/fixed")
+    assert fixed == ["libs/core/src/fixed.ts", "libs/core/fixed"]
     # An exports string is the package itself only.
-    assert packages.bases("root") == ["main.js", ""]
-    assert packages.bases("root/other") == ["other"]
-    assert packages.bases("react") == []
+    assert packages.bases("apps/x.ts", "root") == ["main.js", ""]
+    assert packages.bases("apps/x.ts", "root/other") == ["other"]
+    assert packages.bases("apps/x.ts", "react") == []
 
 
 def test_a_package_json_that_is_no_object_fails_alone(tmp_path: Path) -> None:
@@ -117,3 +118,39 @@ def test_a_package_json_that_is_no_object_fails_alone(tmp_path: Path) -> None:
     assert rows["apps/web/page.ts"] == "indexed"
     with pytest.raises(ValueError, match="JSON object"):
         extract_package("package.json", b'"just a string"')
+
+
+def test_a_hash_import_goes_through_the_nearest_package_imports(tmp_path: Path) -> None:
+    root = write_tree(
+        tmp_path,
+        {
+            "lib/package.json": (
+                '{"name": "lib", "imports": {"#internal/*": "./src/internal/*.js",'
+                ' "#config": {"node": "./src/config-node.js", "default": "./src/config.js"},'
+                ' "#dep": "left-pad"}}'
+            ),
+            "lib/src/internal/db.js": "export function query() {\n  return 1;\n}\n",
+            "lib/src/config-node.js": "export function load() {\n  return 2;\n}\n",
+            "lib/src/deep/use.js": (
+                'import { query } from "#internal/db";\n'
+                'import { load } from "#config";\n'
+                'import pad from "#dep";\n\n'
+                "export function run() {\n  query();\n  pad();\n  return load();\n}\n"
+            ),
+            "other/use.js": (
+                'import { query } from "#internal/db";\n\n'
+                "export function run() {\n  return query();\n}\n"
+            ),
+        },
+    )
+    graph = index_repository(root).graph
+    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    assert {t for s, t in calls if s == "function:lib/src/deep/use.js#run"} == {
+        "function:lib/src/internal/db.js#query",
+        "function:lib/src/config-node.js#load",
+        "external:js:#dep",  # a package target is another package's business
+    }
+    # Outside the package, its private imports mean nothing.
+    assert {t for s, t in calls if s == "function:other/use.js#run"} == {
+        "external:js:#internal/db.query"
+    }

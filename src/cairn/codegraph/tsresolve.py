@@ -140,7 +140,7 @@ class CodeResolver(ResolverFrame):
         or a package of the workspace), an external package, or None (a relative path
         to no file)."""
         if not spec.startswith("."):
-            bases = self.configs.bases(file.path, spec) + self.workspaces.bases(spec)
+            bases = self.configs.bases(file.path, spec) + self.workspaces.bases(file.path, spec)
             for base in bases:
                 found = self._js_file(base)
                 if found is not None:

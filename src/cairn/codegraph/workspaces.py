@@ -14,7 +14,10 @@ is not is never guessed at):
   conditions, each target tried in the order written), then ``types``
   (``typings``), ``module``, ``main``, then the folder's ``index`` file;
 - a subpath (``@acme/ui/button``): its ``exports`` entry (``"./button"``, or a
-  pattern with one ``*``, the longest prefix first), else the path in the folder.
+  pattern with one ``*``, the longest prefix first), else the path in the folder;
+- a ``#`` specifier (``#internal/db``, Node's subpath imports): the ``imports`` entry
+  of the nearest ``package.json`` above the importing file, by the same rules (a
+  target that is a package name, not a ``./`` path, is left external).
 
 The JavaScript resolver then applies its extension and ``index`` rules to each path.
 """
@@ -36,11 +39,14 @@ PACKAGE_LANGUAGE = "npm"
 
 PACKAGE_JSON = "package.json"
 
-ENTRY_FIELDS = ("exports", "types", "typings", "module", "main")
-"""The fields of a ``package.json`` that say which file a package is, kept as JSON."""
+ENTRY_FIELDS = ("exports", "imports", "types", "typings", "module", "main")
+"""The fields of a ``package.json`` that say which file a package (or one of its own
+``#`` imports) is, kept as JSON."""
 
 _FALLBACK_FIELDS = ("types", "typings", "module", "main")
 _WILDCARD = "*"
+_PRIVATE = "#"
+"""How a package's own subpath imports begin (``package.json`` ``imports``)."""
 
 
 def extract_package(path: str, data: bytes) -> FileExtract:
@@ -66,20 +72,25 @@ class WorkspacePackages:
             if extract.language == PACKAGE_LANGUAGE and extract.package:
                 claims.setdefault(extract.package, []).append(extract)
         self._packages = {
-            name: (
-                posixpath.dirname(held[0].path),
-                {key: json.loads(value) for key, value in held[0].constants},
-            )
+            name: (posixpath.dirname(held[0].path), _entries(held[0]))
             for name, held in claims.items()
             if len(held) == 1
+        }
+        self._scopes = {
+            posixpath.dirname(extract.path): _entries(extract)
+            for extract in extracts
+            if extract.language == PACKAGE_LANGUAGE
         }
 
     def __bool__(self) -> bool:
         return bool(self._packages)
 
-    def bases(self, specifier: str) -> list[str]:
+    def bases(self, path: str, specifier: str) -> list[str]:
         """The repository paths (before extensions and ``index`` files are tried) that
-        ``specifier`` names when it is one of the repository's packages, in order."""
+        ``specifier`` names from the file at ``path`` when it is one of the
+        repository's packages or a ``#`` import of the file's own package, in order."""
+        if specifier.startswith(_PRIVATE):
+            return self._imported(path, specifier)
         name, subpath = _split(specifier)
         held = self._packages.get(name)
         if held is None:
@@ -95,6 +106,33 @@ class WorkspacePackages:
             if base is not None and base not in bases:
                 bases.append(base)
         return bases
+
+    def _imported(self, path: str, specifier: str) -> list[str]:
+        """What a ``#`` specifier names through the ``imports`` of the nearest
+        ``package.json`` above ``path`` (its targets that are ``./`` paths)."""
+        folder = posixpath.dirname(path)
+        while folder not in self._scopes:
+            if not folder:
+                return []
+            folder = posixpath.dirname(folder)
+        imports = self._scopes[folder].get("imports")
+        if not isinstance(imports, dict):
+            return []
+        if specifier in imports:
+            targets = _targets(imports[specifier])
+        else:
+            found = longest_match(imports.items(), specifier)
+            if found is None:
+                return []
+            matched, value = found
+            targets = [target.replace(_WILDCARD, matched) for target in _targets(value)]
+        relative = [target for target in targets if target.startswith("./")]
+        return [base for t in relative if (base := repository_path(folder, t)) is not None]
+
+
+def _entries(extract: FileExtract) -> dict[str, Any]:
+    """A ``package.json`` extract's entry fields, parsed."""
+    return {key: json.loads(value) for key, value in extract.constants}
 
 
 def _split(specifier: str) -> tuple[str, str]:

@@ -192,3 +192,41 @@ def test_cli_routes(db_path: Path) -> None:
         "GET /api/users/{user_id}  -> function:app/views.py#get_user  app/views.py:10"
         in shown.output
     )
+
+
+def test_a_name_written_through_a_namespace_folder_is_exact(tmp_path: Path) -> None:
+    # OpenTelemetry's layout: src/opentelemetry/ has no __init__.py, so the module is
+    # named ``context`` while its users write ``opentelemetry.context.attach``.
+    repo = tmp_path / "repo"
+    files = {
+        "api/src/opentelemetry/context/__init__.py": "def attach(token):\n    return token\n",
+        "api/src/opentelemetry/trace/__init__.py": (
+            "from opentelemetry.context import attach\n\n\n"
+            "def start_span():\n    return attach(1)\n"
+        ),
+    }
+    for relative, text in files.items():
+        (repo / relative).parent.mkdir(parents=True, exist_ok=True)
+        (repo / relative).write_text(text)
+    attach = "function:api/src/opentelemetry/context/__init__.py#attach"
+    with cairn.open(tmp_path / "cairn.db") as db:
+        from cairn.codegraph import index_repository
+        from cairn.store.load import load_semantic_graph
+
+        load_semantic_graph(db, index_repository(repo).graph)
+        with db.read_cut() as cut:
+            for query in (
+                "context.attach",
+                "opentelemetry.context.attach",
+                "src.opentelemetry.context.attach",
+            ):
+                found = resolve_name(cut, query)
+                assert (found.status, found.match and found.match.ref.id) == ("exact", attach)
+            # Folders that are not above it name nothing exactly: a guess stays fuzzy.
+            assert resolve_name(cut, "otel.context.attach").status == "fuzzy"
+            assert resolve_name(cut, "api.opentelemetry.context.attach").status == "fuzzy"
+        callers = calls_of(db, "opentelemetry.context.attach")
+    assert callers.resolution.status == "exact"
+    assert [(edge.caller.id, edge.callee.id) for edge in callers.edges] == [
+        ("function:api/src/opentelemetry/trace/__init__.py#start_span", attach)
+    ]

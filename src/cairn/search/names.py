@@ -2,12 +2,15 @@
 ``django.db.models.Model``, a document ID) resolved to the nodes of a code graph.
 
 Exact before fuzzy, and never a guess: the tiers are ``id`` (a document ID),
-``exact`` (the qualified name), ``suffix`` (the qualified name ends with the dotted
-name), then ``fuzzy`` (the same last name, case-insensitively, or every dotted part in
-order: a re-export's path). The best tier with any match decides; one match there is
-the answer (labelled with its tier), more are returned as candidates. Candidates are
-read in one read cut as the principal, so a name never reveals a document it may not
-see. Lookup goes by document ID (``kind:path#qualname``), which holds the last name, so
+``exact`` (the qualified name, or the name an import gives a Python symbol through the
+folders above its topmost package: ``opentelemetry.context.attach`` for
+``context.attach`` in ``src/opentelemetry/context/``, a namespace folder), ``suffix``
+(the qualified name ends with the dotted name), then ``fuzzy`` (the same last name,
+case-insensitively, or every dotted part in order: a re-export's path). The best tier
+with any match decides; one match there is the answer (labelled with its tier), more
+are returned as candidates. Candidates are read in one read cut as the principal, so a
+name never reveals a document it may not see. Lookup goes by document ID
+(``kind:path#qualname``), which holds the last name, so
 no body is decoded until a candidate is read.
 """
 
@@ -41,6 +44,9 @@ NAME_COLLECTIONS = ("symbols", "routes", "files")
 
 TIERS = ("id", "exact", "suffix", "fuzzy")
 """Match tiers, best first."""
+
+_PYTHON_SUFFIX = ".py"
+_PACKAGE_MODULE = "__init__"
 
 _KIND_ORDER = {"class": 0, "function": 1, "method": 2, "route": 3, "variable": 4, "file": 5}
 
@@ -108,7 +114,7 @@ def _tier(name: str, ref: EntityRef, qualified: str | None, path: str | None) ->
     candidates = [qualified] if qualified else []
     if path:
         candidates.append(path)
-    if name in candidates:
+    if name in candidates or (qualified and path and _through_folders(name, ref, qualified, path)):
         return "exact"
     if any(text.endswith(("." + name, "/" + name)) for text in candidates):
         return "suffix"
@@ -119,6 +125,21 @@ def _tier(name: str, ref: EntityRef, qualified: str | None, path: str | None) ->
             return "fuzzy"
     last = ref.id.rsplit("#", 1)[-1].rsplit(".", 1)[-1]
     return "fuzzy" if last.lower() == wanted[-1] else None
+
+
+def _through_folders(name: str, ref: EntityRef, qualified: str, path: str) -> bool:
+    """Whether ``name`` is ``qualified`` named from folders above its module's topmost
+    package, those folders' names in order (``cairn.codegraph.resolve.module_aliases``)."""
+    if not path.endswith(_PYTHON_SUFFIX) or not name.endswith("." + qualified):
+        return False
+    qualname = ref.id.rsplit("#", 1)[1] if "#" in ref.id else ""
+    module = qualified.removesuffix("." + qualname) if qualname else qualified
+    parts = path[: -len(_PYTHON_SUFFIX)].split("/")
+    if parts[-1] == _PACKAGE_MODULE:
+        parts = parts[:-1]
+    folders = parts[: len(parts) - len(module.split("."))]
+    above = name[: -len(qualified) - 1].split(".")
+    return len(above) <= len(folders) and folders[len(folders) - len(above) :] == above
 
 
 def _sort_key(item: SymbolMatch) -> tuple[int, int, str, str]:

@@ -318,8 +318,22 @@ class _JsWalker(_Base):
         elif kind == "new_expression":
             ref = self.ref(node.child_by_field_name("constructor"))
             self.calls.append(CallSite(self.scope, ref, self.lines.range(node), construct=True))
+        elif kind in ("jsx_opening_element", "jsx_self_closing_element"):
+            self.jsx(node)
         for child in node.named_children:
             self.walk(child)
+
+    def jsx(self, node: Node) -> None:
+        """``<Button />`` or ``<Card.Title>``: React calls the component (JSX compiles to
+        ``jsx(Button, props)``), so its use is a call site of kind ``jsx``. A lowercase
+        name is an element of the page (``<div>``, ``<my-element>``), no call; a
+        fragment (``<>``) names nothing."""
+        name = node.child_by_field_name("name")
+        if name is None or name.type not in ("identifier", "member_expression"):
+            return
+        if name.type == "identifier" and not _text(name)[:1].isupper():
+            return
+        self.calls.append(CallSite(self.scope, self.ref(name), self.lines.range(node), site="jsx"))
 
     def function(self, node: Node, name_node: Node | None, body_owner: Node) -> None:
         if name_node is None:

@@ -599,7 +599,7 @@ class CodeResolver(ResolverFrame):
                     "optional_chaining": site.optional,
                     "resolution": resolution,
                 }
-                self._fact(file, caller, target, "calls", disc, site.range, "call")
+                self._fact(file, caller, target, "calls", disc, site.range, site.site)
 
     def _bases(self, file: _File) -> None:
         for base in file.extract.bases:

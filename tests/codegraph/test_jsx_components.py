@@ -1,0 +1,65 @@
+"""A React component used in JSX is called where it is used: ``<Button />`` compiles to
+``jsx(Button, props)``, so ``cairn callers Button`` and ``cairn impact`` must see it.
+Expected edges and lines are read by hand from the sources below."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codegraph_expect import write_tree
+
+from cairn.codegraph import index_repository
+
+FILES = {
+    "components/button.tsx": "export function Button() {\n  return <button />;\n}\n",
+    "components/card.tsx": (
+        "export const Card = {\n  Title: function Title() {\n    return null;\n  },\n};\n"
+    ),
+    "components/legacy.jsx": ("export class Legacy {\n  render() {\n    return null;\n  }\n}\n"),
+    "app/page.tsx": (
+        'import { Button } from "../components/button";\n'
+        'import { Legacy } from "../components/legacy";\n'
+        'import Link from "next/link";\n\n'
+        "export function Page() {\n"
+        "  return (\n"
+        '    <div className="page">\n'
+        "      <Button />\n"
+        '      <Link href="/">home</Link>\n'
+        "      <Legacy></Legacy>\n"
+        "      <my-element />\n"
+        "      <>\n"
+        "        <Button />\n"
+        "      </>\n"
+        "    </div>\n"
+        "  );\n"
+        "}\n"
+    ),
+}
+
+
+def test_a_component_used_in_jsx_is_called_there(tmp_path: Path) -> None:
+    graph = index_repository(write_tree(tmp_path, FILES)).graph
+    facts = {f.id: f for f in graph.facts() if f.relation == "calls"}
+    by_target = {
+        f.target: (
+            f.discriminator.value["invocation"],
+            sorted(o.source_range.start_line for o in occ),
+        )
+        for f in facts.values()
+        if f.source == "function:app/page.tsx#Page"
+        for occ in [[graph.occurrence(i) for i in f.occurrence_ids]]
+    }
+    assert by_target == {
+        "function:components/button.tsx#Button": ("call", [8, 13]),
+        "external:js:next/link": ("call", [9]),  # a default import: the module
+        "class:components/legacy.jsx#Legacy": ("construct", [10]),
+    }
+    kinds = {
+        graph.occurrence(i).site_kind
+        for f in facts.values()
+        if f.source == "function:app/page.tsx#Page"
+        for i in f.occurrence_ids
+    }
+    assert kinds == {"jsx"}
+    # <button /> is an element of the page, not a call of anything.
+    assert not [f for f in facts.values() if f.source == "function:components/button.tsx#Button"]

@@ -13,12 +13,18 @@ from cairn.codegraph import index_repository
 FILES = {
     "components/button.tsx": "export function Button() {\n  return <button />;\n}\n",
     "components/card.tsx": (
-        "export const Card = {\n  Title: function Title() {\n    return null;\n  },\n};\n"
+        "export function Card() {\n  return null;\n}\n\n"
+        "Card.Title = function Title() {\n  return null;\n};\n"
     ),
     "components/legacy.jsx": ("export class Legacy {\n  render() {\n    return null;\n  }\n}\n"),
+    "app/use.ts": (
+        'import { Card } from "../components/card";\n\n'
+        "export function use() {\n  return Card.Title();\n}\n"
+    ),
     "app/page.tsx": (
         'import { Button } from "../components/button";\n'
         'import { Legacy } from "../components/legacy";\n'
+        'import { Card } from "../components/card";\n'
         'import Link from "next/link";\n\n'
         "export function Page() {\n"
         "  return (\n"
@@ -29,6 +35,7 @@ FILES = {
         "      <my-element />\n"
         "      <>\n"
         "        <Button />\n"
+        "        <Card.Title />\n"
         "      </>\n"
         "    </div>\n"
         "  );\n"
@@ -50,9 +57,11 @@ def test_a_component_used_in_jsx_is_called_there(tmp_path: Path) -> None:
         for occ in [[graph.occurrence(i) for i in f.occurrence_ids]]
     }
     assert by_target == {
-        "function:components/button.tsx#Button": ("call", [8, 13]),
-        "external:js:next/link": ("call", [9]),  # a default import: the module
-        "class:components/legacy.jsx#Legacy": ("construct", [10]),
+        "function:components/button.tsx#Button": ("call", [9, 14]),
+        "external:js:next/link": ("call", [10]),  # a default import: the module
+        "class:components/legacy.jsx#Legacy": ("construct", [11]),
+        # A function assigned to a member of an imported one, in its own file.
+        "function:components/card.tsx#Card.Title": ("call", [15]),
     }
     kinds = {
         graph.occurrence(i).site_kind
@@ -63,3 +72,9 @@ def test_a_component_used_in_jsx_is_called_there(tmp_path: Path) -> None:
     assert kinds == {"jsx"}
     # <button /> is an element of the page, not a call of anything.
     assert not [f for f in facts.values() if f.source == "function:components/button.tsx#Button"]
+
+
+def test_a_member_function_of_an_imported_function_is_reached(tmp_path: Path) -> None:
+    graph = index_repository(write_tree(tmp_path, FILES)).graph
+    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    assert ("function:app/use.ts#use", "function:components/card.tsx#Card.Title") in calls

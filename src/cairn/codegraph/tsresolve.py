@@ -343,7 +343,17 @@ class CodeResolver(ResolverFrame):
             return self._member(value.cls, attr)
         if value.kind == "class":
             return self._member(value, attr)
-        return ()
+        return self._assigned(value, attr)
+
+    def _assigned(self, value: VSymbol, attr: str) -> tuple[Value, ...]:
+        """A function assigned to a member of ``value`` at its module's top level
+        (``EmptyPlaceholder.Title = function Title() {}``: the symbol
+        ``EmptyPlaceholder.Title``), reached from any file that has ``value``."""
+        file = self.files.get(value.path)
+        if file is None or file.language == "go":
+            return ()
+        found = file.symbols.get(f"{value.qualname}.{attr}", ())
+        return (self._vsymbol(file, found[0]),) if len(found) == 1 else ()
 
     def _member_key(self, cls: VSymbol) -> tuple[str, str]:
         file = self.files[cls.path]

@@ -78,3 +78,44 @@ def test_a_member_function_of_an_imported_function_is_reached(tmp_path: Path) ->
     graph = index_repository(write_tree(tmp_path, FILES)).graph
     calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
     assert ("function:app/use.ts#use", "function:components/card.tsx#Card.Title") in calls
+
+
+WRAPPED = {
+    "components/input.tsx": (
+        'import * as React from "react";\n'
+        'import { memo } from "react";\n\n'
+        "function classes() {\n  return 1;\n}\n\n"
+        "export const Input = React.forwardRef((props, ref) => {\n"
+        "  return classes();\n"
+        "});\n\n"
+        "export const Badge = memo(function Badge() {\n  return null;\n});\n\n"
+        "export const settings = Object.freeze({ a: 1 });\n"
+    ),
+    "app/form.tsx": (
+        'import { Input, Badge } from "../components/input";\n\n'
+        "export function Form() {\n  return <Input><Badge /></Input>;\n}\n"
+    ),
+}
+
+
+def test_a_forward_ref_or_memo_component_is_a_function(tmp_path: Path) -> None:
+    # shadcn/ui writes its components as React.forwardRef constants: each is the
+    # function it wraps, used in JSX and calling what its body calls.
+    graph = index_repository(write_tree(tmp_path, WRAPPED)).graph
+    kinds = {n.id for n in graph.nodes() if n.id.startswith(("function:", "variable:"))}
+    assert {
+        "function:components/input.tsx#Input",
+        "function:components/input.tsx#Badge",
+        "variable:components/input.tsx#settings",  # any other call stays a constant
+    } <= kinds
+    assert "variable:components/input.tsx#Input" not in kinds
+    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    assert {t for s, t in calls if s == "function:app/form.tsx#Form"} == {
+        "function:components/input.tsx#Input",
+        "function:components/input.tsx#Badge",
+    }
+    assert ("function:components/input.tsx#Input", "function:components/input.tsx#classes") in (
+        calls
+    )
+    assert ("file:components/input.tsx", "external:js:react.forwardRef") in calls
+    assert ("file:components/input.tsx", "external:js:react.memo") in calls

@@ -240,6 +240,9 @@ _FUNCTION_VALUES = frozenset(
     {"arrow_function", "function_expression", "function", "generator_function"}
 )
 _FUNCTION_DECLS = frozenset({"function_declaration", "generator_function_declaration"})
+COMPONENT_WRAPPERS = frozenset({"forwardRef", "memo", "React.forwardRef", "React.memo"})
+"""Calls whose function argument is the component a constant names (React): the
+constant is a function node with that body, as ``const Button = () => ...`` is."""
 PROTOTYPE = "prototype"
 """``Foo.prototype.bar = function`` names the function ``Foo.bar``."""
 _CLASS_DECLS = frozenset({"class_declaration", "abstract_class_declaration", "class"})
@@ -438,6 +441,10 @@ class _JsWalker(_Base):
                 if value.type in _FUNCTION_VALUES:
                     self.function(declarator, name_node, value)
                     continue
+                wrapped = self.wrapped_component(value)
+                if wrapped is not None:
+                    self.function(declarator, name_node, wrapped)
+                    continue
                 if value.type == "class":
                     self.walk(value)
                     continue
@@ -461,6 +468,22 @@ class _JsWalker(_Base):
                 if binding == ("opaque",):
                     binding = ("var", name)
             self.bind(name, binding)
+
+    def wrapped_component(self, value: Node) -> Node | None:
+        """``forwardRef((props, ref) => ...)`` or ``memo(function ...)`` (bare or on
+        ``React``): the function a component constant is, whose body is the
+        component's; the wrapper's own call is recorded here. None for any other value."""
+        if value.type != "call_expression":
+            return None
+        func = value.child_by_field_name("function")
+        args = value.child_by_field_name("arguments")
+        if func is None or args is None or _text(func) not in COMPONENT_WRAPPERS:
+            return None
+        first = next((a for a in args.named_children if a.type != "comment"), None)
+        if first is None or first.type not in _FUNCTION_VALUES:
+            return None
+        self.calls.append(CallSite(self.scope, self.ref(func), self.lines.range(value)))
+        return first
 
     def require(self, name_node: Node, value: Node) -> bool:
         spec = _require_specifier(value)

@@ -181,14 +181,16 @@ LANGUAGE_BY_SUFFIX = {
 }
 """File suffix -> language of the adapter that reads it."""
 
-LANGUAGE_BY_NAME = {
-    "go.mod": "gomod",
-    "tsconfig.json": "tsconfig",
-    "jsconfig.json": "tsconfig",
-    "package.json": "npm",
-}
-"""Exact file name -> language, checked before the suffix (Go module files, TypeScript
-and JavaScript project configs, ``tsconfig.*.json`` too by pattern, and npm packages)."""
+TSCONFIG_LANGUAGE = "tsconfig"
+"""The language of ``tsconfig.json``, ``tsconfig.*.json`` and ``jsconfig.json`` files
+(``cairn.codegraph.tsconfig.is_tsconfig_name``)."""
+
+PACKAGE_LANGUAGE = "npm"
+"""The language of ``package.json`` files (``cairn.codegraph.workspaces``)."""
+
+LANGUAGE_BY_NAME = {"go.mod": "gomod", "package.json": PACKAGE_LANGUAGE}
+"""Exact file name -> language, checked before the suffix (Go module files, npm
+packages; project configs go by ``is_tsconfig_name``)."""
 
 MAX_TSCONFIG_EXTENDS = 16
 """How deep a chain of ``extends`` between project configs is followed (a cycle, which

@@ -209,12 +209,9 @@ def module_names(paths: Iterable[str], root_package: str | None = None) -> dict[
     prefix = f"{root_package}." if root_package and "" in inits else ""
     names: dict[str, str] = {}
     for path in paths:
-        parts = path[: -len(".py")].split("/")
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-            directory_parts = parts
-        else:
-            directory_parts = parts[:-1]
+        parts = _module_parts(path)
+        package = path.rsplit("/", 1)[-1] == "__init__.py"
+        directory_parts = parts if package else parts[:-1]
         start = _import_start(directory_parts, inits)
         dotted = ".".join(parts[start:])
         if prefix and start == 0:  # the chain reaches the indexed folder: a package too
@@ -222,6 +219,13 @@ def module_names(paths: Iterable[str], root_package: str | None = None) -> dict[
         if dotted:
             names[path] = dotted
     return names
+
+
+def _module_parts(path: str) -> list[str]:
+    """The parts of a Python file's path that its module name may be made of: the
+    folders and the file's stem, a package's ``__init__`` left out."""
+    parts = path[: -len(".py")].split("/")
+    return parts[:-1] if parts[-1] == "__init__" else parts
 
 
 def _import_start(directory_parts: Sequence[str], inits: set[str]) -> int:
@@ -246,9 +250,7 @@ name-table key (``PythonResolver.by_name``) of that one module for code under th
 def _import_root(path: str, name: str) -> str:
     """The folder a module named ``name`` at ``path`` is imported from ("" for the
     indexed folder)."""
-    parts = path[: -len(".py")].split("/")
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
+    parts = _module_parts(path)
     return "/".join(parts[: max(0, len(parts) - len(name.split(".")))])
 
 
@@ -285,11 +287,8 @@ def module_aliases(names: Mapping[str, str]) -> dict[str, str]:
     """
     found: dict[str, list[str]] = {}
     for path, name in names.items():
-        parts = path[: -len(".py")].split("/")
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        start = len(parts) - len(name.split("."))
-        for depth in range(start - 1, -1, -1):
+        parts = _module_parts(path)
+        for depth in range(len(parts) - len(name.split(".")) - 1, -1, -1):
             if not parts[depth].isidentifier():
                 break
             found.setdefault(".".join(parts[depth:]), []).append(path)
@@ -1702,7 +1701,7 @@ class PythonResolver(ResolverFrame):
             return ()  # only a literal's items are known: no invented ``x.['k']`` names
         if isinstance(value, VModule):
             if value.path is None:  # a namespace folder above a package, or external
-                sub = self.by_name.get(f"{value.name}.{attr}")
+                sub = self.find_module(f"{value.name}.{attr}", None)
                 if sub is not None:
                     return (VModule(sub.name, sub.path),)
                 return (VExternal(f"{value.name}.{attr}"),)

@@ -34,9 +34,10 @@ from cairn.codegraph.limits import (
     MINIFIED_SUFFIXES,
     SECRET_FILENAMES,
     SECRET_SUFFIXES,
+    TSCONFIG_LANGUAGE,
     VENDORED_DIRS,
 )
-from cairn.codegraph.tsconfig import TSCONFIG_LANGUAGE, is_tsconfig_name
+from cairn.codegraph.tsconfig import is_tsconfig_name
 from cairn.errors import ValidationError
 
 __all__ = [
@@ -166,7 +167,7 @@ def language_of(path: str) -> str:
     by_name = LANGUAGE_BY_NAME.get(name)
     if by_name is not None:
         return by_name
-    if is_tsconfig_name(name):  # tsconfig.base.json, tsconfig.app.json, ...
+    if is_tsconfig_name(name):  # tsconfig.json, tsconfig.app.json, jsconfig.json
         return TSCONFIG_LANGUAGE
     return LANGUAGE_BY_SUFFIX.get(os.path.splitext(path)[1].lower(), OTHER_LANGUAGE)
 

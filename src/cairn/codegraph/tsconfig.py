@@ -31,10 +31,10 @@ import json
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from cairn.codegraph.limits import MAX_TSCONFIG_EXTENDS
+from cairn.codegraph.limits import MAX_TSCONFIG_EXTENDS, TSCONFIG_LANGUAGE
 from cairn.codegraph.records import FileExtract
 
 __all__ = [
@@ -46,9 +46,6 @@ __all__ = [
     "longest_match",
     "repository_path",
 ]
-
-TSCONFIG_LANGUAGE = "tsconfig"
-"""The language of ``tsconfig.json``, ``tsconfig.*.json`` and ``jsconfig.json`` files."""
 
 PROJECT_CONFIG_NAMES = ("tsconfig.json", "jsconfig.json")
 """The names a folder's own config has, in the order the nearest one is looked for
@@ -127,7 +124,7 @@ class _Options:
     base_url: str | None = None
     paths: tuple[tuple[str, tuple[str, ...]], ...] | None = None
     paths_base: str | None = None
-    lists: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    lists: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """``files``, ``include``, ``exclude`` as repository paths and patterns, where set."""
 
 
@@ -144,9 +141,6 @@ class ProjectConfigs:
         self._options: dict[str, _Options] = {}
         self._nearest: dict[str, str | None] = {}
         self._projects: dict[str, str | None] = {}
-
-    def __bool__(self) -> bool:
-        return bool(self._settings)
 
     def bases(self, path: str, specifier: str) -> list[str]:
         """The repository paths (before extensions and ``index`` files are tried) that
@@ -191,13 +185,13 @@ class ProjectConfigs:
     def _takes(self, config: str, path: str) -> bool:
         """Whether ``config`` takes the file at ``path`` (``files``, or ``include`` and
         not ``exclude``; everything under its folder when it names neither list)."""
-        lists = dict(self._options_of(config, 0).lists)
+        lists = self._options_of(config, 0).lists
         if path in lists.get(_FILES, ()):
             return True
         if _FILES in lists or _INCLUDE in lists:
             include = lists.get(_INCLUDE, ())
         else:
-            include = (repository_path(posixpath.dirname(config), _EVERYTHING) or _EVERYTHING,)
+            include = (posixpath.join(posixpath.dirname(config), _EVERYTHING),)
         return any(_matches(p, path) for p in include) and not any(
             _matches(p, path) for p in lists.get(_EXCLUDE, ())
         )
@@ -237,11 +231,10 @@ class ProjectConfigs:
         if _PATHS in settings:
             declared = settings[_PATHS].items()
             paths = tuple((pattern, tuple(targets)) for pattern, targets in declared)
-            options = _Options(options.base_url, paths, folder, options.lists)
-        own = tuple((key, _under(folder, settings[key])) for key in _FILE_LISTS if key in settings)
+            options = replace(options, paths=paths, paths_base=folder)
+        own = {key: _under(folder, settings[key]) for key in _FILE_LISTS if key in settings}
         if own:  # each list a config sets replaces the one it extends
-            kept = tuple((key, value) for key, value in options.lists if key not in dict(own))
-            options = replace(options, lists=tuple(sorted(kept + own)))
+            options = replace(options, lists={**options.lists, **own})
         self._options[config] = options
         return options
 
@@ -255,11 +248,8 @@ def _under(folder: str, listed: Iterable[str]) -> tuple[str, ...]:
 def _merged(under: _Options, over: _Options) -> _Options:
     """``over``'s options where it sets them, else ``under``'s."""
     base_url = over.base_url if over.base_url is not None else under.base_url
-    given = dict(over.lists)
-    lists = tuple(sorted((*over.lists, *((k, v) for k, v in under.lists if k not in given))))
-    if over.paths is not None:
-        return _Options(base_url, over.paths, over.paths_base, lists)
-    return _Options(base_url, under.paths, under.paths_base, lists)
+    paths = over if over.paths is not None else under
+    return _Options(base_url, paths.paths, paths.paths_base, {**under.lists, **over.lists})
 
 
 @functools.lru_cache(maxsize=MAX_CACHED_PATTERNS)
@@ -301,9 +291,9 @@ def _extended(folder: str, parent: str) -> str | None:
 def _substitutions(paths: Sequence[tuple[str, Sequence[str]]], specifier: str) -> list[str]:
     """The targets of the pattern ``specifier`` matches, ``*`` filled in; the exact
     pattern first, else the wildcard one with the longest prefix."""
-    exact: Mapping[str, Sequence[str]] = {p: t for p, t in paths if _WILDCARD not in p}
-    if specifier in exact:
-        return list(exact[specifier])
+    for pattern, targets in paths:
+        if pattern == specifier and _WILDCARD not in pattern:
+            return list(targets)
     found = longest_match(paths, specifier)
     if found is None:
         return []

@@ -29,15 +29,11 @@ import posixpath
 from collections.abc import Iterable
 from typing import Any
 
+from cairn.codegraph.limits import PACKAGE_LANGUAGE
 from cairn.codegraph.records import FileExtract
 from cairn.codegraph.tsconfig import longest_match, repository_path
 
-__all__ = ["PACKAGE_JSON", "PACKAGE_LANGUAGE", "WorkspacePackages", "extract_package"]
-
-PACKAGE_LANGUAGE = "npm"
-"""The language of ``package.json`` files."""
-
-PACKAGE_JSON = "package.json"
+__all__ = ["PACKAGE_LANGUAGE", "WorkspacePackages", "extract_package"]
 
 ENTRY_FIELDS = ("exports", "imports", "types", "typings", "module", "main")
 """The fields of a ``package.json`` that say which file a package (or one of its own
@@ -67,23 +63,18 @@ class WorkspacePackages:
     one of them may name."""
 
     def __init__(self, extracts: Iterable[FileExtract]) -> None:
-        claims: dict[str, list[FileExtract]] = {}
-        for extract in extracts:
-            if extract.language == PACKAGE_LANGUAGE and extract.package:
-                claims.setdefault(extract.package, []).append(extract)
-        self._packages = {
-            name: (posixpath.dirname(held[0].path), _entries(held[0]))
-            for name, held in claims.items()
-            if len(held) == 1
+        packages = [e for e in extracts if e.language == PACKAGE_LANGUAGE]
+        self._scopes: dict[str, dict[str, Any]] = {
+            posixpath.dirname(e.path): {key: json.loads(value) for key, value in e.constants}
+            for e in packages
         }
-        self._scopes = {
-            posixpath.dirname(extract.path): _entries(extract)
-            for extract in extracts
-            if extract.language == PACKAGE_LANGUAGE
-        }
-
-    def __bool__(self) -> bool:
-        return bool(self._packages)
+        """Each ``package.json``'s entry fields, by its folder."""
+        claims: dict[str, list[str]] = {}
+        for extract in packages:
+            if extract.package:
+                claims.setdefault(extract.package, []).append(posixpath.dirname(extract.path))
+        self._packages = {name: held[0] for name, held in claims.items() if len(held) == 1}
+        """The folder of each package name only one ``package.json`` claims."""
 
     def bases(self, path: str, specifier: str) -> list[str]:
         """The repository paths (before extensions and ``index`` files are tried) that
@@ -92,10 +83,10 @@ class WorkspacePackages:
         if specifier.startswith(_PRIVATE):
             return self._imported(path, specifier)
         name, subpath = _split(specifier)
-        held = self._packages.get(name)
-        if held is None:
+        folder = self._packages.get(name)
+        if folder is None:
             return []
-        folder, entries = held
+        entries = self._scopes[folder]
         targets = _exported(entries.get("exports"), subpath)
         if subpath == ".":
             targets += [t for f in _FALLBACK_FIELDS if isinstance(t := entries.get(f), str)]
@@ -118,21 +109,9 @@ class WorkspacePackages:
         imports = self._scopes[folder].get("imports")
         if not isinstance(imports, dict):
             return []
-        if specifier in imports:
-            targets = _targets(imports[specifier])
-        else:
-            found = longest_match(imports.items(), specifier)
-            if found is None:
-                return []
-            matched, value = found
-            targets = [target.replace(_WILDCARD, matched) for target in _targets(value)]
+        targets = _mapped(imports, specifier)
         relative = [target for target in targets if target.startswith("./")]
         return [base for t in relative if (base := repository_path(folder, t)) is not None]
-
-
-def _entries(extract: FileExtract) -> dict[str, Any]:
-    """A ``package.json`` extract's entry fields, parsed."""
-    return {key: json.loads(value) for key, value in extract.constants}
 
 
 def _split(specifier: str) -> tuple[str, str]:
@@ -152,11 +131,15 @@ def _exported(exports: Any, subpath: str) -> list[str]:
         isinstance(exports, dict) and not any(key.startswith(".") for key in exports)
     ):
         return _targets(exports) if subpath == "." else []  # the package itself only
-    if not isinstance(exports, dict):
-        return []
-    if subpath in exports:
-        return _targets(exports[subpath])
-    found = longest_match(exports.items(), subpath)
+    return _mapped(exports, subpath) if isinstance(exports, dict) else []
+
+
+def _mapped(table: dict[str, Any], key: str) -> list[str]:
+    """The targets ``exports`` or ``imports`` give ``key``: its own entry, else the
+    one-``*`` pattern with the longest prefix, every ``*`` of its targets filled in."""
+    if key in table:
+        return _targets(table[key])
+    found = longest_match(table.items(), key)
     if found is None:
         return []
     matched, value = found

@@ -47,9 +47,13 @@ every door searches: ``/name``, ``/qualified_name``, ``/signature`` and ``/text`
 vector only (``/embedding``, the query embedded by the same embedder) and hybrid (both
 branches, ``weighted_rrf_v1`` with text weight 1.0, the vector weight of the embedder
 (``cairn.search.present.CODE_VECTOR_WEIGHTS``: 1.0 for ``minilm``, else
-``CODE_VECTOR_WEIGHT`` = 0.5) and ``fusion_k`` ``CODE_FUSION_K`` = 10: what ``cairn
-search`` and MCP ``cairn_search`` use; the API's defaults are 1.0, 1.0 and 60).
-Reported: MRR@10 (reciprocal rank of
+``CODE_VECTOR_WEIGHT`` = 0.5), ``fusion_k`` ``CODE_FUSION_K`` = 10 and the kind prior
+``CODE_PRIOR`` (``cairn.search.priors``: module variables and definitions local to a
+function weigh 0.6): what ``cairn search`` and MCP ``cairn_search`` use; the API's
+defaults are 1.0, 1.0, 60 and no prior). Extra views, labelled as such: each branch
+alone with the prior (``text+prior``, ``vector+prior``) and hybrid without it
+(``hybrid-prior``); "hybrid at least the best single branch" is judged against the
+branches with and without the prior. Reported: MRR@10 (reciprocal rank of
 the first relevant hit in the top 10, else 0) and Recall@10 (share of the relevant set
 in the top 10), both averaged over queries, per project and over all queries pooled.
 
@@ -73,6 +77,13 @@ mean hybrid MRR@10 of the tuning projects and reports the held-out projects with
 ``--tune flask`` (or any project) tunes on that project alone and reports every other
 one. A tuned weight is never judged on the queries it was chosen with. The doors'
 weights were chosen with ``--tune tuning``.
+
+``--tune-prior`` grid-searches the kind prior's two weights (module variables, and
+definitions local to a function or method) over ``PRIOR_GRID`` on the tuning projects
+only, with each embedder's door weights: the bench re-fuses each query's text and
+vector rankings (top ``PRIOR_DEPTH`` of each, through ``Database.search``) itself,
+multiplying by its own reading of the rule, and prints the mean hybrid MRR@10 of Flask
+and Click per pair. ``cairn.search.priors``' weights were chosen with it.
 """
 
 from __future__ import annotations
@@ -99,7 +110,12 @@ from cairn.errors import UnsupportedCapabilityError
 from cairn.graph import SemanticGraph
 from cairn.graph.model import Node, thaw
 from cairn.search import SearchRequest
-from cairn.search.present import CODE_FUSION_K, CODE_VECTOR_WEIGHT, CODE_VECTOR_WEIGHTS
+from cairn.search.present import (
+    CODE_FUSION_K,
+    CODE_PRIOR,
+    CODE_VECTOR_WEIGHT,
+    CODE_VECTOR_WEIGHTS,
+)
 from cairn.store.load import (
     SEARCH_FIELDS,
     VECTOR_FIELD,
@@ -127,6 +143,12 @@ MAX_QUERY_CHARS = 1_000
 CUTOFF = 10
 """The @10 of MRR@10 and Recall@10 (also the request's ``limit``)."""
 MODES = ("text", "vector", "hybrid")
+"""The branches alone (no prior) and what the code-search doors run (``hybrid``: both
+branches, the doors' weights, ``fusion_k`` and kind prior)."""
+PRIOR_VIEWS = ("text+prior", "vector+prior", "hybrid-prior")
+"""Extra views: each branch alone with the doors' kind prior, and hybrid without it."""
+SINGLE_BRANCHES = ("text", "vector", "text+prior", "vector+prior")
+"""What hybrid must beat: each branch alone, with and without the prior."""
 HYBRID_MRR_TARGET = 0.60
 """Issue 22's bar for hybrid MRR@10 on every project."""
 BASELINE = "plain_bm25"
@@ -135,6 +157,10 @@ METRICS = ("mrr_at_10", "recall_at_10")
 TUNING_PAIR = "tuning"
 """``--tune tuning``: weights by the mean MRR@10 of the ``TUNING`` projects."""
 TUNING_GRID = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
+PRIOR_GRID = (0.4, 0.5, 0.6, 0.7, 0.8, 1.0)
+"""Weights ``--tune-prior`` tries for variables and for local definitions."""
+PRIOR_DEPTH = 100
+"""Hits of each branch ``--tune-prior`` re-fuses (deeper ones cannot reach the top 10)."""
 """Vector weights tried (text weight fixed at 1.0) when ``--tune`` is given."""
 DOCSTRING_ATTRIBUTE = "docstring"
 SNIPPET_ATTRIBUTES = ("snippet", "snippet_text")
@@ -388,31 +414,48 @@ def door_weights(embedder: Embedder) -> tuple[float, float]:
     return (1.0, CODE_VECTOR_WEIGHTS.get(embedder.space.model, CODE_VECTOR_WEIGHT))
 
 
+def ranked_ids(
+    prepared: Prepared,
+    query: Query,
+    vector: tuple[float, ...],
+    branches: str,
+    *,
+    limit: int = CUTOFF,
+    weights: tuple[float, float] = (1.0, 1.0),
+    prior: str | None = None,
+) -> list[str]:
+    """The IDs ``Database.search`` ranks first for ``query`` with ``branches`` (text,
+    vector or hybrid), fused at ``CODE_FUSION_K`` with ``weights`` and ``prior``."""
+    use_text = branches in ("text", "hybrid")
+    use_vector = branches in ("vector", "hybrid")
+    request = SearchRequest(
+        prepared.db.name,
+        SEARCH_COLLECTION,
+        text_field=SEARCH_FIELDS if use_text else None,
+        text=query.text if use_text else None,
+        vector_field=VECTOR_FIELD if use_vector else None,
+        vector=vector if use_vector else None,
+        space=prepared.embedder.space if use_vector else None,
+        limit=limit,
+        text_weight=weights[0],
+        vector_weight=weights[1],
+        fusion_k=CODE_FUSION_K,
+        prior=prior,
+    )
+    return [hit.document.ref.id for hit in prepared.db.search(request)]
+
+
 def run_mode(prepared: Prepared, mode: str, weights: tuple[float, float] | None = None) -> Score:
-    """Score every query of ``prepared`` in one mode (text, vector or hybrid), fused
+    """Score every query of ``prepared`` in one mode (``MODES`` or ``PRIOR_VIEWS``), fused
     with ``weights`` (default: the doors')."""
     if weights is None:
         weights = door_weights(prepared.embedder)
+    branches = mode.removesuffix("+prior").removesuffix("-prior")
+    prior = CODE_PRIOR if mode == "hybrid" or mode.endswith("+prior") else None
     score = Score()
-    space = prepared.embedder.space
     for query, vector in zip(prepared.queries, prepared.vectors, strict=True):
-        use_text = mode in ("text", "hybrid")
-        use_vector = mode in ("vector", "hybrid")
-        request = SearchRequest(
-            prepared.db.name,
-            SEARCH_COLLECTION,
-            text_field=SEARCH_FIELDS if use_text else None,
-            text=query.text if use_text else None,
-            vector_field=VECTOR_FIELD if use_vector else None,
-            vector=vector if use_vector else None,
-            space=space if use_vector else None,
-            limit=CUTOFF,
-            text_weight=weights[0],
-            vector_weight=weights[1],
-            fusion_k=CODE_FUSION_K,
-        )
-        hits = prepared.db.search(request)
-        score.add([hit.document.ref.id for hit in hits], query.relevant)
+        ranked = ranked_ids(prepared, query, vector, branches, weights=weights, prior=prior)
+        score.add(ranked, query.relevant)
     return score
 
 
@@ -432,7 +475,10 @@ def tune(items: Sequence[Prepared]) -> tuple[float, float]:
 
 # ---------------------------------------------------------------- report
 def evaluate(
-    graphs: dict[str, SemanticGraph], embedder_name: str, tune_on: str | None
+    graphs: dict[str, SemanticGraph],
+    embedder_name: str,
+    tune_on: str | None,
+    prior_grid: bool = False,
 ) -> dict[str, Any]:
     """Every mode on every project for one embedder (``available: false`` if it is not)."""
     try:
@@ -447,22 +493,25 @@ def evaluate(
         "weights": {"text": weights[0], "vector": weights[1]},
         "projects": {},
     }
-    pooled = {mode: Score() for mode in (*MODES, BASELINE)}
+    pooled = {mode: Score() for mode in (*MODES, *PRIOR_VIEWS, BASELINE)}
     with tempfile.TemporaryDirectory(prefix="cairn-search-quality-") as tmp:
         prepared = {
             name: prepare(name, graph, embedder, Path(tmp)) for name, graph in graphs.items()
         }
         try:
             for name, item in prepared.items():
-                scores = {mode: run_mode(item, mode) for mode in MODES}
+                scores = {mode: run_mode(item, mode) for mode in (*MODES, *PRIOR_VIEWS)}
                 scores[BASELINE] = item.baseline
-                for mode in (*MODES, BASELINE):
+                for mode in (*MODES, *PRIOR_VIEWS, BASELINE):
                     pooled[mode] = pooled[mode].merged(scores[mode])
                 result["projects"][name] = {
                     "role": "tuning" if name in TUNING else "held out",
                     "load_and_embed_seconds": round(item.load_seconds, 2),
-                    **{mode: scores[mode].to_json() for mode in (*MODES, BASELINE)},
+                    **{mode: scores[mode].to_json() for mode in (*MODES, *PRIOR_VIEWS, BASELINE)},
                 }
+            if prior_grid:
+                tuned = [prepared[name] for name in TUNING]
+                result["prior_grid"] = tune_prior(tuned, graphs)
             if tune_on is not None:
                 tuned_on = TUNING if tune_on == TUNING_PAIR else (tune_on,)
                 weights = tune([prepared[name] for name in tuned_on])
@@ -479,7 +528,7 @@ def evaluate(
         finally:
             for item in prepared.values():
                 item.db.close()
-    result["all"] = {mode: pooled[mode].to_json() for mode in (*MODES, BASELINE)}
+    result["all"] = {mode: pooled[mode].to_json() for mode in (*MODES, *PRIOR_VIEWS, BASELINE)}
     groups = {**result["projects"], "all": result["all"]}
     result["hybrid_beats_best_single"] = {
         group: verdict(scores) for group, scores in groups.items()
@@ -496,12 +545,76 @@ def evaluate(
 
 
 def verdict(scores: dict[str, Any]) -> dict[str, bool]:
-    """Whether hybrid is at least both single branches, per metric (the issue's bar:
-    never worse than the best branch)."""
+    """Whether hybrid is at least every single branch, with and without the prior, per
+    metric (the issue's bar: never worse than the best branch)."""
     return {
-        metric: scores["hybrid"][metric] >= max(scores["text"][metric], scores["vector"][metric])
+        metric: scores["hybrid"][metric]
+        >= max(scores[branch][metric] for branch in SINGLE_BRANCHES)
         for metric in METRICS
     }
+
+
+# ------------------------------------------------------------- prior grid
+def _bench_prior(ids: Iterable[str], variable: float, local: float) -> dict[str, float]:
+    """The bench's own reading of the prior rule over symbol IDs ``kind:path#qualname``:
+    ``variable`` for variables, ``local`` where a dotted prefix of the qualified name is
+    a function or method of the same file, else 1."""
+    ids = list(ids)
+    enclosing = set()
+    for doc_id in ids:
+        kind, _, rest = doc_id.partition(":")
+        if kind in ("function", "method"):
+            enclosing.add(rest)
+    weights: dict[str, float] = {}
+    for doc_id in ids:
+        kind, _, rest = doc_id.partition(":")
+        path, _, qualified = rest.partition("#")
+        names = qualified.split(".")
+        prefixes = (f"{path}#{'.'.join(names[:end])}" for end in range(1, len(names)))
+        if kind == "variable":
+            weights[doc_id] = variable
+        elif any(prefix in enclosing for prefix in prefixes):
+            weights[doc_id] = local
+    return weights
+
+
+def tune_prior(prepared: Sequence[Prepared], graphs: dict[str, SemanticGraph]) -> list[str]:
+    """Rows ``variable | local | mean hybrid MRR@10`` of the tuning projects, best first."""
+    runs = []
+    for item in prepared:
+        weights = door_weights(item.embedder)
+        lists = [
+            (
+                query.relevant,
+                [
+                    ranked_ids(item, query, vector, mode, limit=PRIOR_DEPTH)
+                    for mode in ("text", "vector")
+                ],
+            )
+            for query, vector in zip(item.queries, item.vectors, strict=True)
+        ]
+        symbol_ids = [
+            n.id for n in graphs[item.name].nodes() if collection_of(n.kind) == SEARCH_COLLECTION
+        ]
+        runs.append((weights, lists, symbol_ids))
+    rows = []
+    for variable in PRIOR_GRID:
+        for local in PRIOR_GRID:
+            means = []
+            for weights, lists, symbol_ids in runs:
+                prior = _bench_prior(symbol_ids, variable, local)
+                total = 0.0
+                for relevant, ranked in lists:
+                    fused: dict[str, float] = {}
+                    for weight, ids in zip(weights, ranked, strict=True):
+                        for rank, doc_id in enumerate(ids, start=1):
+                            fused[doc_id] = fused.get(doc_id, 0.0) + weight / (CODE_FUSION_K + rank)
+                    top = sorted(fused, key=lambda d: (-fused[d] * prior.get(d, 1.0), d))[:CUTOFF]
+                    total += next((1 / r for r, d in enumerate(top, 1) if d in relevant), 0.0)
+                means.append(total / len(lists))
+            rows.append((sum(means) / len(means), variable, local))
+    rows.sort(key=lambda row: (-row[0], row[1], row[2]))
+    return [f"| {v} | {loc} | {mrr:.4f} |" for mrr, v, loc in rows]
 
 
 def _table(results: Sequence[dict[str, Any]]) -> str:
@@ -515,7 +628,7 @@ def _table(results: Sequence[dict[str, Any]]) -> str:
             continue
         groups = [*result["projects"].items(), ("all", result["all"])]
         for project, scores in groups:
-            for mode in (*MODES, BASELINE):
+            for mode in (*MODES, *PRIOR_VIEWS, BASELINE):
                 s = scores[mode]
                 lines.append(
                     f"| {result['embedder']} | {project} | {s['queries']} | {mode} | "
@@ -562,11 +675,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder", action="append", dest="embedders")
     parser.add_argument("--tune", choices=[TUNING_PAIR, *sorted(PROJECTS)])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--tune-prior", action="store_true")
     args = parser.parse_args(argv)
     graphs: dict[str, SemanticGraph] = {}
     for name, version in PROJECTS.items():
         graphs[name] = index_repository(fetch_project(args.cache, name, version)).graph
-    results = [evaluate(graphs, name, args.tune) for name in args.embedders or DEFAULT_EMBEDDERS]
+    results = [
+        evaluate(graphs, name, args.tune, args.tune_prior)
+        for name in args.embedders or DEFAULT_EMBEDDERS
+    ]
     report = {
         "projects": PROJECTS,
         "cutoff": CUTOFF,
@@ -580,6 +697,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_table(results))
         for note in _notes(results):
             print(note)
+        for result in results:
+            if "prior_grid" in result:
+                print(f"\nPrior grid ({result['embedder']}, tuning projects), best first:")
+                print("| variables | local definitions | mean hybrid MRR@10 |\n|---|---|---|")
+                print("\n".join(result["prior_grid"]))
     return 0
 
 

@@ -137,6 +137,9 @@ def demo(
 DEMO_SHOWN = 10
 """Callers the demo prints (the JSON keeps every one)."""
 
+NO_PRIOR = "none"
+"""``cairn search --prior none``: fuse without a kind prior."""
+
 
 def _fixture_demo(as_json: bool) -> None:
     """Build the bundled demo graph and print its counts and integrity receipt."""
@@ -584,6 +587,14 @@ def search_command(
         int,
         typer.Option("--fusion-k", help="RRF k of the fusion (API requests default to 60)."),
     ] = 10,  # cairn.search.present.CODE_FUSION_K (a test holds them equal; imported lazily)
+    prior: Annotated[
+        str,
+        typer.Option(
+            "--prior",
+            help="Kind prior of the fused scores: code_kinds_v1 (module variables and "
+            "definitions local to a function weigh 0.6), or none.",
+        ),
+    ] = "code_kinds_v1",  # cairn.search.priors.CODE_PRIOR (a test holds them equal)
     kind: KindOption = None,
     path: PathOption = None,
     exclude_tests: ExcludeTestsOption = False,
@@ -624,6 +635,7 @@ def search_command(
                 fusion_k=fusion_k,
                 text_field=field,
                 vector_weight=weight,
+                prior=None if prior == NO_PRIOR else prior,
             )
             if request.scope is None and request.retriever is None and request.expansion is None:
                 hits = database.search(request.search)

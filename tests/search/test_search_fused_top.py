@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -104,6 +105,71 @@ def test_fused_top_equals_weighted_rrf(
     assert [(h.key, h.exact_score, h.contributions) for h in found] == [
         (h.key, h.exact_score, h.contributions) for h in expected
     ]
+
+
+PRIOR_WEIGHTS = st.sampled_from([1.0, 0.6, 0.5, 0.25, 13 / 132, 1e-3])
+
+
+def prior_oracle(
+    drawn: list[tuple[float, np.ndarray, np.ndarray, str, tuple[int, int]]],
+    k: int,
+    limit: int,
+    prior: np.ndarray,
+) -> list[tuple[int, Fraction]]:
+    """Test-owned: every key's weighted RRF over the complete rankings, times its prior,
+    as exact rationals; best first, ties by ID."""
+    totals: dict[int, Fraction] = {}
+    for weight, slots, scores, *_ in drawn:
+        exact = Fraction(weight).limit_denominator(1000)
+        if weight == 0:
+            continue
+        for rank, (slot, _) in enumerate(complete(slots, scores), start=1):
+            totals[slot] = totals.get(slot, Fraction(0)) + exact / (k + rank)
+    scored = {
+        slot: total * Fraction(float(prior[slot])).limit_denominator(1000)
+        for slot, total in totals.items()
+    }
+    ordered = sorted(scored, key=lambda slot: (-scored[slot], IDS[slot]))
+    return [(slot, scored[slot]) for slot in ordered[:limit]]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    branches(),
+    st.integers(1, 30),
+    st.sampled_from([1, 10, 60]),
+    st.sampled_from([1, 4, 256]),
+    st.lists(PRIOR_WEIGHTS, min_size=400, max_size=400),
+)
+def test_fused_top_with_a_prior_equals_the_scores_times_it(
+    drawn: list[tuple[float, np.ndarray, np.ndarray, str, tuple[int, int]]],
+    limit: int,
+    k: int,
+    prefix: int,
+    weights: list[float],
+) -> None:
+    prior = np.asarray(weights, dtype=np.float64)
+    lazy = [
+        RankedBranch(f"b{i}", weight, ranking(kind, slots, scores, head))
+        for i, (weight, slots, scores, kind, head) in enumerate(drawn)
+    ]
+    found = fused_top(lazy, k, limit, IDS, prefix=prefix, prior=prior)
+    assert [(h.key, h.exact_score) for h in found] == prior_oracle(drawn, k, limit, prior)
+    assert [h.prior for h in found] == [float(prior[h.key]) for h in found]
+
+
+def test_a_prior_reorders_a_single_branch_past_its_own_order() -> None:
+    # One branch ranks 1, 2, 3; the prior 0.6 on slot 1 puts it below slot 2 (1/11 * 3/5
+    # = 3/55 < 1/12) but above slot 3? 3/55 = 0.0545 < 1/13 = 0.0769: last.
+    slots = np.asarray([1, 2, 3], dtype=np.int64)
+    scores = np.asarray([3.0, 2.0, 1.0])
+    prior = np.ones(400)
+    prior[1] = 0.6
+    branch = RankedBranch("text", 1.0, ranking("exact", slots, scores))
+    found = fused_top([branch], 10, 3, IDS, prior=prior)
+    assert [h.key for h in found] == [2, 3, 1]
+    assert found[2].exact_score == Fraction(1, 11) * Fraction(3, 5)
+    assert fused_top([branch], 10, 3, IDS)[0].key == 1
 
 
 @settings(max_examples=100, deadline=None)

@@ -14,6 +14,7 @@ from cairn.cli import _search_defaults, app
 from cairn.embed import HASHING_MODEL, HASHING_VERSION
 from cairn.search.present import (
     CODE_FUSION_K,
+    CODE_PRIOR,
     CODE_VECTOR_WEIGHT,
     build_cli_request,
     code_text_field,
@@ -57,6 +58,22 @@ def test_mcp_search_fuses_with_the_code_k_unless_told(tmp_path: Path) -> None:
         assert given["fusion_k"] == CODE_FUSION_K
         given, _, _ = _search_arguments(db, None, {"text": "load user", "fusion_k": 60})
         assert given["fusion_k"] == 60
+
+
+def test_the_code_doors_send_the_kind_prior_unless_told(tmp_path: Path) -> None:
+    assert CODE_PRIOR == "code_kinds_v1"
+    assert _request().search.prior == CODE_PRIOR
+    assert _request(prior=None).search.prior is None
+    command = typer.main.get_command(app).commands["search"]  # type: ignore[attr-defined]
+    (option,) = [param for param in command.params if param.name == "prior"]
+    assert option.default == CODE_PRIOR
+    with cairn.open(tmp_path / "cairn.db") as db:
+        given, _, _ = _search_arguments(db, None, {"text": "load user"})
+        assert given["prior"] == CODE_PRIOR
+        given, _, _ = _search_arguments(db, None, {"text": "load user", "prior": None})
+        assert given["prior"] is None
+    assert _SEARCH_SCHEMA["properties"]["prior"]["default"] == CODE_PRIOR
+    assert _SEARCH_SCHEMA["properties"]["prior"]["enum"] == [CODE_PRIOR, None]
 
 
 def test_the_code_doors_weigh_the_vector_branch_by_half_without_a_known_model(

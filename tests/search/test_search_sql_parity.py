@@ -147,6 +147,17 @@ CASES: list[tuple[str, str, dict[str, Any], GraphSearchRequest]] = [
         ),
     ),
     (
+        "kind prior",
+        f"SEARCH FROM docs TEXT \"/text\" MATCH 'needle' SCOPE GRAPH code {SEEDS_SQL} "
+        "PRIOR 'code_kinds_v1'",
+        {},
+        GraphSearchRequest(
+            1,
+            SearchRequest("main", "docs", **TEXT_SEARCH, prior="code_kinds_v1"),
+            scope=GraphScope(WALK),
+        ),
+    ),
+    (
         "weighted text field list (BM25F)",
         f"SEARCH FROM docs TEXT \"/text^2\" MATCH 'needle' SCOPE GRAPH code {SEEDS_SQL}",
         {},
@@ -181,6 +192,18 @@ def test_sql_and_direct_agree(
     )
     via_direct = outcome(lambda: db.graph_search(direct, principal))
     assert via_sql == via_direct
+
+
+def test_an_unknown_prior_is_refused_alike(db: Database) -> None:
+    sql = (
+        f"SEARCH FROM docs TEXT \"/text\" MATCH 'needle' SCOPE GRAPH code {SEEDS_SQL} "
+        "PRIOR 'kinds_v0'"
+    )
+    search = SearchRequest("main", "docs", **TEXT_SEARCH, prior="kinds_v0")
+    direct = GraphSearchRequest(1, search, scope=GraphScope(WALK))
+    via_sql = outcome(lambda: db.search_sql(SqlGraphSearchRequest(QueryRequest(sql, {}))))
+    assert via_sql == outcome(lambda: db.graph_search(direct))
+    assert via_sql[0] == "error" and via_sql[2] == "validation"
 
 
 def test_the_table_covers_hits_redaction_context_and_denials(db: Database) -> None:

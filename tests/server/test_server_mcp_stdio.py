@@ -32,7 +32,7 @@ from cairn.search.contracts import (
 )
 from cairn.search.impact import ImpactRequest
 from cairn.search.impact import impact as impact_of
-from cairn.search.present import CODE_FUSION_K, CODE_VECTOR_WEIGHT
+from cairn.search.present import CODE_FUSION_K, CODE_PRIOR, CODE_VECTOR_WEIGHT
 from cairn.search.wire import to_json, to_wire
 from cairn.store import (
     CommandRequest,
@@ -220,9 +220,14 @@ def test_graph_search_matches_the_embedded_api(db_path: Path, replies: list[Any]
 def test_plain_sql_and_document_tools(db_path: Path, replies: list[Any]) -> None:
     plain, sql, documents = replies[3], replies[4], replies[5]
     with cairn.open(db_path) as db:
-        # The tool's request: the code-search fusion k unless the agent names one.
+        # The tool's request: the code-search fusion k and prior unless the agent names one.
         request = SearchRequest(
-            "main", "symbols", text_field="/text", text="user", fusion_k=CODE_FUSION_K
+            "main",
+            "symbols",
+            text_field="/text",
+            text="user",
+            fusion_k=CODE_FUSION_K,
+            prior=CODE_PRIOR,
         )
         hits = db.search(request)
         document = db.get_document("symbols", "f")
@@ -407,7 +412,7 @@ def test_search_defaults_to_hybrid_over_symbols_on_a_code_index(tmp_path: Path) 
         ],
     )
     with cairn.open(db_path) as db:
-        # The tool's requests: the code-search fusion k and vector weight unless named.
+        # The tool's requests: the code-search fusion k, vector weight and prior unless named.
         text_only = SearchRequest(
             db.name,
             "symbols",
@@ -415,6 +420,7 @@ def test_search_defaults_to_hybrid_over_symbols_on_a_code_index(tmp_path: Path) 
             "load user",
             fusion_k=CODE_FUSION_K,
             vector_weight=CODE_VECTOR_WEIGHT,
+            prior=CODE_PRIOR,
         )
         both = db.search(replace(text_only, **query_vector("load user")))
         text_only_hits = db.search(text_only)

@@ -74,6 +74,7 @@ CLAUSES: dict[str, tuple[str, dict[str, Any]]] = {
     "KINDS": ("KINDS ('function', 'method')", {"kinds": ("function", "method")}),
     "PATHS": ("PATHS ('src/*')", {"paths": ("src/*",)}),
     "EXCLUDE": ("EXCLUDE TESTS", {"exclude_tests": True}),
+    "PRIOR": ("PRIOR 'code_kinds_v1'", {"prior": "code_kinds_v1"}),
     "LIMIT": ("LIMIT 3", {"limit": 3}),
     "FUSION": ("FUSION 10", {"fusion_k": 10}),
 }
@@ -106,6 +107,17 @@ def test_every_legal_combination_lowers_exactly(combo: tuple[str, ...]) -> None:
     sql = "SEARCH FROM symbols " + " ".join(CLAUSES[name][0] for name in combo)
     params = PARAMS if "VECTOR" in combo else {}
     assert parse_search(sql, params, database=DB) == expected(combo)
+
+
+def test_prior_takes_a_string_parameter_and_is_admitted_like_the_direct_field() -> None:
+    walk = "EXPAND GRAPH g DEPTH 1 VERTICES 2 EDGES 3"
+    lowered = parse_search(f"SEARCH FROM docs {walk} PRIOR @p", {"p": "code_kinds_v1"}, database=DB)
+    assert lowered.search.prior == "code_kinds_v1"
+    assert parse_search(f"SEARCH FROM docs {walk}", {}, database=DB).search.prior is None
+    with pytest.raises(ValidationError, match="JSON string"):
+        parse_search(f"SEARCH FROM docs {walk} PRIOR @p", {"p": 1}, database=DB)
+    with pytest.raises(ValidationError, match="before"):
+        parse_search(f"SEARCH FROM docs {walk} LIMIT 3 PRIOR 'code_kinds_v1'", {}, database=DB)
 
 
 def test_defaults_weights_limit_fusion() -> None:

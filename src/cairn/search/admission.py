@@ -33,6 +33,7 @@ from cairn.search.limits import (
     MAX_TEXT_BYTES,
     SEARCH_REQUEST_VERSION,
 )
+from cairn.search.priors import check_prior
 from cairn.search.rules import rule
 from cairn.search.wire import to_wire
 from cairn.store.limits import check_identifier
@@ -176,6 +177,7 @@ def _check_search(search: SearchRequest, *, retriever_present: bool) -> None:
     if search.allowed_ids is not None:
         _check_allowed_ids(search.allowed_ids)
     check_filters("SearchRequest", search)
+    check_prior(search.prior)
 
 
 def _check_text(search: SearchRequest) -> bool:

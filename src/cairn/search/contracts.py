@@ -128,7 +128,8 @@ class GraphExpansion:
 class SearchRequest:
     """A plain hybrid search over one collection: text, vector or both; ``kinds``,
     ``paths`` (globs) and ``exclude_tests`` keep only documents whose ``kind`` and
-    ``path`` fields pass (``cairn.search.filters``) before anything is ranked."""
+    ``path`` fields pass (``cairn.search.filters``) before anything is ranked; ``prior``
+    weighs the fused scores by kind (``cairn.search.priors``)."""
 
     database: str
     collection: str
@@ -149,6 +150,9 @@ class SearchRequest:
     embed: bool = False
     """Embed ``text`` with the embedder the collection's vectors were loaded with and
     search ``vector_field`` (or the collection's only vector field) with it too."""
+    prior: str | None = None
+    """A named prior (``cairn.search.priors.PRIORS``) that multiplies each fused score
+    by a documented weight of what the hit is; None fuses as ``weighted_rrf_v1`` alone."""
 
     def __post_init__(self) -> None:
         _set(self, "vector", _tuple_or_none(self.vector))
@@ -219,6 +223,9 @@ class SearchExplanation:
     normalized_score: float
     hops: int | None = None
     path: tuple[EntityRef, ...] | None = None
+    prior: float | None = None
+    """The request's prior's weight of this hit: the score is the contributions' sum
+    times it (None: the request named no prior)."""
 
     def __post_init__(self) -> None:
         _set(self, "contributions", tuple(self.contributions))

@@ -3,7 +3,8 @@
 Order of work for one request (spec §5): admission (before any read), then exactly one
 read cut with the principal resolved inside it; authorisation of every field, graph and
 label the request names; the walks; the text, vector and graph branches, each filtered
-by visibility, ``allowed_ids`` and scope before it ranks; ``weighted_rrf_v1``;
+by visibility, ``allowed_ids`` and scope before it ranks; ``weighted_rrf_v1`` (times the
+request's prior, if it names one: ``cairn.search.priors``);
 projection of the selected hits under their collection's field policy; expansion from
 the selected hits only. Everything charges one shared ``ReadBudget``.
 """
@@ -42,6 +43,7 @@ from cairn.search.contracts import (
 from cairn.search.embedding import embed_request
 from cairn.search.filters import filtered_ids
 from cairn.search.fusion import FusedHit, RankedBranch, fused_top, max_score
+from cairn.search.priors import prior_weights
 from cairn.search.walk import Reachability, VertexVisibility, WalkLimits, walk
 from cairn.store.policy import Capability, field_allowed
 from cairn.store.reads import (
@@ -280,9 +282,17 @@ def _project_hits(
     retriever: Reachability | None,
 ) -> list[RankedDocument]:
     ids = context.cut.columns.ids
+    prior = None
+    if request.prior is not None:
+        prior = prior_weights(context.cut, request.collection, request.prior)
     fused = [
-        FusedHit(EntityRef(request.collection, ids[hit.key]), hit.exact_score, hit.contributions)
-        for hit in fused_top(rankings, request.fusion_k, request.limit, ids)
+        FusedHit(
+            EntityRef(request.collection, ids[hit.key]),
+            hit.exact_score,
+            hit.contributions,
+            hit.prior,
+        )
+        for hit in fused_top(rankings, request.fusion_k, request.limit, ids, prior=prior)
     ]
     ceiling = max_score([r.weight for r in rankings], request.fusion_k)
     documents = _project_all(context, [hit.key for hit in fused])
@@ -317,7 +327,8 @@ def _explain(
     if retriever is not None and hit.key in retriever.hops:
         hops = retriever.hops[hit.key]
         path = retriever.path(hit.key)
-    return SearchExplanation(request.fusion_k, contributions, normalized, hops, path)
+    prior = None if request.prior is None else hit.prior
+    return SearchExplanation(request.fusion_k, contributions, normalized, hops, path, prior)
 
 
 # --------------------------------------------------------------- expansion

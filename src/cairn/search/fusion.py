@@ -6,6 +6,9 @@ contributes no candidates. Scores are exact rationals so that equal sums tie exa
 and break by the ordinal reference: each weight is read as the simplest fraction that
 rounds to it (``13/132`` for the float ``13/132``), much as ``repr`` picks the shortest
 decimal. Reported scores are those rationals rounded to floats.
+
+``fused_top`` also takes a prior (``cairn.search.priors``): per key, a weight in (0, 1]
+that multiplies the fused score before the top is chosen (exactly, as a rational).
 """
 
 from __future__ import annotations
@@ -91,6 +94,8 @@ class FusedHit(Generic[K]):
     key: K
     exact_score: Fraction
     contributions: tuple[Contribution, ...]
+    prior: float = 1.0
+    """The prior's weight that multiplied the contributions' sum (1: none)."""
 
     @property
     def score(self) -> float:
@@ -138,16 +143,19 @@ def fused_top(
     limit: int,
     ids: Sequence[str],
     prefix: int = FUSION_PREFIX,
+    prior: npt.NDArray[np.float64] | None = None,
 ) -> list[FusedHit[int]]:
     """``weighted_rrf`` over complete rankings of slots, reading only what decides the top.
 
     Equal to ``weighted_rrf`` on the fully materialised rankings (keys ordered by
-    ``ids[slot]``). Each round takes the best ``m`` of every branch: a key outside all
-    of them scores at most ``sum(w / (k + m + 1))``, and a key missing from some of them
-    at most its known part plus that branch's bound. When no such bound can reach the
-    ``limit``-th best known part, only the keys whose bound can are scored exactly (their
-    missing ranks counted in the full rankings); otherwise ``m`` grows and the round
-    repeats, ending at the full rankings at worst.
+    ``ids[slot]``), each score first multiplied by ``prior[slot]`` when a prior is given
+    (weights in (0, 1], so a bound on a fused score still bounds it after the prior).
+    Each round takes the best ``m`` of every branch: a key outside all of them scores at
+    most ``sum(w / (k + m + 1))``, and a key missing from some of them at most its known
+    part plus that branch's bound (both times its prior, when there is one). When no
+    such bound can reach the ``limit``-th best known part, only the keys whose bound can
+    are scored exactly (their missing ranks counted in the full rankings); otherwise
+    ``m`` grows and the round repeats, ending at the full rankings at worst.
     """
     active = [
         (branch, exact_weight(branch.weight))
@@ -156,11 +164,11 @@ def fused_top(
     ]
     if not active or limit <= 0:
         return []
-    if len(active) == 1:
+    if len(active) == 1 and prior is None:
         return _single(active[0], fusion_k, limit)
     m = max(prefix, limit)
     while True:
-        found = _round(active, fusion_k, limit, ids, m)
+        found = _round(active, fusion_k, limit, ids, m, prior)
         if found is not None:
             return found
         m *= FUSION_PREFIX_GROWTH
@@ -185,6 +193,7 @@ def _round(
     limit: int,
     ids: Sequence[str],
     m: int,
+    prior: npt.NDArray[np.float64] | None = None,
 ) -> list[FusedHit[int]] | None:
     """One round of ``fused_top`` with leaders of ``m``; None when it cannot decide.
 
@@ -208,6 +217,9 @@ def _round(
         share = float(weight)
         lower += np.where(found.present, share / (fusion_k + found.highest), 0.0)
         upper += np.where(found.present, share / (fusion_k + found.lowest), 0.0)
+    if prior is not None:
+        lower *= prior[keys]
+        upper *= prior[keys]
     chosen = np.arange(len(keys))
     if len(keys) > limit:
         floor = np.partition(lower, len(keys) - limit)[len(keys) - limit]
@@ -224,8 +236,10 @@ def _round(
         start += len(batch)
         if len(best) >= limit:
             theta = best[0] * (1 - _RELATIVE_SLACK)
-            batch = _reaching(active, fusion_k, keys, bounds, batch, theta)
+            batch = _reaching(active, fusion_k, keys, bounds, batch, theta, prior)
         for slot, total, parts in _score(active, fusion_k, keys, bounds, batch):
+            if prior is not None:
+                total *= exact_weight(float(prior[slot]))
             scored[slot] = total
             shares[slot] = parts
             heapq.heappush(best, float(total))
@@ -236,7 +250,9 @@ def _round(
     if outside > 0 and not outside < theta * (1 - _RELATIVE_SLACK):
         return None
     ordered = sorted(scored, key=lambda slot: (-scored[slot], ids[slot]))[:limit]
-    return [FusedHit(slot, scored[slot], shares[slot]) for slot in ordered]
+    if prior is None:
+        return [FusedHit(slot, scored[slot], shares[slot]) for slot in ordered]
+    return [FusedHit(slot, scored[slot], shares[slot], float(prior[slot])) for slot in ordered]
 
 
 def _reaching(
@@ -246,9 +262,11 @@ def _reaching(
     bounds: Sequence[RankBounds],
     batch: Sequence[int],
     theta: float,
+    prior: npt.NDArray[np.float64] | None = None,
 ) -> list[int]:
-    """The keys of ``batch`` whose fused score can still reach ``theta``, by tightening
-    their ``bounds`` where a rank lies below a branch's head (``Ranking.tight_bounds``)."""
+    """The keys of ``batch`` whose fused score (times ``prior``) can still reach
+    ``theta``, by tightening their ``bounds`` where a rank lies below a branch's head
+    (``Ranking.tight_bounds``)."""
     index = np.asarray(batch, dtype=np.intp)
     slots = keys[index]
     upper = np.zeros(len(batch), dtype=np.float64)
@@ -256,6 +274,8 @@ def _reaching(
         subset = RankBounds(loose.present[index], loose.lowest[index], loose.highest[index])
         found = branch.ranking.tight_bounds(slots, subset)
         upper += np.where(found.present, float(weight) / (fusion_k + found.lowest), 0.0)
+    if prior is not None:
+        upper *= prior[slots]
     return [i for i, bound in zip(batch, upper.tolist(), strict=True) if bound >= theta]
 
 

@@ -24,6 +24,7 @@ from cairn.search.contracts import (
     SearchRequest,
 )
 from cairn.search.limits import SEARCH_REQUEST_VERSION
+from cairn.search.priors import CODE_PRIOR
 from cairn.store.load import SEARCH_FIELDS, TEXT_FIELD
 from cairn.store.reads import collection_config
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CODE_FUSION_K",
+    "CODE_PRIOR",
     "CODE_VECTOR_WEIGHT",
     "CODE_VECTOR_WEIGHTS",
     "DEFAULT_TEXT_FIELD",
@@ -120,6 +122,7 @@ def build_cli_request(
     fusion_k: int = CODE_FUSION_K,
     text_field: str = DEFAULT_TEXT_FIELD,
     vector_weight: float = CODE_VECTOR_WEIGHT,
+    prior: str | None = CODE_PRIOR,
 ) -> GraphSearchRequest:
     """The request ``cairn search`` means; admission still checks every value.
 
@@ -139,6 +142,7 @@ def build_cli_request(
         embed=embed and bool(text),
         fusion_k=fusion_k,
         vector_weight=vector_weight,
+        prior=prior,
     )
 
     def walk(refs: Sequence[tuple[str, str]]) -> GraphWalkSpec:
@@ -183,6 +187,8 @@ def _why(hit: RankedDocument) -> str:
     parts = [f"{c.branch.value}#{c.native_rank}" for c in explanation.contributions]
     if explanation.hops is not None:
         parts.append(f"{explanation.hops} hop{'s' if explanation.hops != 1 else ''}")
+    if explanation.prior is not None and explanation.prior != 1:
+        parts.append(f"prior x{explanation.prior:g}")
     return " ".join(parts)
 
 

@@ -26,11 +26,13 @@ from cairn.search.contracts import (
 from cairn.search.limits import SEARCH_REQUEST_VERSION
 from cairn.search.present import (
     CODE_FUSION_K,
+    CODE_PRIOR,
     CODE_VECTOR_WEIGHT,
     CODE_VECTOR_WEIGHTS,
     code_text_field,
     code_vector_weight,
 )
+from cairn.search.priors import PRIORS
 from cairn.search.schema import json_schema
 from cairn.search.wire import from_json, from_wire, to_json, to_wire
 
@@ -141,6 +143,7 @@ def _search_arguments(
         raise ValidationError("hybrid must be a boolean", details={"field": "hybrid"})
     given.setdefault("collection", DEFAULT_COLLECTION)
     given.setdefault("fusion_k", CODE_FUSION_K)
+    given.setdefault("prior", CODE_PRIOR)
     text = given.get("text")
     with db.read_cut(who) as cut:
         if "vector_weight" not in given:
@@ -421,6 +424,13 @@ _SEARCH_SCHEMA["properties"]["vector_weight"]["description"] = (
     f"{CODE_VECTOR_WEIGHTS[PACKAGED_MODELS[MINILM_EMBEDDER]]} for a collection embedded "
     f"with the {MINILM_EMBEDDER} model, else {CODE_VECTOR_WEIGHT}."
 )
+_SEARCH_SCHEMA["properties"]["prior"] = {
+    **_SEARCH_SCHEMA["properties"]["prior"],
+    "default": CODE_PRIOR,
+    "enum": [*PRIORS, None],
+    "description": f"Kind prior of the fused scores: {CODE_PRIOR} weighs module variables "
+    "and definitions local to a function 0.6 (code search); null: none.",
+}
 _SEARCH_SCHEMA["properties"]["hybrid"] = {
     "type": "boolean",
     "default": True,

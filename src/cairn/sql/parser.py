@@ -13,7 +13,7 @@ Clauses come in exactly the grammar's order, each at most once::
         [LABELS (value, ...)] [WEIGHT number]]
     [EXPAND GRAPH graph DEPTH int VERTICES int EDGES int [LABELS (value, ...)]]
     [ALLOW IDS (value, ...)] [KINDS (value, ...)] [PATHS (value, ...)] [EXCLUDE TESTS]
-    [LIMIT int] [FUSION int] [;]
+    [PRIOR string-or-@parameter] [LIMIT int] [FUSION int] [;]
 
 The lowered request then goes through the same admission as a direct request.
 """
@@ -68,6 +68,7 @@ CLAUSES = (
     "KINDS",
     "PATHS",
     "EXCLUDE",
+    "PRIOR",
     "LIMIT",
     "FUSION",
 )
@@ -96,6 +97,7 @@ class _Parts:
     kinds: tuple[str, ...] | None = None
     paths: tuple[str, ...] | None = None
     exclude_tests: bool = False
+    prior: str | None = None
     embed: bool = False
     limit: int = DEFAULT_LIMIT
     fusion_k: int = DEFAULT_FUSION_K
@@ -371,6 +373,10 @@ class _Parser:
         self.keyword("TESTS")
         self.parts.exclude_tests = True
 
+    def clause_prior(self) -> None:
+        self.keyword("PRIOR")
+        self.parts.prior = self.string_value("PRIOR name")
+
     def clause_limit(self) -> None:
         self.keyword("LIMIT")
         self.parts.limit = self.integer("LIMIT")
@@ -459,6 +465,7 @@ def parse_search(sql: str, parameters: Mapping[str, Any], *, database: str) -> G
         paths=parts.paths,
         exclude_tests=parts.exclude_tests,
         embed=parts.embed,
+        prior=parts.prior,
     )
     return GraphSearchRequest(
         SEARCH_REQUEST_VERSION, search, parts.scope, parts.retriever, parts.expansion

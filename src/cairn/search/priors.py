@@ -23,14 +23,15 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from cairn.errors import ValidationError
 from cairn.index.cut import IndexCut
 from cairn.index.masks import visible_everything, visible_mask
+from cairn.store.rules import Choice
 
 __all__ = [
     "CODE_PRIOR",
     "LOCAL_PRIOR_WEIGHT",
     "PRIORS",
+    "PRIOR_RULE",
     "VARIABLE_PRIOR_WEIGHT",
     "check_prior",
     "id_prior",
@@ -42,6 +43,10 @@ CODE_PRIOR = "code_kinds_v1"
 
 PRIORS = (CODE_PRIOR,)
 """Every prior a request may name."""
+
+PRIOR_RULE = Choice(PRIORS)
+"""``SearchRequest.prior``'s rule when not None: admission checks it, the OpenAPI
+document and MCP schema state it (``cairn.search.rules``)."""
 
 VARIABLE_PRIOR_WEIGHT = Fraction(3, 5)
 """``CODE_PRIOR``'s weight of a ``variable`` document. Chosen on the search bench's
@@ -61,14 +66,9 @@ _ONE = Fraction(1)
 
 
 def check_prior(prior: object) -> None:
-    """A request's ``prior``: None or a name in ``PRIORS``."""
-    if prior is None:
-        return
-    if not isinstance(prior, str) or prior not in PRIORS:
-        raise ValidationError(
-            f"prior must be one of {list(PRIORS)} or null, got {prior!r}",
-            details={"field": "prior", "allowed": list(PRIORS)},
-        )
+    """A request's ``prior``: None or a name in ``PRIORS`` (``ValidationError``)."""
+    if prior is not None:
+        PRIOR_RULE.check(prior, "prior")
 
 
 def _parts(doc_id: str) -> tuple[str, str, str] | None:

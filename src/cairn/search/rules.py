@@ -30,6 +30,7 @@ from cairn.search.limits import (
     MIN_LIMIT,
     MIN_VERTICES,
 )
+from cairn.search.priors import PRIOR_RULE
 from cairn.store.evidence import MAX_EVIDENCE_PER_FACT
 from cairn.store.limits import MAX_VECTOR_VALUE
 from cairn.store.rules import (
@@ -94,6 +95,7 @@ RULES: dict[str, dict[str, Rule]] = {
         "allowed_ids": Count(0, MAX_ALLOWED_IDS, "IDs"),
         "kinds": _FILTERS,
         "paths": _FILTERS,
+        "prior": PRIOR_RULE,
     },
     "GraphWalkSpec": {
         "graph": _NAME,

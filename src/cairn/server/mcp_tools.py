@@ -32,7 +32,6 @@ from cairn.search.present import (
     code_text_field,
     code_vector_weight,
 )
-from cairn.search.priors import PRIORS
 from cairn.search.schema import json_schema
 from cairn.search.wire import from_json, from_wire, to_json, to_wire
 
@@ -427,7 +426,6 @@ _SEARCH_SCHEMA["properties"]["vector_weight"]["description"] = (
 _SEARCH_SCHEMA["properties"]["prior"] = {
     **_SEARCH_SCHEMA["properties"]["prior"],
     "default": CODE_PRIOR,
-    "enum": [*PRIORS, None],
     "description": f"Kind prior of the fused scores: {CODE_PRIOR} weighs module variables "
     "and definitions local to a function 0.6 (code search); null: none.",
 }

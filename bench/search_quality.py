@@ -79,7 +79,7 @@ one. A tuned weight is never judged on the queries it was chosen with. The doors
 weights were chosen with ``--tune tuning``.
 
 ``--tune-prior`` grid-searches the kind prior's two weights (module variables, and
-definitions local to a function or method) over ``PRIOR_GRID`` on the tuning projects
+definitions a function or method contains) over ``PRIOR_GRID`` on the tuning projects
 only, with each embedder's door weights: the bench re-fuses each query's text and
 vector rankings (top ``PRIOR_DEPTH`` of each, through ``Database.search``) itself,
 multiplying by its own reading of the rule, and prints the mean hybrid MRR@10 of Flask
@@ -555,26 +555,18 @@ def verdict(scores: dict[str, Any]) -> dict[str, bool]:
 
 
 # ------------------------------------------------------------- prior grid
-def _bench_prior(ids: Iterable[str], variable: float, local: float) -> dict[str, float]:
-    """The bench's own reading of the prior rule over symbol IDs ``kind:path#qualname``:
-    ``variable`` for variables, ``local`` where a dotted prefix of the qualified name is
-    a function or method of the same file, else 1."""
-    ids = list(ids)
-    enclosing = set()
-    for doc_id in ids:
-        kind, _, rest = doc_id.partition(":")
-        if kind in ("function", "method"):
-            enclosing.add(rest)
+def _bench_prior(graph: SemanticGraph, variable: float, local: float) -> dict[str, float]:
+    """The bench's own reading of the prior rule over ``graph``'s symbol nodes:
+    ``variable`` for variables, ``local`` for what a function or method ``contains``,
+    else 1."""
+    kinds = {node.id: node.kind for node in graph.nodes()}
     weights: dict[str, float] = {}
-    for doc_id in ids:
-        kind, _, rest = doc_id.partition(":")
-        path, _, qualified = rest.partition("#")
-        names = qualified.split(".")
-        prefixes = (f"{path}#{'.'.join(names[:end])}" for end in range(1, len(names)))
+    for fact in graph.facts():
+        if fact.relation == "contains" and kinds.get(fact.source) in ("function", "method"):
+            weights[fact.target] = local
+    for node_id, kind in kinds.items():
         if kind == "variable":
-            weights[doc_id] = variable
-        elif any(prefix in enclosing for prefix in prefixes):
-            weights[doc_id] = local
+            weights[node_id] = variable
     return weights
 
 
@@ -593,16 +585,13 @@ def tune_prior(prepared: Sequence[Prepared], graphs: dict[str, SemanticGraph]) -
             )
             for query, vector in zip(item.queries, item.vectors, strict=True)
         ]
-        symbol_ids = [
-            n.id for n in graphs[item.name].nodes() if collection_of(n.kind) == SEARCH_COLLECTION
-        ]
-        runs.append((weights, lists, symbol_ids))
+        runs.append((weights, lists, graphs[item.name]))
     rows = []
     for variable in PRIOR_GRID:
         for local in PRIOR_GRID:
             means = []
-            for weights, lists, symbol_ids in runs:
-                prior = _bench_prior(symbol_ids, variable, local)
+            for weights, lists, graph in runs:
+                prior = _bench_prior(graph, variable, local)
                 total = 0.0
                 for relevant, ranked in lists:
                     fused: dict[str, float] = {}

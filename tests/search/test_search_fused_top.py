@@ -153,9 +153,16 @@ def test_fused_top_with_a_prior_equals_the_scores_times_it(
         RankedBranch(f"b{i}", weight, ranking(kind, slots, scores, head))
         for i, (weight, slots, scores, kind, head) in enumerate(drawn)
     ]
-    found = fused_top(lazy, k, limit, IDS, prefix=prefix, prior=prior)
+    asked: list[int] = []
+
+    def weights(slots: np.ndarray) -> np.ndarray:
+        asked.extend(slots.tolist())
+        return prior[slots]
+
+    found = fused_top(lazy, k, limit, IDS, prefix=prefix, prior=weights)
     assert [(h.key, h.exact_score) for h in found] == prior_oracle(drawn, k, limit, prior)
     assert [h.prior for h in found] == [float(prior[h.key]) for h in found]
+    assert {h.key for h in found} <= set(asked)
 
 
 def test_a_prior_reorders_a_single_branch_past_its_own_order() -> None:
@@ -166,7 +173,7 @@ def test_a_prior_reorders_a_single_branch_past_its_own_order() -> None:
     prior = np.ones(400)
     prior[1] = 0.6
     branch = RankedBranch("text", 1.0, ranking("exact", slots, scores))
-    found = fused_top([branch], 10, 3, IDS, prior=prior)
+    found = fused_top([branch], 10, 3, IDS, prior=lambda slots: prior[slots])
     assert [h.key for h in found] == [2, 3, 1]
     assert found[2].exact_score == Fraction(1, 11) * Fraction(3, 5)
     assert fused_top([branch], 10, 3, IDS)[0].key == 1

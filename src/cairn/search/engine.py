@@ -43,7 +43,7 @@ from cairn.search.contracts import (
 from cairn.search.embedding import embed_request
 from cairn.search.filters import filtered_ids
 from cairn.search.fusion import FusedHit, RankedBranch, fused_top, max_score
-from cairn.search.priors import prior_weights
+from cairn.search.priors import PriorWeights
 from cairn.search.walk import Reachability, VertexVisibility, WalkLimits, walk
 from cairn.store.policy import Capability, field_allowed
 from cairn.store.reads import (
@@ -284,7 +284,7 @@ def _project_hits(
     ids = context.cut.columns.ids
     prior = None
     if request.prior is not None:
-        prior = prior_weights(context.cut, request.collection, request.prior)
+        prior = PriorWeights(context.cut, request.collection, request.prior)
     fused = [
         FusedHit(
             EntityRef(request.collection, ids[hit.key]),

@@ -7,8 +7,9 @@ and break by the ordinal reference: each weight is read as the simplest fraction
 rounds to it (``13/132`` for the float ``13/132``), much as ``repr`` picks the shortest
 decimal. Reported scores are those rationals rounded to floats.
 
-``fused_top`` also takes a prior (``cairn.search.priors``): per key, a weight in (0, 1]
-that multiplies the fused score before the top is chosen (exactly, as a rational).
+``fused_top`` also takes a prior (``cairn.search.priors``): a weight in (0, 1] per key,
+asked only of the keys it ranks, that multiplies the fused score before the top is
+chosen (exactly, as a rational).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Generic, TypeVar
@@ -45,6 +46,9 @@ FUSION_PROFILE = "weighted_rrf_v1"
 _RELATIVE_SLACK = 1e-9
 
 K = TypeVar("K", bound=Hashable)
+
+Prior = Callable[[npt.NDArray[np.int64]], npt.NDArray[np.float64]]
+"""A prior's weights in (0, 1] of the given slots (``cairn.search.priors.PriorWeights``)."""
 
 
 def _simplest_between(low: Fraction, high: Fraction) -> Fraction:
@@ -143,12 +147,12 @@ def fused_top(
     limit: int,
     ids: Sequence[str],
     prefix: int = FUSION_PREFIX,
-    prior: npt.NDArray[np.float64] | None = None,
+    prior: Prior | None = None,
 ) -> list[FusedHit[int]]:
     """``weighted_rrf`` over complete rankings of slots, reading only what decides the top.
 
     Equal to ``weighted_rrf`` on the fully materialised rankings (keys ordered by
-    ``ids[slot]``), each score first multiplied by ``prior[slot]`` when a prior is given
+    ``ids[slot]``), each score first multiplied by ``prior(slots)`` when a prior is given
     (weights in (0, 1], so a bound on a fused score still bounds it after the prior).
     Each round takes the best ``m`` of every branch: a key outside all of them scores at
     most ``sum(w / (k + m + 1))``, and a key missing from some of them at most its known
@@ -193,7 +197,7 @@ def _round(
     limit: int,
     ids: Sequence[str],
     m: int,
-    prior: npt.NDArray[np.float64] | None = None,
+    prior: Prior | None = None,
 ) -> list[FusedHit[int]] | None:
     """One round of ``fused_top`` with leaders of ``m``; None when it cannot decide.
 
@@ -217,9 +221,10 @@ def _round(
         share = float(weight)
         lower += np.where(found.present, share / (fusion_k + found.highest), 0.0)
         upper += np.where(found.present, share / (fusion_k + found.lowest), 0.0)
-    if prior is not None:
-        lower *= prior[keys]
-        upper *= prior[keys]
+    weights = None if prior is None else prior(keys)
+    if weights is not None:
+        lower *= weights
+        upper *= weights
     chosen = np.arange(len(keys))
     if len(keys) > limit:
         floor = np.partition(lower, len(keys) - limit)[len(keys) - limit]
@@ -227,6 +232,7 @@ def _round(
     order = chosen[np.argsort(-upper[chosen], kind="stable")].tolist()
     scored: dict[int, Fraction] = {}
     shares: dict[int, tuple[Contribution, ...]] = {}
+    applied: dict[int, float] = {}
     best: list[float] = []  # min-heap of the best ``limit`` exact scores
     start = 0
     while start < len(order):
@@ -236,10 +242,13 @@ def _round(
         start += len(batch)
         if len(best) >= limit:
             theta = best[0] * (1 - _RELATIVE_SLACK)
-            batch = _reaching(active, fusion_k, keys, bounds, batch, theta, prior)
-        for slot, total, parts in _score(active, fusion_k, keys, bounds, batch):
-            if prior is not None:
-                total *= exact_weight(float(prior[slot]))
+            batch = _reaching(active, fusion_k, keys, bounds, batch, theta, weights)
+        for index, (slot, total, parts) in zip(
+            batch, _score(active, fusion_k, keys, bounds, batch), strict=True
+        ):
+            if weights is not None:
+                total *= exact_weight(float(weights[index]))
+                applied[slot] = float(weights[index])
             scored[slot] = total
             shares[slot] = parts
             heapq.heappush(best, float(total))
@@ -250,9 +259,7 @@ def _round(
     if outside > 0 and not outside < theta * (1 - _RELATIVE_SLACK):
         return None
     ordered = sorted(scored, key=lambda slot: (-scored[slot], ids[slot]))[:limit]
-    if prior is None:
-        return [FusedHit(slot, scored[slot], shares[slot]) for slot in ordered]
-    return [FusedHit(slot, scored[slot], shares[slot], float(prior[slot])) for slot in ordered]
+    return [FusedHit(slot, scored[slot], shares[slot], applied.get(slot, 1.0)) for slot in ordered]
 
 
 def _reaching(
@@ -262,11 +269,11 @@ def _reaching(
     bounds: Sequence[RankBounds],
     batch: Sequence[int],
     theta: float,
-    prior: npt.NDArray[np.float64] | None = None,
+    weights: npt.NDArray[np.float64] | None = None,
 ) -> list[int]:
-    """The keys of ``batch`` whose fused score (times ``prior``) can still reach
-    ``theta``, by tightening their ``bounds`` where a rank lies below a branch's head
-    (``Ranking.tight_bounds``)."""
+    """The keys of ``batch`` whose fused score (times the prior's ``weights`` of the
+    keys) can still reach ``theta``, by tightening their ``bounds`` where a rank lies
+    below a branch's head (``Ranking.tight_bounds``)."""
     index = np.asarray(batch, dtype=np.intp)
     slots = keys[index]
     upper = np.zeros(len(batch), dtype=np.float64)
@@ -274,8 +281,8 @@ def _reaching(
         subset = RankBounds(loose.present[index], loose.lowest[index], loose.highest[index])
         found = branch.ranking.tight_bounds(slots, subset)
         upper += np.where(found.present, float(weight) / (fusion_k + found.lowest), 0.0)
-    if prior is not None:
-        upper *= prior[slots]
+    if weights is not None:
+        upper *= weights[index]
     return [i for i, bound in zip(batch, upper.tolist(), strict=True) if bound >= theta]
 
 

@@ -9,22 +9,29 @@ never removes a hit (use ``kinds`` for that) and leaves every other score as fus
 
 ``SearchRequest.prior`` names the profile; None (the API's default) fuses exactly as the
 spec says. The code-search doors (``cairn search``, MCP ``cairn_search``) send
-``CODE_PRIOR``. The profile reads only what a document's ID says: the code graph names
-its symbol documents ``kind:path#qualified_name`` (``cairn.codegraph.emit.symbol_id``),
-so no body is decoded and a field policy cannot change the answer. IDs of another shape
-(a document database's own) get weight 1.
+``CODE_PRIOR``. A document's kind is read from its ID: the code graph names its symbol
+documents ``kind:path#qualified_name`` (``cairn.codegraph.emit.symbol_id``), so no body
+is decoded and a field policy cannot change it; IDs of another shape (a document
+database's own) get weight 1. A definition is local when a function or method
+``contains`` it in the code graph (``App.route.decorator``); a function assigned to a
+member of another at module level (``EmptyPlaceholder.Title = function ...``) is
+contained by its file, so it is not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
 
 from cairn.index.cut import IndexCut
+from cairn.index.graphs import graph_exists, relation_sources
 from cairn.index.masks import visible_everything, visible_mask
+from cairn.store.commands import EntityRef
+from cairn.store.policy import Capability, field_allowed
+from cairn.store.reads import field_policies
 from cairn.store.rules import Choice
 
 __all__ = [
@@ -33,9 +40,9 @@ __all__ = [
     "PRIORS",
     "PRIOR_RULE",
     "VARIABLE_PRIOR_WEIGHT",
+    "PriorWeights",
     "check_prior",
     "id_prior",
-    "prior_weights",
 ]
 
 CODE_PRIOR = "code_kinds_v1"
@@ -55,10 +62,18 @@ tuning projects only (Flask, Click; ``bench/search_quality.py --tune-prior``) ov
 to 0.7 and lower at 0.8 and 1.0 (docs/benchmarks.md)."""
 
 LOCAL_PRIOR_WEIGHT = Fraction(3, 5)
-"""``CODE_PRIOR``'s weight of a local definition: one whose qualified name extends that
-of a function or method in the same file (a closure, a class defined in a method body).
+"""``CODE_PRIOR``'s weight of a local definition: one a function or method ``contains``
+in the code graph (a closure, a class defined in a method body).
 Chosen like ``VARIABLE_PRIOR_WEIGHT``: best at 0.6 with MiniLM (0.620 against 0.604
 without the prior), within 0.001 of the best (0.4) with hashing."""
+
+CODE_GRAPH = "code"
+"""The graph whose ``contains`` facts say which definitions are local
+(``cairn.store.load.DEFAULT_GRAPH``, what ``cairn index`` loads)."""
+
+CONTAINS = "contains"
+LABEL_FIELD = "/label"
+"""The field of a graph that governs reading it by relation (as a labelled walk does)."""
 
 _ENCLOSING_KINDS = ("function", "method")
 _VARIABLE_KIND = "variable"
@@ -71,66 +86,95 @@ def check_prior(prior: object) -> None:
         PRIOR_RULE.check(prior, "prior")
 
 
-def _parts(doc_id: str) -> tuple[str, str, str] | None:
-    """``(kind, path, qualified_name)`` of a code-graph symbol ID, or None."""
+def _kind(doc_id: str) -> str | None:
+    """The kind of a code-graph symbol ID ``kind:path#qualified_name``, or None."""
     kind, colon, rest = doc_id.partition(":")
-    path, hash_mark, qualified = rest.partition("#")
-    if not colon or not hash_mark or not kind or not qualified:
+    if not colon or not kind or "#" not in rest:
         return None
-    return kind, path, qualified
+    return kind
 
 
-def id_prior(doc_id: str, enclosing: frozenset[str] | set[str]) -> Fraction:
-    """``CODE_PRIOR``'s weight of the document ``doc_id``; ``enclosing`` holds the
-    ``path#qualified_name`` of every function and method document."""
-    parts = _parts(doc_id)
-    if parts is None:
-        return _ONE
-    kind, path, qualified = parts
+def id_prior(doc_id: str, is_local: Callable[[str], bool]) -> Fraction:
+    """``CODE_PRIOR``'s weight of the document ``doc_id``; ``is_local`` says whether a
+    function or method contains a symbol (asked only of symbols that are not variables)."""
+    kind = _kind(doc_id)
     if kind == _VARIABLE_KIND:
         return VARIABLE_PRIOR_WEIGHT
-    names = qualified.split(".")
-    for end in range(len(names) - 1, 0, -1):
-        if f"{path}#{'.'.join(names[:end])}" in enclosing:
-            return LOCAL_PRIOR_WEIGHT
+    if kind is not None and is_local(doc_id):
+        return LOCAL_PRIOR_WEIGHT
     return _ONE
 
 
-def _enclosing(ids: Sequence[str], slots: npt.NDArray[np.int64]) -> set[str]:
-    found: set[str] = set()
-    for slot in slots.tolist():
-        parts = _parts(ids[slot])
-        if parts is not None and parts[0] in _ENCLOSING_KINDS:
-            found.add(f"{parts[1]}#{parts[2]}")
-    return found
+def _may_read_containment(cut: IndexCut) -> bool:
+    """Whether the principal may read the code graph by relation: without graph_read or
+    the label's use grant, no definition counts as local (only variables weigh less)."""
+    if not graph_exists(cut, CODE_GRAPH):
+        return False
+    principal = cut.principal
+    if Capability.GRAPH_READ not in principal.capabilities(cut.database, CODE_GRAPH):
+        return False
+    policies = field_policies(cut, CODE_GRAPH)
+    return field_allowed(principal, cut.database, CODE_GRAPH, policies, LABEL_FIELD, "use")
 
 
-def prior_weights(cut: IndexCut, collection: str, prior: str) -> npt.NDArray[np.float64]:
-    """Per slot, the weight ``prior`` gives the live document there (1 elsewhere).
+class PriorWeights:
+    """A prior's weight per slot of one collection at one cut, found when first asked.
 
-    Only documents the principal may see decide whether a definition is local, so a
-    hidden function never changes a visible hit's rank. Memoised per position,
-    collection, prior and (under a row policy) principal.
+    Fusion asks only for the slots it ranks (each branch's leaders), so a search reads
+    the containers of a few hundred documents, never the whole graph: a variable by its
+    ID, a local definition by the ``contains`` facts into it (the target index of the
+    cut's SQLite snapshot, every row checked), counted only when the container is a
+    function or method the principal may see. Answers are kept per position, collection,
+    prior and principal, so later searches at the position ask nothing again.
     """
-    check_prior(prior)
-    view = cut.columns
-    size = len(view.birth)
-    everything = visible_everything(cut, collection)
-    key = ("prior", prior, collection, view.position, None if everything else cut.principal)
 
-    def compute() -> npt.NDArray[np.float64]:
-        live = view.alive(collection)[:size]
-        if not everything:
-            live = live & visible_mask(cut, collection, size)
-        slots = np.flatnonzero(live)
-        enclosing = _enclosing(view.ids, slots)
-        weights = np.ones(size, dtype=np.float64)
-        for slot in slots.tolist():
-            weight = id_prior(view.ids[slot], enclosing)
-            if weight != _ONE:
-                weights[slot] = float(weight)
-        weights.flags.writeable = False
-        return weights
+    def __init__(self, cut: IndexCut, collection: str, prior: str) -> None:
+        check_prior(prior)
+        self._cut = cut
+        self._collection = collection
+        view = cut.columns
+        key = ("prior", prior, collection, view.position, cut.principal)
+        self._known: dict[int, float] = view.memo(key, dict)
+        self._containment: bool | None = None
+        self._visible: npt.NDArray[np.bool_] | None = None
 
-    found: npt.NDArray[np.float64] = view.memo(key, compute)
-    return found
+    def __call__(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """The weight of each of ``slots``."""
+        known = self._known
+        found = np.empty(len(slots), dtype=np.float64)
+        for index, slot in enumerate(slots.tolist()):
+            weight = known.get(slot)
+            if weight is None:
+                weight = known[slot] = float(self._weigh(slot))
+            found[index] = weight
+        return found
+
+    def _weigh(self, slot: int) -> Fraction:
+        return id_prior(self._cut.columns.ids[slot], self._is_local)
+
+    def _is_local(self, doc_id: str) -> bool:
+        cut, collection = self._cut, self._collection
+        if self._containment is None:
+            self._containment = _may_read_containment(cut)
+        if not self._containment:
+            return False
+        target = EntityRef(collection, doc_id)
+        for source in relation_sources(cut, CODE_GRAPH, CONTAINS, target):
+            enclosing = source.collection == collection and _kind(source.id) in _ENCLOSING_KINDS
+            if enclosing and self._sees(source.id):
+                return True
+        return False
+
+    def _sees(self, doc_id: str) -> bool:
+        """Whether the principal sees the live document ``doc_id`` of the collection."""
+        cut, view = self._cut, self._cut.columns
+        node = view.nodes.get((self._collection, doc_id))
+        live = view.live_slots()
+        if node is None or node >= len(live) or live[node] <= 0:
+            return False
+        if visible_everything(cut, self._collection):
+            return True
+        if self._visible is None:
+            self._visible = visible_mask(cut, self._collection, len(view.birth))
+        slot = int(live[node])
+        return slot < len(self._visible) and bool(self._visible[slot])

@@ -19,17 +19,12 @@ from cairn.graph import SemanticGraph
 from cairn.search.calls import CallsAnswer, calls_of
 from cairn.search.contracts import (
     EntityRef,
-    GraphExpansion,
-    GraphRetriever,
     GraphSearchRequest,
     GraphSearchResult,
-    GraphWalkSpec,
     QueryRequest,
-    SearchRequest,
     SqlGraphSearchRequest,
 )
 from cairn.search.impact import ImpactAnswer, ImpactRequest, impact, is_test_path
-from cairn.search.limits import SEARCH_REQUEST_VERSION
 from cairn.store.load import SEARCH_FIELDS
 
 __all__ = ["DEMO_QUERY", "DemoRun", "DemoSearch", "most_called", "run_repository_demo"]
@@ -41,6 +36,9 @@ DEMO_SEED_FILE = "src/cairn/graph/multigraph.py"
 """The file the demo's graph retrieval is seeded at (falls back to the first file)."""
 
 DEMO_LIMIT = 5
+DEMO_DEPTH = 2
+DEMO_COLLECTION = "symbols"
+DEMO_GRAPH = "code"
 DEMO_SITES = 2
 EXTERNAL_PREFIX = "external:"
 
@@ -117,36 +115,48 @@ def run_repository_demo(root: str | Path, *, workers: int | None = None) -> Demo
     return DemoRun(index_summary(result), summary, searches, callers, impact_answer)
 
 
-def _text_search(db: Any) -> DemoSearch:
-    from cairn.search.present import query_vector
+def _door_request(
+    db: Any, *, text: str | None = None, seed: EntityRef | None = None, expand: int | None = None
+) -> GraphSearchRequest:
+    """The request ``cairn search`` sends for these words: the code-search doors' text
+    fields, vector weight, fusion k and kind prior (``cairn.search.present``)."""
+    from cairn.search.present import build_cli_request, code_text_field, code_vector_weight
 
-    request = SearchRequest(
-        db.name,
-        "symbols",
-        text_field=SEARCH_FIELDS,
-        text=DEMO_QUERY,
+    with db.read_cut() as cut:
+        field = code_text_field(cut, DEMO_COLLECTION)
+        weight = code_vector_weight(cut, DEMO_COLLECTION)
+    return build_cli_request(
+        database=db.name,
+        collection=DEMO_COLLECTION,
+        text=text,
+        seeds=() if seed is None else ((seed.collection, seed.id),),
+        scope_seeds=(),
+        graph=DEMO_GRAPH,
+        depth=DEMO_DEPTH,
+        labels=None,
+        expand=expand,
         limit=DEMO_LIMIT,
         explain=True,
-        **query_vector(DEMO_QUERY),
+        embed=text is not None,
+        text_field=field,
+        vector_weight=weight,
     )
-    hits = db.search(request)
+
+
+def _text_search(db: Any) -> DemoSearch:
+    request = _door_request(db, text=DEMO_QUERY)
     return DemoSearch(
         "Hybrid search (BM25 + embedding) over symbols",
         f"cairn search {DEMO_QUERY!r}",
-        GraphSearchResult(tuple(hits)),
+        GraphSearchResult(tuple(db.search(request.search))),
     )
 
 
 def _graph_search(db: Any, seed: EntityRef) -> DemoSearch:
-    request = GraphSearchRequest(
-        SEARCH_REQUEST_VERSION,
-        SearchRequest(db.name, "symbols", limit=DEMO_LIMIT, explain=True),
-        retriever=GraphRetriever(GraphWalkSpec("code", (seed,), max_depth=2)),
-        expansion=GraphExpansion("code", 1, labels=("calls",)),
-    )
+    request = _door_request(db, seed=seed, expand=1)
     return DemoSearch(
         f"Graph retrieval seeded at {seed.id}",
-        f"cairn search --seed files:{seed.id} --depth 2 --expand 1 --labels calls",
+        f"cairn search --seed {seed.collection}:{seed.id} --depth {DEMO_DEPTH} --expand 1",
         db.graph_search(request),
     )
 

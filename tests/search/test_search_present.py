@@ -3,6 +3,7 @@ the CLI and over MCP (the vector weight by the collection's embedder)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -159,3 +160,32 @@ def test_code_search_falls_back_to_text_on_an_older_index(tmp_path: Path) -> Non
 def _invoke(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(app, list(args))
     return result.exit_code, result.output
+
+
+def test_the_demo_shows_what_the_commands_it_names_answer(tmp_path: Path) -> None:
+    # Each demo search that names a `cairn search` command shows that command's hits:
+    # the demo builds its requests with the doors' defaults (text fields, vector weight,
+    # fusion k, kind prior), as the command does.
+    import shlex
+    import shutil
+
+    from search_helpers import FLASK_FIXTURE
+
+    from cairn.demo_repo import run_repository_demo
+
+    repo = tmp_path / "repo"
+    shutil.copytree(FLASK_FIXTURE, repo)
+    demo = run_repository_demo(repo, workers=1)
+    named = [search for search in demo.searches if search.request.startswith("cairn search")]
+    assert len(named) == 2
+    database = repo / ".cairn" / "cairn.db"
+    for search in named:
+        words = shlex.split(search.request)[2:]
+        limit = str(len(search.result.hits))
+        result = CliRunner().invoke(
+            app, ["search", *words, "--limit", limit, "--json", "--db", str(database)]
+        )
+        assert result.exit_code == 0, result.output
+        hits = [hit["document"]["ref"]["id"] for hit in json.loads(result.stdout)["hits"]]
+        assert hits == [hit.document.ref.id for hit in search.result.hits]
+        assert hits, search.request  # an empty answer would agree with anything

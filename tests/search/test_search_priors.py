@@ -3,10 +3,10 @@ and that it is admitted, explained and authorised like the rest of a request."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
-from unittest import mock
 
 import pytest
 from search_helpers import (
@@ -21,8 +21,8 @@ from search_helpers import (
     ref,
 )
 
-from cairn.errors import ValidationError
-from cairn.index.columns import ColumnsView
+import cairn
+from cairn.errors import CorruptionError, ValidationError
 from cairn.search.contracts import GraphExpansion, GraphSearchRequest, SearchRequest
 from cairn.search.priors import CODE_PRIOR, id_prior
 from cairn.store import Database, DocumentAccess, FieldPolicy
@@ -198,9 +198,21 @@ def test_an_unknown_prior_is_refused_before_any_read(db: Database, prior: object
     assert "code_kinds_v1" in caught.value.message
 
 
-def test_the_prior_reads_containers_without_loading_the_graph(db: Database) -> None:
-    # One search asks the facts table for the containers of the documents it ranks; the
-    # whole graph's adjacency (~0.3 s on the Django package) is never built for it.
-    with mock.patch.object(ColumnsView, "graph", side_effect=AssertionError("loaded")):
-        hits = db.search(vector_search(CODE_PRIOR))
-    assert hits[0].document.ref.id == "function:m.py#route"
+def test_a_damaged_fact_is_named_not_ranked_around(tmp_path: Path) -> None:
+    # The prior reads containment through the graph's adjacency, whose first load checks
+    # every fact: a damaged one anywhere is a CorruptionError, never a quietly different
+    # order (a lookup by the endpoint index would miss a row whose index entry is bad).
+    database = open_db(tmp_path, collections=("symbols", "files"))
+    put_docs(database, "files", {"file:m.py": "m.py"})
+    put_docs(database, "symbols", dict.fromkeys(DOCS, "route"), vectors=DOCS)
+    put_edges(database, [(source, target, "contains") for source, target in CONTAINS])
+    database.close()
+    with sqlite3.connect(tmp_path / "cairn.db") as conn:
+        conn.execute(
+            "UPDATE facts SET checksum = checksum + 1 WHERE id = "
+            "(SELECT min(id) FROM facts WHERE relation = 'contains')"
+        )
+    with cairn.open(tmp_path / "cairn.db") as damaged:
+        assert damaged.search(vector_search(None))  # no prior: the graph is not read
+        with pytest.raises(CorruptionError):
+            damaged.search(vector_search(CODE_PRIOR))

@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cairn.index.cut import IndexCut
-from cairn.index.graphs import graph_exists, relation_sources
+from cairn.index.graphs import graph_exists, in_edges
 from cairn.index.masks import visible_everything, visible_mask
 from cairn.store.commands import EntityRef
 from cairn.store.policy import Capability, field_allowed
@@ -120,12 +120,13 @@ def _may_read_containment(cut: IndexCut) -> bool:
 class PriorWeights:
     """A prior's weight per slot of one collection at one cut, found when first asked.
 
-    Fusion asks only for the slots it ranks (each branch's leaders), so a search reads
-    the containers of a few hundred documents, never the whole graph: a variable by its
-    ID, a local definition by the ``contains`` facts into it (the target index of the
-    cut's SQLite snapshot, every row checked), counted only when the container is a
-    function or method the principal may see. Answers are kept per position, collection,
-    prior and principal, so later searches at the position ask nothing again.
+    Fusion asks only for the slots it ranks (each branch's leaders): a variable is known
+    by its ID, a local definition by the ``contains`` facts into it (``in_edges``: the
+    graph's adjacency arrays, whose first load reads and checks every fact, so damage
+    anywhere in the graph is named, never a silently different rank), counted only when
+    the container is a function or method the principal may see. Answers are kept per
+    position, collection, prior and principal, so later searches at the position ask
+    nothing again.
     """
 
     def __init__(self, cut: IndexCut, collection: str, prior: str) -> None:
@@ -158,10 +159,10 @@ class PriorWeights:
             self._containment = _may_read_containment(cut)
         if not self._containment:
             return False
-        target = EntityRef(collection, doc_id)
-        for source in relation_sources(cut, CODE_GRAPH, CONTAINS, target):
+        for edge in in_edges(cut, CODE_GRAPH, EntityRef(collection, doc_id)):
+            source = edge.neighbour
             enclosing = source.collection == collection and _kind(source.id) in _ENCLOSING_KINDS
-            if enclosing and self._sees(source.id):
+            if edge.relation == CONTAINS and enclosing and self._sees(source.id):
                 return True
         return False
 

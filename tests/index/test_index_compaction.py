@@ -14,7 +14,7 @@ from cairn.store import DeleteDocument, PutVector
 
 def _postings(db: Database) -> int:
     with db.read_cut() as cut:
-        index = cut.columns.text_field("docs", "/text")
+        index = cut.columns.text_field("docs", "/text", cut.conn)
         assert index is not None
         return sum(len(index.postings(term)[0]) for term in cut.columns.terms.values())
 

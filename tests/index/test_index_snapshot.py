@@ -422,7 +422,7 @@ def test_a_first_load_groups_postings_like_the_sorting_path(
     monkeypatch.setattr(postings, "TEXT_LOAD_ROWS", rows_at_once)
     with closing(sqlite3.connect(filled)) as conn:
         position = int(conn.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()[0])
-        fresh = Columns(vectors=False)
+        fresh = Columns(vectors=False, text=True)
         fresh._snapshot_position = -1  # from the rows, not from a snapshot
         fresh.catch_up(conn, position)
         rows = conn.execute(

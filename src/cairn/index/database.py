@@ -92,10 +92,10 @@ class Database(StoreDatabase):
             if usable:
                 try:
                     scalars, arrays = current.export()
-                except ValueError:  # a compacted generation, or graphs loaded
+                except ValueError:  # compacted, graphs loaded, or no text loaded yet
                     usable = False
             if not usable:
-                fresh = Columns(vectors=False)  # a snapshot holds no vector matrices
+                fresh = Columns(vectors=False, text=True)  # a snapshot holds no vectors
                 fresh.catch_up(conn, position)
                 scalars, arrays = fresh.export()
         self._write_derived(

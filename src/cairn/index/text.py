@@ -75,7 +75,7 @@ def _text_stats(
 ) -> CorpusStats:
     """N and average length over the collection's live documents at the cut (memoised)."""
     view = cut.columns
-    index = view.text_field(collection, field)
+    index = view.text_field(collection, field, cut.conn)
 
     def compute() -> CorpusStats:
         documents = int(np.count_nonzero(alive))
@@ -229,7 +229,7 @@ def text_ranking(
         visible = visible_mask(cut, collection, size)
         keep = visible if keep is None else keep & visible
     if len(fields) == 1 and fields[0][1] == 1.0:
-        index = view.text_field(collection, fields[0][0])
+        index = view.text_field(collection, fields[0][0], cut.conn)
         if index is None:
             return SlotRanking(np.empty(0, np.int64), np.empty(0, np.float64), view.ids)
         terms = _field_terms(cut, collection, fields[0][0], index, analyzer, text, alive)
@@ -291,7 +291,7 @@ def _fields_terms(
     view = cut.columns
     states: list[_FieldState] = []
     for field, weight in fields:
-        index = view.text_field(collection, field)
+        index = view.text_field(collection, field, cut.conn)
         if index is None:
             continue
         stats = _text_stats(cut, collection, field, alive)

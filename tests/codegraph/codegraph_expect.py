@@ -42,6 +42,11 @@ def disc_text(relation: str, value: dict[str, object]) -> str:
     return " ".join(parts)
 
 
+def call_pairs(graph: SemanticGraph) -> set[tuple[str, str]]:
+    """The (caller, callee) node IDs of every ``calls`` fact."""
+    return {(fact.source, fact.target) for fact in graph.facts() if fact.relation == "calls"}
+
+
 def fact_tuples(graph: SemanticGraph) -> set[tuple[str, str, str, str]]:
     """Every fact as ``(relation, source, target, discriminator text)``."""
     return {

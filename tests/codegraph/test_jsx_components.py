@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codegraph_expect import write_tree
+from codegraph_expect import call_pairs, write_tree
 
 from cairn.codegraph import index_repository
 
@@ -76,7 +76,7 @@ def test_a_component_used_in_jsx_is_called_there(tmp_path: Path) -> None:
 
 def test_a_member_function_of_an_imported_function_is_reached(tmp_path: Path) -> None:
     graph = index_repository(write_tree(tmp_path, FILES)).graph
-    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    calls = call_pairs(graph)
     assert ("function:app/use.ts#use", "function:components/card.tsx#Card.Title") in calls
 
 
@@ -109,7 +109,7 @@ def test_a_forward_ref_or_memo_component_is_a_function(tmp_path: Path) -> None:
         "variable:components/input.tsx#settings",  # any other call stays a constant
     } <= kinds
     assert "variable:components/input.tsx#Input" not in kinds
-    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    calls = call_pairs(graph)
     assert {t for s, t in calls if s == "function:app/form.tsx#Form"} == {
         "function:components/input.tsx#Input",
         "function:components/input.tsx#Badge",

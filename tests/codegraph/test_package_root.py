@@ -6,7 +6,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from codegraph_expect import write_tree
+from codegraph_expect import call_pairs, write_tree
 
 from cairn.codegraph import index_repository, write_index
 from cairn.codegraph.cache import CACHE_FILENAME
@@ -31,7 +31,7 @@ def test_a_package_indexed_from_its_own_folder_resolves_its_absolute_imports(
     graph = index_repository(package).graph
     helper = graph.node("function:sub/mod.py#helper")
     assert helper.attributes["qualified_name"] == "mypkg.sub.mod.helper"
-    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    calls = call_pairs(graph)
     assert ("function:user.py#use", "function:sub/mod.py#helper") in calls
     # Not a package (no __init__.py at the top): names start below the folder, as before.
     (package / "__init__.py").unlink()
@@ -140,7 +140,7 @@ def test_a_namespace_above_the_packages_resolves_imports_through_it(tmp_path: Pa
     base = "opentelemetry-api/src/opentelemetry"
     attach = graph.node(f"function:{base}/context/__init__.py#attach")
     assert attach.attributes["qualified_name"] == "context.attach"  # named as before
-    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    calls = call_pairs(graph)
     caller = f"function:{base}/trace/__init__.py#start_span"
     assert (caller, f"function:{base}/context/__init__.py#attach") in calls
     assert (caller, f"function:{base}/context/helpers.py#detach") in calls
@@ -167,7 +167,7 @@ def test_a_name_two_folders_could_mean_reaches_neither(tmp_path: Path) -> None:
         },
     )
     graph = index_repository(tmp_path).graph
-    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    calls = call_pairs(graph)
     targets = {target for source, target in calls if source == "function:c/use.py#run"}
     assert targets == {"function:ns/tool.py#helper", "function:a/ns/util/__init__.py#helper"}
 
@@ -188,7 +188,7 @@ def test_two_modules_of_one_name_each_resolve_their_own_names(tmp_path: Path) ->
         files[f"{service}_lib.py"] = "def helper():\n    return 1\n"
     write_tree(tmp_path, files)
     graph = index_repository(tmp_path).graph
-    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    calls = call_pairs(graph)
     for service in ("alpha", "beta"):
         made = {t for s, t in calls if s == f"function:{service}/app/models.py#make"}
         assert made == {

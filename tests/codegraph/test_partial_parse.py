@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from codegraph_expect import FIXTURES
+from codegraph_expect import FIXTURES, call_pairs
 from typer.testing import CliRunner
 
 from cairn.cli import app
@@ -83,7 +83,7 @@ def test_symbols_outside_the_broken_lines_survive_with_their_own_ranges(
     assert partial["error"].startswith(f"{kind}: ")
     assert 8 <= partial["line"] <= 8 + BROKEN[case].count("\n")
     # The edge from another file into the broken file's symbols is kept.
-    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    calls = call_pairs(graph)
     assert ("function:pkg/user.py#use", ids["after"]) in calls
     # A clean file's nodes carry no mark.
     assert "partial_parse" not in graph.node("function:pkg/user.py#use").attributes
@@ -238,5 +238,5 @@ def test_a_stray_byte_that_is_not_utf8_keeps_the_rest_of_the_file(
         assert node.attributes["range"][0] == line, node_id
         assert node.attributes["partial_parse"] is True
     assert graph.node("file:pkg/mod.py").attributes["partial_parse"]["line"] == 9
-    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    calls = call_pairs(graph)
     assert ("function:pkg/user.py#use", "function:pkg/mod.py#after") in calls

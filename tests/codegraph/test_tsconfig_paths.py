@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from codegraph_expect import write_tree
+from codegraph_expect import call_pairs, write_tree
 
 from cairn.codegraph import index_repository, write_index
 from cairn.codegraph.cache import CACHE_FILENAME
@@ -19,7 +19,7 @@ FIXED_TIME = "2024-01-01T00:00:00Z"
 
 def _calls(root: Path) -> set[tuple[str, str]]:
     graph = index_repository(root).graph
-    return {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    return call_pairs(graph)
 
 
 def _imports(root: Path) -> dict[tuple[str, str], str]:
@@ -124,7 +124,7 @@ def test_a_config_that_is_no_json_object_is_a_failed_file_and_nothing_else(
     rows = {row.path: row for row in result.manifest.sorted_entries()}
     assert rows["tsconfig.json"].outcome == "failed:ValueError"
     assert rows["src/app/page.ts"].outcome == "indexed"
-    calls = {(f.source, f.target) for f in result.graph.facts() if f.relation == "calls"}
+    calls = call_pairs(result.graph)
     assert ("function:src/app/page.ts#total", "external:js:@/lib/math.add") in calls
     with pytest.raises(ValueError, match="JSON object"):
         extract_tsconfig("tsconfig.json", b"[1, 2]")
@@ -189,7 +189,7 @@ def test_a_round_after_a_config_edit_is_a_clean_build(tmp_path: Path) -> None:
         write_index(ours, tmp_path / "ours", generated_at=FIXED_TIME).graph_path.read_bytes()
         == write_index(clean, tmp_path / "clean", generated_at=FIXED_TIME).graph_path.read_bytes()
     )
-    calls = {(f.source, f.target) for f in clean.graph.facts() if f.relation == "calls"}
+    calls = call_pairs(clean.graph)
     assert ("function:src/app/page.ts#total", "function:other/lib/math.ts#add") in calls
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from codegraph_expect import write_tree
+from codegraph_expect import call_pairs, write_tree
 
 from cairn.codegraph import index_repository
 from cairn.codegraph.workspaces import WorkspacePackages, extract_package
@@ -45,7 +45,7 @@ MONOREPO = {
 def test_imports_of_the_workspace_packages_reach_their_files(tmp_path: Path) -> None:
     root = write_tree(tmp_path, MONOREPO)
     result = index_repository(root)
-    calls = {(f.source, f.target) for f in result.graph.facts() if f.relation == "calls"}
+    calls = call_pairs(result.graph)
     rendered = {t for s, t in calls if s == "function:apps/web/page.ts#render"}
     assert rendered == {
         "function:packages/ui/src/button.tsx#Button",  # through index.ts's re-export
@@ -70,7 +70,7 @@ def test_a_name_two_packages_claim_names_neither(tmp_path: Path) -> None:
         },
     )
     graph = index_repository(root).graph
-    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    calls = call_pairs(graph)
     assert {t for s, t in calls if s == "function:c/use.js#g"} == {"external:js:dup.f"}
 
 
@@ -144,7 +144,7 @@ def test_a_hash_import_goes_through_the_nearest_package_imports(tmp_path: Path) 
         },
     )
     graph = index_repository(root).graph
-    calls = {(f.source, f.target) for f in graph.facts() if f.relation == "calls"}
+    calls = call_pairs(graph)
     assert {t for s, t in calls if s == "function:lib/src/deep/use.js#run"} == {
         "function:lib/src/internal/db.js#query",
         "function:lib/src/config-node.js#load",

@@ -28,7 +28,8 @@ import dataclasses
 import itertools
 import sqlite3
 import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
@@ -751,7 +752,7 @@ class Columns:
                     else:
                         # Vectors are not in the snapshot: their blocks load as fast.
                         self._adopt(restored)
-            try:
+            with self._loading():
                 self._load_slots(conn)
                 self._load_deaths(conn)
                 if first_load:
@@ -762,12 +763,6 @@ class Columns:
                 if self.vectors:
                     self._load_vectors(conn)
                     self._load_vector_deaths(conn)
-            except (sqlite3.Error, ValueError) as exc:
-                self._forget()
-                raise CorruptionError(f"cannot load the in-memory columns: {exc}") from exc
-            except BaseException:
-                self._forget()
-                raise
             self._last_slot = len(self._ids) - 1
             self._last_vector_row = max(self._last_vector_row, _max_row(conn))
             self.position = self._vector_position = position
@@ -890,6 +885,19 @@ class Columns:
             if count and (int(bound.min()) < 1 or int(bound.max()) >= size):
                 raise ValueError("vector slots")
 
+    @contextmanager
+    def _loading(self) -> Iterator[None]:
+        """A load step (under the lock): a failure drops what it half did (``_forget``);
+        an SQLite or decoding error is named as the damage it is."""
+        try:
+            yield
+        except (sqlite3.Error, ValueError) as exc:
+            self._forget()
+            raise CorruptionError(f"cannot load the in-memory columns: {exc}") from exc
+        except BaseException:
+            self._forget()
+            raise
+
     def _forget(self) -> None:
         """Drop a half-done load (call under the lock): the next read loads again from
         nothing and meets the same error, never a half-loaded state's consequences."""
@@ -1009,14 +1017,8 @@ class Columns:
             top = min(known, int(row[0] or 0))
             if top <= self._text_slot:
                 return
-            try:
+            with self._loading():
                 self._load_text(conn, top)
-            except (sqlite3.Error, ValueError) as exc:
-                self._forget()
-                raise CorruptionError(f"cannot load the in-memory columns: {exc}") from exc
-            except BaseException:
-                self._forget()
-                raise
 
     def _load_text(self, conn: sqlite3.Connection, top: int) -> None:
         """Add the postings of the slots after ``_text_slot`` up to ``top``.

@@ -18,10 +18,21 @@ from cairn.errors import NotFoundError
 from cairn.index.adjacency import FACT_ROW_COLUMNS, UNDIRECTED_RELATIONS, verify_fact_row
 from cairn.index.cut import IndexCut
 from cairn.store.commands import EntityRef
-from cairn.store.policy import Capability, holds_any, require
-from cairn.store.reads import ReadCut
+from cairn.store.policy import Capability, field_allowed, holds_any, require
+from cairn.store.reads import ReadCut, field_policies
 
-__all__ = ["Edge", "graph_exists", "in_edges", "out_edges", "require_graph"]
+__all__ = [
+    "LABEL_FIELD",
+    "Edge",
+    "graph_exists",
+    "in_edges",
+    "labels_usable",
+    "out_edges",
+    "require_graph",
+]
+
+LABEL_FIELD = "/label"
+"""The field of a graph resource that governs traversal by relation label."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -54,6 +65,13 @@ def require_graph(cut: ReadCut, graph: str, *any_of: Capability) -> None:
     if not graph_exists(cut, graph) or not holds_any(cut.principal, cut.database, graph):
         raise NotFoundError(f"no graph {graph!r}", details={"graph": graph})
     require(cut.principal, cut.database, graph, *any_of)
+
+
+def labels_usable(cut: ReadCut, graph: str) -> bool:
+    """Whether the principal may follow ``graph``'s facts by relation: the ``/label``
+    use grant, where a field policy asks for one (a labelled walk, the kind prior)."""
+    policies = field_policies(cut, graph)
+    return field_allowed(cut.principal, cut.database, graph, policies, LABEL_FIELD, "use")
 
 
 def _edges(cut: IndexCut, graph: str, vertex: EntityRef, *, outgoing: bool) -> tuple[Edge, ...]:

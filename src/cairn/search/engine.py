@@ -19,7 +19,7 @@ from cairn.canonical import canonical_bytes
 from cairn.errors import PermissionDeniedError
 from cairn.graph.model import thaw
 from cairn.index.cut import IndexCut
-from cairn.index.graphs import require_graph
+from cairn.index.graphs import LABEL_FIELD, labels_usable, require_graph
 from cairn.index.masks import live_slots, slot_mask
 from cairn.index.ranking import OrderedRanking
 from cairn.index.text import text_ranking
@@ -45,9 +45,8 @@ from cairn.search.filters import filtered_ids
 from cairn.search.fusion import FusedHit, RankedBranch, fused_top, max_score
 from cairn.search.priors import PriorWeights
 from cairn.search.walk import Reachability, VertexVisibility, WalkLimits, walk
-from cairn.store.policy import Capability, field_allowed
+from cairn.store.policy import Capability
 from cairn.store.reads import (
-    field_policies,
     read_document,
     read_documents_sized,
     require_collection,
@@ -59,9 +58,6 @@ if TYPE_CHECKING:
     from cairn.store.database import PrincipalLike
 
 __all__ = ["LABEL_FIELD", "graph_search", "search"]
-
-LABEL_FIELD = "/label"
-"""The field of a graph resource that governs traversal by relation label."""
 
 
 @dataclass(slots=True)
@@ -143,8 +139,7 @@ def _authorise_graphs(context: _Context, request: GraphSearchRequest) -> None:
         require_graph(cut, graph, Capability.GRAPH_READ)
         if labels is None:
             continue
-        policies = field_policies(cut, graph)
-        if not field_allowed(cut.principal, cut.database, graph, policies, LABEL_FIELD, "use"):
+        if not labels_usable(cut, graph):
             raise PermissionDeniedError(
                 f"principal {cut.principal.id!r} may not traverse {graph!r} by label",
                 details={"principal": cut.principal.id, "resource": graph, "field": LABEL_FIELD},

@@ -27,11 +27,10 @@ import numpy as np
 import numpy.typing as npt
 
 from cairn.index.cut import IndexCut
-from cairn.index.graphs import graph_exists, in_edges
+from cairn.index.graphs import graph_exists, in_edges, labels_usable
 from cairn.index.masks import visible_everything, visible_mask
 from cairn.store.commands import EntityRef
-from cairn.store.policy import Capability, field_allowed
-from cairn.store.reads import field_policies
+from cairn.store.policy import Capability
 from cairn.store.rules import Choice
 
 __all__ = [
@@ -72,8 +71,6 @@ CODE_GRAPH = "code"
 (``cairn.store.load.DEFAULT_GRAPH``, what ``cairn index`` loads)."""
 
 CONTAINS = "contains"
-LABEL_FIELD = "/label"
-"""The field of a graph that governs reading it by relation (as a labelled walk does)."""
 
 _ENCLOSING_KINDS = ("function", "method")
 _VARIABLE_KIND = "variable"
@@ -113,8 +110,7 @@ def _may_read_containment(cut: IndexCut) -> bool:
     principal = cut.principal
     if Capability.GRAPH_READ not in principal.capabilities(cut.database, CODE_GRAPH):
         return False
-    policies = field_policies(cut, CODE_GRAPH)
-    return field_allowed(principal, cut.database, CODE_GRAPH, policies, LABEL_FIELD, "use")
+    return labels_usable(cut, CODE_GRAPH)
 
 
 class PriorWeights:

@@ -35,10 +35,9 @@ from cairn.errors import (
 from cairn.graph.model import thaw
 from cairn.index.adjacency import UNDIRECTED_RELATIONS
 from cairn.index.cut import IndexCut
-from cairn.index.graphs import Edge, in_edges, out_edges, require_graph
+from cairn.index.graphs import LABEL_FIELD, Edge, in_edges, out_edges, require_graph
 from cairn.search.budget import CancelToken, ReadBudget
 from cairn.search.contracts import DocumentResult, EntityRef
-from cairn.search.engine import LABEL_FIELD
 from cairn.search.filters import check_filters, filtering, kept
 from cairn.search.limits import (
     DEFAULT_MAX_EDGES,

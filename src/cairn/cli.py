@@ -506,21 +506,22 @@ def _no_hits(kinds: list[str] | None, paths: list[str] | None, exclude_tests: bo
 
 def _print_result(result: Any, *, title: str, empty: str = "No hits.") -> None:
     """Render graph-search hits (and context) as rich tables; ``empty`` when none."""
-    from cairn.search.present import context_rows, hit_rows
+    from cairn.search.present import CONTEXT_COLUMNS, context_rows, hit_table
 
     console = Console()
     hits = Table(title=title)
-    for column in ("#", "score", "collection", "id", "name", "why"):
+    columns, rows = hit_table(result.hits)
+    for column in columns:
         # Fold, never truncate: an ID is only useful whole (it is the next seed).
         hits.add_column(
             column, justify="right" if column in ("#", "score") else "left", overflow="fold"
         )
-    for row in hit_rows(result.hits):
+    for row in rows:
         hits.add_row(*row)
     console.print(hits if result.hits else f"[bold]{escape(empty)}[/]")
     if result.expansion is not None and result.expansion.documents:
         context = Table(title="Context (expansion)")
-        for column in ("hops", "collection", "id", "name"):
+        for column in CONTEXT_COLUMNS:
             context.add_column(column, overflow="fold")
         for row in context_rows(result.expansion.documents):
             context.add_row(*row)
@@ -602,7 +603,8 @@ def search_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Hybrid search: text and embedding, plus graph retrieval (--seed), scope, expansion;
-    --kind, --path and --exclude-tests keep only the hits that pass, before ranking."""
+    --kind, --path and --exclude-tests keep only the hits that pass, before ranking.
+    Each hit prints with its ID (a --seed), name and path:line."""
     from cairn.database import open as open_database
     from cairn.search.present import build_cli_request
     from cairn.search.wire import to_wire

@@ -189,3 +189,82 @@ def test_the_demo_shows_what_the_commands_it_names_answer(tmp_path: Path) -> Non
         hits = [hit["document"]["ref"]["id"] for hit in json.loads(result.stdout)["hits"]]
         assert hits == [hit.document.ref.id for hit in search.result.hits]
         assert hits, search.request  # an empty answer would agree with anything
+
+
+def _hit(collection: str, doc_id: str, body: dict[str, object], explained: bool = False):  # type: ignore[no-untyped-def]
+    from cairn.search.contracts import (
+        Branch,
+        BranchContribution,
+        RankedDocument,
+        SearchExplanation,
+    )
+    from cairn.store.commands import EntityRef
+    from cairn.store.reads import DocumentResult
+
+    explanation = (
+        SearchExplanation(10, (BranchContribution(Branch.TEXT, 2, 1.5, 1.0, 1 / 12),), 1.0)
+        if explained
+        else None
+    )
+    return RankedDocument(DocumentResult(EntityRef(collection, doc_id), 1, body), 0.25, explanation)
+
+
+def test_a_hits_table_says_where_each_node_is_and_leaves_out_empty_columns() -> None:
+    from cairn.search.present import hit_table
+
+    columns, rows = hit_table(
+        [
+            _hit(
+                "symbols",
+                "function:app/auth.py#make_password",
+                {
+                    "qualified_name": "app.auth.make_password",
+                    "path": "app/auth.py",
+                    "range": [94, 1, 120, 5],
+                },
+            ),
+            _hit("symbols", "file:app/auth.py", {"path": "app/auth.py"}),
+        ]
+    )
+    # One collection (the title names it) and nothing explained: neither column shows.
+    assert columns == ("#", "score", "id", "name", "where")
+    assert rows == [
+        (
+            "1",
+            "0.25000",
+            "function:app/auth.py#make_password",
+            "app.auth.make_password",
+            "app/auth.py:94",
+        ),
+        ("2", "0.25000", "file:app/auth.py", "app/auth.py", "app/auth.py"),
+    ]
+
+
+def test_a_hits_table_shows_the_collection_when_hits_span_two_and_why_when_explained() -> None:
+    from cairn.search.present import hit_table
+
+    columns, rows = hit_table(
+        [
+            _hit("symbols", "f", {"name": "f"}, explained=True),
+            _hit("notes", "n1", {"title": "A note"}),
+        ]
+    )
+    assert columns == ("#", "score", "collection", "id", "name", "why")
+    assert rows == [
+        ("1", "0.25000", "symbols", "f", "f", "text#2"),
+        ("2", "0.25000", "notes", "n1", "A note", ""),
+    ]
+
+
+def test_location_of_reads_only_a_path_and_an_integer_first_line() -> None:
+    from cairn.search.names import location_of
+
+    assert location_of("a.py", [3, 1, 4, 2]) == "a.py:3"
+    assert location_of("a.py", (7,)) == "a.py:7"
+    assert location_of("a.py", None) == "a.py"
+    assert location_of("a.py", []) == "a.py"
+    assert location_of("a.py", [True]) == "a.py"  # a bool is no line number
+    assert location_of("a.py", ["3"]) == "a.py"
+    assert location_of(None, [3]) is None
+    assert location_of("", [3]) is None
+    assert location_of(5, [3]) is None

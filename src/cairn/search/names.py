@@ -30,6 +30,7 @@ __all__ = [
     "TIERS",
     "NameResolution",
     "SymbolMatch",
+    "location_of",
     "resolve_name",
 ]
 
@@ -65,7 +66,19 @@ class SymbolMatch:
     @property
     def location(self) -> str | None:
         """``path:line`` where the symbol starts (just the path without a range)."""
-        return f"{self.path}:{self.range[0]}" if self.path and self.range else self.path
+        return location_of(self.path, self.range)
+
+
+def location_of(path: object, found_range: object) -> str | None:
+    """``path:line`` of a node whose ``range`` starts at that line, the path alone when
+    it has no usable range, None without a path (the document fields as stored)."""
+    if not isinstance(path, str) or not path:
+        return None
+    if isinstance(found_range, list | tuple) and found_range:
+        line = found_range[0]
+        if isinstance(line, int) and not isinstance(line, bool):
+            return f"{path}:{line}"
+    return path
 
 
 @dataclass(frozen=True, slots=True)

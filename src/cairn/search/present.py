@@ -24,6 +24,7 @@ from cairn.search.contracts import (
     SearchRequest,
 )
 from cairn.search.limits import SEARCH_REQUEST_VERSION
+from cairn.search.names import location_of
 from cairn.search.priors import CODE_PRIOR
 from cairn.store.load import SEARCH_FIELDS, TEXT_FIELD
 from cairn.store.reads import collection_config
@@ -36,14 +37,17 @@ __all__ = [
     "CODE_PRIOR",
     "CODE_VECTOR_WEIGHT",
     "CODE_VECTOR_WEIGHTS",
+    "CONTEXT_COLUMNS",
     "DEFAULT_TEXT_FIELD",
+    "HIT_COLUMNS",
     "PLAIN_TEXT_FIELD",
     "build_cli_request",
     "code_text_field",
     "code_vector_weight",
     "context_rows",
     "display_name",
-    "hit_rows",
+    "hit_table",
+    "location",
     "query_vector",
 ]
 
@@ -192,29 +196,57 @@ def _why(hit: RankedDocument) -> str:
     return " ".join(parts)
 
 
-def hit_rows(hits: Iterable[RankedDocument]) -> list[tuple[str, ...]]:
-    """One printable row per hit: rank, score, collection, id, name, why."""
-    return [
+def location(body: Any) -> str:
+    """Where a document body's node is: ``path:line``, its path alone, or ``""``."""
+    if not hasattr(body, "get"):
+        return ""
+    return location_of(body.get("path"), body.get("range")) or ""
+
+
+HIT_COLUMNS = ("#", "score", "collection", "id", "name", "where", "why")
+"""Every column a table of hits can have, in order (``hit_table`` leaves out the empty)."""
+
+
+def hit_table(hits: Sequence[RankedDocument]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The columns and one printable row per hit of a table people read: rank, score,
+    ID, name and where the node is (``path:line``), plus the collection only when the
+    hits come from more than one (a search names its collection in its title) and why
+    each ranks only when the search explained it (``--explain``)."""
+    full = [
         (
             str(rank),
             f"{hit.score:.5f}",
             hit.document.ref.collection,
             hit.document.ref.id,
             display_name(hit.document.body),
+            location(hit.document.body),
             _why(hit),
         )
         for rank, hit in enumerate(hits, start=1)
     ]
+    shown = [
+        index
+        for index, column in enumerate(HIT_COLUMNS)
+        if (column != "collection" or len({row[index] for row in full}) > 1)
+        and (column not in ("where", "why") or any(row[index] for row in full))
+    ]
+    columns = tuple(HIT_COLUMNS[index] for index in shown)
+    return columns, [tuple(row[index] for index in shown) for row in full]
+
+
+CONTEXT_COLUMNS = ("hops", "collection", "id", "name", "where")
+"""The columns of ``context_rows`` (expansion reaches other collections: all are kept)."""
 
 
 def context_rows(documents: Iterable[GraphContextDocument]) -> list[tuple[str, ...]]:
-    """One printable row per context document: hops, collection, id, name."""
+    """One printable row per context document: hops, collection, id, name, where."""
     return [
         (
             str(item.shortest_hops),
             item.document.ref.collection,
             item.document.ref.id,
             display_name(item.document.body),
+            location(item.document.body),
         )
         for item in documents
     ]

@@ -159,3 +159,82 @@ def test_merging_keeps_the_first_document_of_an_id() -> None:
     assert merged.documents[node.id] == first.documents[node.id]
     assert (merged.vector(node.id, embedder.space) == first.vector(node.id, embedder.space)).all()
     assert merge_prepared([second, first]).documents[node.id] == second.documents[node.id]
+
+
+def test_the_workers_leave_the_resolvers_core_to_it() -> None:
+    # Two cores: one resolves, one worker makes documents; never none at all.
+    assert build.RESOLVER_CORES == 1
+    assert [build.prepare_slots(workers) for workers in (1, 2, 3, 4, 8)] == [1, 1, 2, 3, 7]
+
+
+def test_a_documents_job_waits_for_a_free_slot(tmp_path: Path) -> None:
+    import subprocess
+    import threading
+
+    from cairn.codegraph import slots
+    from cairn.codegraph.cache import dump_extract
+
+    source = b"def f():\n    return 1\n"
+    blob = dump_extract(build.extract_file("app/m.py", "python", source))
+    job = ([("app/m.py", "app.m", blob)], HashingEmbedder())
+    held = slots.JobSlots(1)
+    # Another process (a worker busy with a job) holds the only slot.
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys; d = os.open(sys.argv[1], os.O_RDWR); "
+            "fcntl.flock(d, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
+            held.paths[0],
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    made: list[PreparedDocuments] = []
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        slots.take_slots(held.paths)
+        held.remove()  # the workers opened them: removing the files keeps the locks
+        worker = threading.Thread(target=lambda: made.append(build._prepare_in_worker(job)))
+        worker.start()
+        worker.join(0.5)
+        assert worker.is_alive() and not made  # waiting for the slot
+        assert holder.stdin is not None
+        holder.stdin.close()  # the holder ends: the kernel releases its lock
+        holder.stdin = None
+        worker.join(30)
+        assert not worker.is_alive()
+    finally:
+        holder.kill()
+        holder.communicate()
+        slots.take_slots(())
+    assert "function:app/m.py#f" in made[0].documents
+    assert not held.folder.exists()
+
+
+def test_slots_are_taken_free_first_and_given_back(tmp_path: Path) -> None:
+    from cairn.codegraph import slots
+
+    made = slots.JobSlots(2)
+    try:
+        slots.take_slots((*made.paths, str(tmp_path / "gone")))  # a missing file: no slot
+        assert len(slots._Held.descriptors) == 2
+        with slots.slot():
+            # This process holds the first; the second is free to another.
+            assert slots._free(slots._Held.descriptors[1:]) is not None
+            fcntl_unlock(slots._Held.descriptors[1])
+        # All given back: both free again.
+        assert slots._free(slots._Held.descriptors) == slots._Held.descriptors[0]
+        fcntl_unlock(slots._Held.descriptors[0])
+    finally:
+        slots.take_slots(())
+        made.remove()
+    with pytest.raises(ValueError, match="at least one job slot"):
+        slots.JobSlots(0)
+
+
+def fcntl_unlock(descriptor: int) -> None:
+    import fcntl
+
+    fcntl.flock(descriptor, fcntl.LOCK_UN)

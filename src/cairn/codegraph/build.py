@@ -64,6 +64,7 @@ from cairn.codegraph.scan import (
     read_source,
     scan_repository,
 )
+from cairn.codegraph.slots import JobSlots, slot, take_slots
 from cairn.codegraph.tsconfig import TSCONFIG_LANGUAGE, extract_tsconfig
 from cairn.codegraph.wire import gc_paused, worker_initializer, worker_tick
 from cairn.codegraph.workspaces import PACKAGE_LANGUAGE, extract_package
@@ -114,8 +115,16 @@ development machine), more than parsing half of 512 KiB of Python in this proces
 0.26-0.28 s to extract through the pool and 0.065-0.07 s here."""
 
 PREPARE_CHUNK_FILES = 64
-"""Python files one documents job covers: the jobs spread over every worker, and a
-worker's heap holds one job's extracts and documents at a time, not its whole share."""
+"""Python files one documents job covers: a worker's heap holds one job's extracts and
+documents at a time, not its whole share."""
+
+RESOLVER_CORES = 1
+"""Cores this process's Python resolution takes while the workers make documents: that
+many fewer workers make them at once (``prepare_slots``, ``cairn.codegraph.slots``). The
+index waits for the resolution; the documents are needed only once graph.cairn is
+written. With both workers on them, three busy processes shared two cores, and the
+Django package's resolution phase took 2.56-2.75 s; with one, 2.1-2.3 s, and the
+documents still came before the load asked (docs/benchmarks.md)."""
 
 PYTHON = "python"
 """The language resolved first (while the workers extract every other file)."""
@@ -232,12 +241,25 @@ def _prepare_in_worker(job: PrepareJob) -> PreparedDocuments:
     from cairn.store.load import prepare_documents
 
     files, embedder = job
-    nodes: dict[str, Node] = {}
-    for _path, name, blob in files:
-        for node_id, kind, attributes in python_node_specs(name, load_extract(blob)):
-            if node_id not in nodes:  # the emitter keeps the first of an ID, as here
-                nodes[node_id] = node_of(node_id, kind, attributes)
-    return prepare_documents(list(nodes.values()), embedder)
+    with slot():  # ``prepare_slots`` of the pool's workers at a time
+        nodes: dict[str, Node] = {}
+        for _path, name, blob in files:
+            for node_id, kind, attributes in python_node_specs(name, load_extract(blob)):
+                if node_id not in nodes:  # the emitter keeps the first of an ID, as here
+                    nodes[node_id] = node_of(node_id, kind, attributes)
+        return prepare_documents(list(nodes.values()), embedder)
+
+
+def prepare_slots(workers: int) -> int:
+    """How many of ``workers`` make documents at once: all but the cores this process's
+    resolution takes meanwhile (``RESOLVER_CORES``), at least one."""
+    return max(1, workers - RESOLVER_CORES)
+
+
+def _start_worker(starter: int, slots: tuple[str, ...]) -> None:
+    """``worker_initializer``, then the pool's job slots opened (``take_slots``)."""
+    worker_initializer(starter)
+    take_slots(slots)
 
 
 class Preparing:
@@ -348,11 +370,13 @@ def _extract_phases(
         for phase in phases:
             yield in_process(phase)
         return
+    slots = JobSlots(prepare_slots(workers)) if preparing is not None else None
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=_pool_context(),
-        initializer=worker_initializer,
-        initargs=(os.getpid(),),  # a worker ends with this process, however it ends
+        initializer=_start_worker,
+        # A worker ends with this process, however it ends; documents jobs take a slot.
+        initargs=(os.getpid(), slots.paths if slots is not None else ()),
     )
     delivered = False
     try:
@@ -378,6 +402,8 @@ def _extract_phases(
         # the load waits for; the caller need not wait for the workers to exit. On an
         # error the queued work is cancelled and the workers are waited for.
         pool.shutdown(wait=not delivered, cancel_futures=not delivered)
+        if slots is not None:
+            slots.remove()  # each worker opened the files when it started
 
 
 def _plan(scan: ScanResult, cache: ExtractCache | None) -> tuple[_Phase, _Phase]:

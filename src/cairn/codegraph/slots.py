@@ -1,0 +1,94 @@
+"""Job slots shared by a pool's worker processes: at most N of them run a gated job at once.
+
+The parent of an index resolves Python on its own core while the workers make documents
+for the load (``cairn.codegraph.build.Preparing``); with every worker on documents, the
+busy processes outnumber the cores and the resolution the whole index waits for slows
+down. So the documents jobs take a slot first: one of N lock files, each held with
+``flock`` by at most one process. A lock is the kernel's: it is released when its holder
+ends, however it ends, so a killed worker never keeps a slot; and a worker opens the
+files once, when it starts, so the parent may remove them as soon as the pool is done
+with (an open file keeps its lock). A worker that could not open them (the files were
+already gone) runs its jobs without a slot: it is slower to overlap, never wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+__all__ = ["JobSlots", "slot", "take_slots"]
+
+_PREFIX = "cairn-slots-"
+"""Name prefix of the folder holding a pool's lock files (in the temporary folder)."""
+
+
+class JobSlots:
+    """``count`` lock files in a new temporary folder, for a pool's workers to open
+    (``paths``, passed to ``take_slots`` in their initializer); ``remove`` deletes them."""
+
+    def __init__(self, count: int) -> None:
+        if count < 1:
+            raise ValueError("a pool needs at least one job slot")
+        self.folder = Path(tempfile.mkdtemp(prefix=_PREFIX))
+        self.paths = tuple(str(self.folder / f"slot-{number}") for number in range(count))
+        for path in self.paths:
+            Path(path).touch()
+
+    def remove(self) -> None:
+        """Delete the lock files (the workers that opened them keep their locks)."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class _Held:
+    """This process's open lock files (a worker's, after ``take_slots``)."""
+
+    descriptors: tuple[int, ...] = ()
+
+
+def take_slots(paths: Sequence[str]) -> None:
+    """In a worker, open the pool's lock files for ``slot`` (those that still exist), in
+    place of any this process held."""
+    for descriptor in _Held.descriptors:
+        os.close(descriptor)
+    _Held.descriptors = ()
+    descriptors = []
+    for path in paths:
+        try:
+            descriptors.append(os.open(path, os.O_RDWR | os.O_CLOEXEC))
+        except OSError:  # removed already: this worker runs its jobs without a slot
+            continue
+    _Held.descriptors = tuple(descriptors)
+
+
+@contextlib.contextmanager
+def slot() -> Iterator[None]:
+    """Hold one of this worker's slots for the body: a free one if any, else wait for
+    one (the one this process's ID picks); no slot at all without ``take_slots``."""
+    descriptors = _Held.descriptors
+    if not descriptors:
+        yield
+        return
+    held = _free(descriptors)
+    if held is None:
+        held = descriptors[os.getpid() % len(descriptors)]
+        fcntl.flock(held, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(held, fcntl.LOCK_UN)
+
+
+def _free(descriptors: Sequence[int]) -> int | None:
+    """The first of ``descriptors`` locked here without waiting, or None."""
+    for descriptor in descriptors:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue
+        return descriptor
+    return None

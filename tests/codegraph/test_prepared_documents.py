@@ -238,3 +238,24 @@ def fcntl_unlock(descriptor: int) -> None:
     import fcntl
 
     fcntl.flock(descriptor, fcntl.LOCK_UN)
+
+
+def test_an_index_whose_temporary_folder_takes_no_slots_still_prepares(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cairn.codegraph import slots
+
+    closed = tmp_path / "closed"
+    closed.mkdir()
+    closed.chmod(0o500)  # no new entries (the tests run as root: checked below)
+    monkeypatch.setattr(slots.tempfile, "tempdir", str(closed))
+    try:
+        writable = slots.make_slots(1)
+        if writable is not None:  # root writes anyway: make the folder fail instead
+            writable.remove()
+            monkeypatch.setattr(slots.tempfile, "tempdir", str(closed / "missing"))
+        assert slots.make_slots(1) is None
+        result = index_repository(FIXTURES / "django_site", workers=2, embedder=HashingEmbedder())
+        assert result.prepared is not None and result.prepared.documents
+    finally:
+        closed.chmod(0o700)

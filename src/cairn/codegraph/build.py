@@ -64,7 +64,7 @@ from cairn.codegraph.scan import (
     read_source,
     scan_repository,
 )
-from cairn.codegraph.slots import JobSlots, slot, take_slots
+from cairn.codegraph.slots import make_slots, slot, take_slots
 from cairn.codegraph.tsconfig import TSCONFIG_LANGUAGE, extract_tsconfig
 from cairn.codegraph.wire import gc_paused, worker_initializer, worker_tick
 from cairn.codegraph.workspaces import PACKAGE_LANGUAGE, extract_package
@@ -370,7 +370,7 @@ def _extract_phases(
         for phase in phases:
             yield in_process(phase)
         return
-    slots = JobSlots(prepare_slots(workers)) if preparing is not None else None
+    slots = make_slots(prepare_slots(workers)) if preparing is not None else None
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=_pool_context(),

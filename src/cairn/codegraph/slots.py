@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["JobSlots", "slot", "take_slots"]
+__all__ = ["JobSlots", "make_slots", "slot", "take_slots"]
 
 _PREFIX = "cairn-slots-"
 """Name prefix of the folder holding a pool's lock files (in the temporary folder)."""
@@ -36,12 +36,25 @@ class JobSlots:
             raise ValueError("a pool needs at least one job slot")
         self.folder = Path(tempfile.mkdtemp(prefix=_PREFIX))
         self.paths = tuple(str(self.folder / f"slot-{number}") for number in range(count))
-        for path in self.paths:
-            Path(path).touch()
+        try:
+            for path in self.paths:
+                Path(path).touch()
+        except OSError:
+            self.remove()
+            raise
 
     def remove(self) -> None:
         """Delete the lock files (the workers that opened them keep their locks)."""
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def make_slots(count: int) -> JobSlots | None:
+    """``JobSlots(count)``, or None where the temporary folder cannot take them (the
+    pool's jobs then run without slots: slower to overlap, never wrong)."""
+    try:
+        return JobSlots(count)
+    except OSError:
+        return None
 
 
 class _Held:

@@ -210,7 +210,7 @@ def test_a_documents_job_waits_for_a_free_slot(tmp_path: Path) -> None:
         holder.communicate()
         slots.take_slots(())
     assert "function:app/m.py#f" in made[0].documents
-    assert not held.folder.exists()
+    assert held.descriptors == []  # closed: nothing is left behind
 
 
 def test_slots_are_taken_free_first_and_given_back(tmp_path: Path) -> None:
@@ -240,22 +240,42 @@ def fcntl_unlock(descriptor: int) -> None:
     fcntl.flock(descriptor, fcntl.LOCK_UN)
 
 
-def test_an_index_whose_temporary_folder_takes_no_slots_still_prepares(
+def test_without_anonymous_files_the_slots_are_files_removed_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cairn.codegraph import slots
+
+    monkeypatch.delattr(slots.os, "memfd_create")
+    made = slots.JobSlots(2)
+    assert made.folder is not None and all(Path(path).is_file() for path in made.paths)
+    import fcntl
+    import os
+
+    slots.take_slots(made.paths)
+    other = os.open(made.paths[0], os.O_RDWR)  # another worker's view of the first slot
+    try:
+        with slots.slot(), pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # given back
+    finally:
+        os.close(other)
+        slots.take_slots(())
+        made.remove()
+    assert not made.folder.exists()
+
+
+def test_an_index_that_cannot_make_slots_still_prepares(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from cairn.codegraph import slots
 
-    closed = tmp_path / "closed"
-    closed.mkdir()
-    closed.chmod(0o500)  # no new entries (the tests run as root: checked below)
-    monkeypatch.setattr(slots.tempfile, "tempdir", str(closed))
-    try:
-        writable = slots.make_slots(1)
-        if writable is not None:  # root writes anyway: make the folder fail instead
-            writable.remove()
-            monkeypatch.setattr(slots.tempfile, "tempdir", str(closed / "missing"))
-        assert slots.make_slots(1) is None
-        result = index_repository(FIXTURES / "django_site", workers=2, embedder=HashingEmbedder())
-        assert result.prepared is not None and result.prepared.documents
-    finally:
-        closed.chmod(0o700)
+    def refused(name: str, flags: int = 0) -> int:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(slots.os, "memfd_create", refused)
+    assert slots.make_slots(1) is None
+    monkeypatch.delattr(slots.os, "memfd_create")
+    monkeypatch.setattr(slots.tempfile, "tempdir", str(tmp_path / "missing"))
+    assert slots.make_slots(1) is None
+    result = index_repository(FIXTURES / "django_site", workers=2, embedder=HashingEmbedder())
+    assert result.prepared is not None and result.prepared.documents

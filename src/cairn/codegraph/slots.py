@@ -3,12 +3,15 @@
 The parent of an index resolves Python on its own core while the workers make documents
 for the load (``cairn.codegraph.build.Preparing``); with every worker on documents, the
 busy processes outnumber the cores and the resolution the whole index waits for slows
-down. So the documents jobs take a slot first: one of N lock files, each held with
-``flock`` by at most one process. A lock is the kernel's: it is released when its holder
-ends, however it ends, so a killed worker never keeps a slot; and a worker opens the
-files once, when it starts, so the parent may remove them as soon as the pool is done
-with (an open file keeps its lock). A worker that could not open them (the files were
-already gone) runs its jobs without a slot: it is slower to overlap, never wrong.
+down. So the documents jobs take a slot first: one of N files, each locked with ``flock``
+by at most one process at a time. A lock is the kernel's: it is released when its holder
+ends, however it ends, so a killed worker never keeps a slot.
+
+The files are anonymous where Linux allows (``memfd_create``; a worker opens each again
+through ``/proc/PARENT/fd/N``, a lock of its own), so nothing is left behind even when the
+parent is killed; elsewhere they are files in a new temporary folder, removed when the
+pool is done. A worker opens them once, when it starts; one that cannot (the parent
+closed them already) runs its jobs without a slot: slower to overlap, never wrong.
 """
 
 from __future__ import annotations
@@ -24,33 +27,43 @@ from pathlib import Path
 __all__ = ["JobSlots", "make_slots", "slot", "take_slots"]
 
 _PREFIX = "cairn-slots-"
-"""Name prefix of the folder holding a pool's lock files (in the temporary folder)."""
+"""Name of the anonymous files, and prefix of the temporary folder where there are none."""
 
 
 class JobSlots:
-    """``count`` lock files in a new temporary folder, for a pool's workers to open
-    (``paths``, passed to ``take_slots`` in their initializer); ``remove`` deletes them."""
+    """``count`` lock files for a pool's workers to open (``paths``, passed to
+    ``take_slots`` in their initializer); ``remove`` closes or deletes them."""
 
     def __init__(self, count: int) -> None:
         if count < 1:
             raise ValueError("a pool needs at least one job slot")
-        self.folder = Path(tempfile.mkdtemp(prefix=_PREFIX))
-        self.paths = tuple(str(self.folder / f"slot-{number}") for number in range(count))
+        self.descriptors: list[int] = []
+        self.folder: Path | None = None
         try:
-            for path in self.paths:
-                Path(path).touch()
+            if hasattr(os, "memfd_create") and Path(f"/proc/{os.getpid()}/fd").is_dir():
+                self.descriptors = [os.memfd_create(_PREFIX, os.MFD_CLOEXEC) for _ in range(count)]
+                self.paths = tuple(f"/proc/{os.getpid()}/fd/{fd}" for fd in self.descriptors)
+            else:
+                self.folder = Path(tempfile.mkdtemp(prefix=_PREFIX))
+                self.paths = tuple(str(self.folder / f"slot-{n}") for n in range(count))
+                for path in self.paths:
+                    Path(path).touch()
         except OSError:
             self.remove()
             raise
 
     def remove(self) -> None:
-        """Delete the lock files (the workers that opened them keep their locks)."""
-        shutil.rmtree(self.folder, ignore_errors=True)
+        """Close or delete the lock files (the workers that opened them keep theirs)."""
+        for descriptor in self.descriptors:
+            os.close(descriptor)
+        self.descriptors = []
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def make_slots(count: int) -> JobSlots | None:
-    """``JobSlots(count)``, or None where the temporary folder cannot take them (the
-    pool's jobs then run without slots: slower to overlap, never wrong)."""
+    """``JobSlots(count)``, or None where they cannot be made (the pool's jobs then run
+    without slots: slower to overlap, never wrong)."""
     try:
         return JobSlots(count)
     except OSError:
@@ -73,7 +86,7 @@ def take_slots(paths: Sequence[str]) -> None:
     for path in paths:
         try:
             descriptors.append(os.open(path, os.O_RDWR | os.O_CLOEXEC))
-        except OSError:  # removed already: this worker runs its jobs without a slot
+        except OSError:  # closed already: this worker runs its jobs without a slot
             continue
     _Held.descriptors = tuple(descriptors)
 

@@ -506,7 +506,7 @@ def _no_hits(kinds: list[str] | None, paths: list[str] | None, exclude_tests: bo
 
 def _print_result(result: Any, *, title: str, empty: str = "No hits.") -> None:
     """Render graph-search hits (and context) as rich tables; ``empty`` when none."""
-    from cairn.search.present import CONTEXT_COLUMNS, context_rows, hit_table
+    from cairn.search.present import context_table, hit_table
 
     console = Console()
     hits = Table(title=title)
@@ -521,9 +521,10 @@ def _print_result(result: Any, *, title: str, empty: str = "No hits.") -> None:
     console.print(hits if result.hits else f"[bold]{escape(empty)}[/]")
     if result.expansion is not None and result.expansion.documents:
         context = Table(title="Context (expansion)")
-        for column in CONTEXT_COLUMNS:
+        columns, rows = context_table(result.expansion.documents)
+        for column in columns:
             context.add_column(column, overflow="fold")
-        for row in context_rows(result.expansion.documents):
+        for row in rows:
             context.add_row(*row)
         console.print(context)
 

@@ -268,3 +268,27 @@ def test_location_of_reads_only_a_path_and_an_integer_first_line() -> None:
     assert location_of(None, [3]) is None
     assert location_of("", [3]) is None
     assert location_of(5, [3]) is None
+
+
+def test_a_context_table_keeps_the_collection_and_says_where_when_any_has_a_place() -> None:
+    from cairn.search.contracts import GraphContextDocument
+    from cairn.search.present import context_table
+
+    def context(collection: str, doc_id: str, body: dict[str, object], hops: int):  # type: ignore[no-untyped-def]
+        return GraphContextDocument(_hit(collection, doc_id, body).document, hops)
+
+    columns, rows = context_table(
+        [
+            context("externals", "external:python:os.path.join", {"name": "os.path.join"}, 1),
+            context("symbols", "f", {"name": "f", "path": "a.py", "range": [3, 1, 4, 2]}, 2),
+        ]
+    )
+    assert columns == ("hops", "collection", "id", "name", "where")
+    assert rows == [
+        ("1", "externals", "external:python:os.path.join", "os.path.join", ""),
+        ("2", "symbols", "f", "f", "a.py:3"),
+    ]
+    # One collection is still named (expansion reaches others); no place, no column.
+    columns, rows = context_table([context("notes", "n1", {"title": "A note"}, 1)])
+    assert columns == ("hops", "collection", "id", "name")
+    assert rows == [("1", "notes", "n1", "A note")]

@@ -44,7 +44,7 @@ __all__ = [
     "build_cli_request",
     "code_text_field",
     "code_vector_weight",
-    "context_rows",
+    "context_table",
     "display_name",
     "hit_table",
     "location",
@@ -206,8 +206,17 @@ def location(body: Any) -> str:
 HIT_COLUMNS = ("#", "score", "collection", "id", "name", "where", "why")
 """Every column a table of hits can have, in order (``hit_table`` leaves out the empty)."""
 
+CONTEXT_COLUMNS = ("hops", "collection", "id", "name", "where")
+"""Every column of a table of context documents (``context_table``)."""
 
-def hit_table(hits: Sequence[RankedDocument]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+_OPTIONAL_COLUMNS = frozenset({"where", "why"})
+"""Columns shown only when some row has something in them."""
+
+PrintedTable = tuple[tuple[str, ...], list[tuple[str, ...]]]
+"""A printable table: its column names and its rows."""
+
+
+def hit_table(hits: Sequence[RankedDocument]) -> PrintedTable:
     """The columns and one printable row per hit of a table people read: rank, score,
     ID, name and where the node is (``path:line``), plus the collection only when the
     hits come from more than one (a search names its collection in its title) and why
@@ -224,23 +233,13 @@ def hit_table(hits: Sequence[RankedDocument]) -> tuple[tuple[str, ...], list[tup
         )
         for rank, hit in enumerate(hits, start=1)
     ]
-    shown = [
-        index
-        for index, column in enumerate(HIT_COLUMNS)
-        if (column != "collection" or len({row[index] for row in full}) > 1)
-        and (column not in ("where", "why") or any(row[index] for row in full))
-    ]
-    columns = tuple(HIT_COLUMNS[index] for index in shown)
-    return columns, [tuple(row[index] for index in shown) for row in full]
+    return _shown(HIT_COLUMNS, full, varying=True)
 
 
-CONTEXT_COLUMNS = ("hops", "collection", "id", "name", "where")
-"""The columns of ``context_rows`` (expansion reaches other collections: all are kept)."""
-
-
-def context_rows(documents: Iterable[GraphContextDocument]) -> list[tuple[str, ...]]:
-    """One printable row per context document: hops, collection, id, name, where."""
-    return [
+def context_table(documents: Iterable[GraphContextDocument]) -> PrintedTable:
+    """The columns and one printable row per context document: hops, collection (the
+    expansion reaches other collections), ID, name, and where when any has a place."""
+    full = [
         (
             str(item.shortest_hops),
             item.document.ref.collection,
@@ -249,4 +248,21 @@ def context_rows(documents: Iterable[GraphContextDocument]) -> list[tuple[str, .
             location(item.document.body),
         )
         for item in documents
+    ]
+    return _shown(CONTEXT_COLUMNS, full, varying=False)
+
+
+def _shown(
+    names: tuple[str, ...], full: Sequence[tuple[str, ...]], *, varying: bool
+) -> PrintedTable:
+    """``names`` and ``full`` without the optional columns no row fills, nor (when
+    ``varying``) a collection column that holds one value."""
+    shown = [
+        index
+        for index, column in enumerate(names)
+        if (column != "collection" or not varying or len({row[index] for row in full}) > 1)
+        and (column not in _OPTIONAL_COLUMNS or any(row[index] for row in full))
+    ]
+    return tuple(names[index] for index in shown), [
+        tuple(row[index] for index in shown) for row in full
     ]

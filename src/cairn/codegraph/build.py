@@ -123,7 +123,7 @@ RESOLVER_CORES = 1
 many fewer workers make them at once (``prepare_slots``, ``cairn.codegraph.slots``). The
 index waits for the resolution; the documents are needed only once graph.cairn is
 written. With both workers on them, three busy processes shared two cores, and the
-Django package's resolution phase took 2.56-2.75 s; with one, 2.1-2.3 s, and the
+Django package's resolution phase took 2.66-2.75 s; with one, 2.37-2.46 s, and the
 documents still came before the load asked (docs/benchmarks.md)."""
 
 PYTHON = "python"
@@ -371,13 +371,18 @@ def _extract_phases(
             yield in_process(phase)
         return
     slots = make_slots(prepare_slots(workers)) if preparing is not None else None
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=_pool_context(),
-        initializer=_start_worker,
-        # A worker ends with this process, however it ends; documents jobs take a slot.
-        initargs=(os.getpid(), slots.paths if slots is not None else ()),
-    )
+    try:
+        pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=_pool_context(),
+            initializer=_start_worker,
+            # A worker ends with this process, however it ends; documents jobs take a slot.
+            initargs=(os.getpid(), slots.paths if slots is not None else ()),
+        )
+    except BaseException:
+        if slots is not None:
+            slots.remove()
+        raise
     delivered = False
     try:
         streams = []

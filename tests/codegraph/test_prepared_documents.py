@@ -279,3 +279,36 @@ def test_an_index_that_cannot_make_slots_still_prepares(
     assert slots.make_slots(1) is None
     result = index_repository(FIXTURES / "django_site", workers=2, embedder=HashingEmbedder())
     assert result.prepared is not None and result.prepared.documents
+
+
+def test_the_pools_documents_jobs_wait_for_the_slot_an_index_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import fcntl
+    import os
+    import time
+
+    from cairn.codegraph import slots
+
+    monkeypatch.setattr(build, "PREPARE_CHUNK_FILES", 1)  # one job per file
+    held: list[int] = []
+    real = slots.make_slots
+
+    def making(count: int) -> slots.JobSlots | None:
+        made = real(count)
+        assert made is not None and count == 1  # two workers: one slot
+        held.append(os.open(made.paths[0], os.O_RDWR))
+        fcntl.flock(held[0], fcntl.LOCK_EX)  # this test holds the only slot
+        return made
+
+    monkeypatch.setattr(build, "make_slots", making)
+    result = index_repository(FIXTURES / "django_site", workers=2, embedder=HashingEmbedder())
+    assert result.preparing is not None
+    futures = result.preparing.futures
+    try:
+        time.sleep(0.5)
+        assert futures and not any(future.done() for future in futures)  # all wait
+    finally:
+        os.close(held[0])  # the slot is free: the jobs run one after another
+    assert result.prepared is not None
+    assert all(future.done() for future in futures)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sqlite3
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Generator, Hashable, Iterable, Iterator, Mapping, Sequence
@@ -64,7 +65,7 @@ from cairn.codegraph.scan import (
     read_source,
     scan_repository,
 )
-from cairn.codegraph.slots import make_slots, slot, take_slots
+from cairn.codegraph.slots import JobSlots, make_slots, slot, take_slots
 from cairn.codegraph.tsconfig import TSCONFIG_LANGUAGE, extract_tsconfig
 from cairn.codegraph.wire import gc_paused, worker_initializer, worker_tick
 from cairn.codegraph.workspaces import PACKAGE_LANGUAGE, extract_package
@@ -272,6 +273,26 @@ class Preparing:
         self.futures: list[Future[PreparedDocuments]] = []
         self._merged: PreparedDocuments | None = None
 
+    def hold(self, slots: JobSlots) -> bool:
+        """Keep ``slots`` until every job sent so far has ended, then remove them (a
+        worker that starts late still finds them); False when none is left to end."""
+        running = [future for future in self.futures if not future.done()]
+        if not running:
+            return False
+        left = [len(running)]
+        lock = threading.Lock()
+
+        def ended(_: Future[PreparedDocuments]) -> None:
+            with lock:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                slots.remove()
+
+        for future in running:
+            future.add_done_callback(ended)  # at once, here, if it has just ended
+        return True
+
     def send(self, pool: ProcessPoolExecutor, parsed: list[tuple[str, bytes]]) -> None:
         """Queue the documents of the freshly parsed Python files (cached ones have no
         bytes here; their documents are made by the load as before), in path order cut
@@ -370,7 +391,8 @@ def _extract_phases(
         for phase in phases:
             yield in_process(phase)
         return
-    slots = make_slots(prepare_slots(workers)) if preparing is not None else None
+    preparing_any = preparing is not None and preparing.embedder is not None
+    slots = make_slots(prepare_slots(workers)) if preparing_any else None
     try:
         pool = ProcessPoolExecutor(
             max_workers=workers,
@@ -407,8 +429,10 @@ def _extract_phases(
         # the load waits for; the caller need not wait for the workers to exit. On an
         # error the queued work is cancelled and the workers are waited for.
         pool.shutdown(wait=not delivered, cancel_futures=not delivered)
-        if slots is not None:
-            slots.remove()  # each worker opened the files when it started
+        # The slots outlive the pool's last documents job: a worker opens them when it
+        # starts, which on a small tree can be after every file was delivered.
+        if slots is not None and not (preparing is not None and preparing.hold(slots)):
+            slots.remove()
 
 
 def _plan(scan: ScanResult, cache: ExtractCache | None) -> tuple[_Phase, _Phase]:

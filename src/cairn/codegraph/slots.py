@@ -9,9 +9,10 @@ ends, however it ends, so a killed worker never keeps a slot.
 
 The files are anonymous where Linux allows (``memfd_create``; a worker opens each again
 through ``/proc/PARENT/fd/N``, a lock of its own), so nothing is left behind even when the
-parent is killed; elsewhere they are files in a new temporary folder, removed when the
-pool is done. A worker opens them once, when it starts; one that cannot (the parent
-closed them already) runs its jobs without a slot: slower to overlap, never wrong.
+parent is killed; elsewhere they are files in a new temporary folder. A worker opens them
+once, when it starts, so the parent keeps them until the last gated job has ended
+(``cairn.codegraph.build.Preparing.hold``). A worker that cannot open them runs its jobs
+without a slot: slower to overlap, never wrong.
 """
 
 from __future__ import annotations

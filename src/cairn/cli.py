@@ -18,6 +18,7 @@ from rich.table import Table
 
 from cairn.errors import CairnError
 from cairn.orphans import exit_flushed, leave_at_once, running_children
+from cairn.store.limits import DEFAULT_GRAPH
 
 if TYPE_CHECKING:
     from cairn.codegraph.beside import WatchBeside
@@ -579,7 +580,7 @@ def search_command(
     collection: Annotated[str, typer.Option("--collection", help="Collection searched.")] = (
         "symbols"
     ),
-    graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = "code",
+    graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = DEFAULT_GRAPH,
     limit: Annotated[int, typer.Option("--limit", help="Hits to return.")] = 10,
     explain: Annotated[bool, typer.Option("--explain", help="Show why each hit ranks.")] = False,
     text_only: Annotated[
@@ -747,7 +748,7 @@ def _calls_cli(command: str, direction: Literal["callers", "callees"], doc: str)
         name: Annotated[str, typer.Argument(help="A symbol: name, dotted name or document ID.")],
         depth: Annotated[int, typer.Option("--depth", help="Calls away to walk.")] = 1,
         sites: Annotated[int, typer.Option("--sites", help="Call sites shown per edge.")] = 5,
-        graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = "code",
+        graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = DEFAULT_GRAPH,
         kind: KindOption = None,
         path: PathOption = None,
         exclude_tests: ExcludeTestsOption = False,
@@ -836,7 +837,7 @@ def impact_command(
     ] = 2_000,
     max_edges: Annotated[int, typer.Option("--max-edges", help="Edges examined at most.")] = 20_000,
     top: Annotated[int, typer.Option("--top", help="Dependents listed.")] = 20,
-    graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = "code",
+    graph: Annotated[str, typer.Option("--graph", help="Graph walked.")] = DEFAULT_GRAPH,
     kind: KindOption = None,
     path: PathOption = None,
     exclude_tests: ExcludeTestsOption = False,
@@ -897,7 +898,7 @@ def _print_impact(answer: Any) -> None:
 
 @app.command("routes")
 def routes_command(
-    graph: Annotated[str, typer.Option("--graph", help="Graph read.")] = "code",
+    graph: Annotated[str, typer.Option("--graph", help="Graph read.")] = DEFAULT_GRAPH,
     db: DbOption = None,
     as_json: JsonFlag = False,
 ) -> None:

@@ -25,6 +25,7 @@ from cairn.search.contracts import (
     SqlGraphSearchRequest,
 )
 from cairn.search.impact import ImpactAnswer, ImpactRequest, impact, is_test_path
+from cairn.store.limits import DEFAULT_GRAPH
 from cairn.store.load import SEARCH_FIELDS
 
 __all__ = ["DEMO_QUERY", "DemoRun", "DemoSearch", "most_called", "run_repository_demo"]
@@ -38,7 +39,6 @@ DEMO_SEED_FILE = "src/cairn/graph/multigraph.py"
 DEMO_LIMIT = 5
 DEMO_DEPTH = 2
 DEMO_COLLECTION = "symbols"
-DEMO_GRAPH = "code"
 DEMO_SITES = 2
 EXTERNAL_PREFIX = "external:"
 
@@ -131,7 +131,7 @@ def _door_request(
         text=text,
         seeds=() if seed is None else ((seed.collection, seed.id),),
         scope_seeds=(),
-        graph=DEMO_GRAPH,
+        graph=DEFAULT_GRAPH,
         depth=DEMO_DEPTH,
         labels=None,
         expand=expand,

@@ -21,6 +21,7 @@ from cairn.search.rules import check_record
 from cairn.search.traverse import TraverseRequest, admit_traverse, traverse_in_cut
 from cairn.store.commands import EntityRef
 from cairn.store.evidence import DEFAULT_EVIDENCE_PER_FACT, FactEvidence, read_evidence
+from cairn.store.limits import DEFAULT_GRAPH
 from cairn.store.validation import check_served_database
 
 if TYPE_CHECKING:
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["CALLS_RELATION", "CallEdge", "CallsAnswer", "CallsRequest", "calls", "calls_of"]
 
 CALLS_RELATION = "calls"
-DEFAULT_GRAPH = "code"
 
 Direction = Literal["callers", "callees"]
 

@@ -23,6 +23,7 @@ from cairn.search.names import NameResolution, resolve_name
 from cairn.search.rules import check_record
 from cairn.search.traverse import TraverseRequest, admit_traverse, reach_in_cut
 from cairn.store.commands import EntityRef
+from cairn.store.limits import DEFAULT_GRAPH
 from cairn.store.reads import read_documents
 from cairn.store.validation import check_served_database
 
@@ -75,7 +76,7 @@ class ImpactRequest:
     max_vertices: int = DEFAULT_IMPACT_VERTICES
     max_edges: int = DEFAULT_IMPACT_EDGES
     top: int = DEFAULT_TOP
-    graph: str = "code"
+    graph: str = DEFAULT_GRAPH
     kinds: tuple[str, ...] | None = None
     paths: tuple[str, ...] | None = None
     exclude_tests: bool = False

@@ -30,6 +30,7 @@ from cairn.index.cut import IndexCut
 from cairn.index.graphs import graph_exists, in_edges, labels_usable
 from cairn.index.masks import visible_everything, visible_mask
 from cairn.store.commands import EntityRef
+from cairn.store.limits import DEFAULT_GRAPH
 from cairn.store.policy import Capability
 from cairn.store.rules import Choice
 
@@ -66,10 +67,6 @@ in the code graph (a closure, a class defined in a method body).
 Chosen like ``VARIABLE_PRIOR_WEIGHT``: best at 0.6 with MiniLM (0.620 against 0.604
 without the prior), within 0.001 of the best (0.4) with hashing."""
 
-CODE_GRAPH = "code"
-"""The graph whose ``contains`` facts say which definitions are local
-(``cairn.store.load.DEFAULT_GRAPH``, what ``cairn index`` loads)."""
-
 CONTAINS = "contains"
 
 _ENCLOSING_KINDS = ("function", "method")
@@ -105,12 +102,12 @@ def id_prior(doc_id: str, is_local: Callable[[str], bool]) -> Fraction:
 def _may_read_containment(cut: IndexCut) -> bool:
     """Whether the principal may read the code graph by relation: without graph_read or
     the label's use grant, no definition counts as local (only variables weigh less)."""
-    if not graph_exists(cut, CODE_GRAPH):
+    if not graph_exists(cut, DEFAULT_GRAPH):
         return False
     principal = cut.principal
-    if Capability.GRAPH_READ not in principal.capabilities(cut.database, CODE_GRAPH):
+    if Capability.GRAPH_READ not in principal.capabilities(cut.database, DEFAULT_GRAPH):
         return False
-    return labels_usable(cut, CODE_GRAPH)
+    return labels_usable(cut, DEFAULT_GRAPH)
 
 
 class PriorWeights:
@@ -155,7 +152,7 @@ class PriorWeights:
             self._containment = _may_read_containment(cut)
         if not self._containment:
             return False
-        for edge in in_edges(cut, CODE_GRAPH, EntityRef(collection, doc_id)):
+        for edge in in_edges(cut, DEFAULT_GRAPH, EntityRef(collection, doc_id)):
             source = edge.neighbour
             enclosing = source.collection == collection and _kind(source.id) in _ENCLOSING_KINDS
             if edge.relation == CONTAINS and enclosing and self._sees(source.id):

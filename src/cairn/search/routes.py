@@ -11,6 +11,7 @@ from cairn.search.limits import MAX_EDGES, MAX_VERTICES
 from cairn.search.traverse import TraverseRequest, admit_traverse, traverse_in_cut
 from cairn.store.commands import EntityRef
 from cairn.store.evidence import Evidence, read_evidence
+from cairn.store.limits import DEFAULT_GRAPH
 from cairn.store.reads import read_documents
 
 if TYPE_CHECKING:
@@ -49,7 +50,9 @@ class RoutesAnswer:
     position: int
 
 
-def list_routes(db: Database, graph: str = "code", principal: PrincipalLike = None) -> RoutesAnswer:
+def list_routes(
+    db: Database, graph: str = DEFAULT_GRAPH, principal: PrincipalLike = None
+) -> RoutesAnswer:
     """The routes of ``graph`` with their handlers and registration sites."""
     with db.read_cut(principal) as cut:
         ids = [

@@ -166,6 +166,11 @@ SQLITE_PARAMETER_BATCH = 500
 DEFAULT_DATABASE_NAME = "main"
 """The database name used when a file is created without one."""
 
+DEFAULT_GRAPH = "code"
+"""The graph a load writes facts into unless told otherwise: the code graph ``cairn
+index`` loads, and the one code questions (callers, impact, routes, the kind prior)
+read by default."""
+
 TRUTH_MEMO_SIZE = 64
 """Values read from the truth at one position (collection configurations, field
 policies, graph names) a database keeps for the read cuts at that position."""

@@ -80,6 +80,7 @@ from cairn.store.commands import (
 from cairn.store.database import Planned
 from cairn.store.derived import DerivedState
 from cairn.store.limits import (
+    DEFAULT_GRAPH,
     EMBED_BATCH_SIZE,
     LOAD_BATCH_SIZE,
     MAX_IDENTIFIER_BYTES,
@@ -165,9 +166,6 @@ _Item = TypeVar("_Item")
 
 LOADER_VERSION = "cairn.store.load/4"
 """Part of every load's fingerprint: bump it when the document shape changes."""
-
-DEFAULT_GRAPH = "code"
-"""The graph a load writes facts into unless told otherwise."""
 
 FAMILIES: Mapping[str, str] = {
     "file": "files",

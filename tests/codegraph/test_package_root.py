@@ -67,6 +67,37 @@ def test_a_folder_without_init_inside_a_package_is_a_namespace_package(tmp_path:
     ) in facts
 
 
+def test_a_namespace_folder_of_a_package_indexed_from_its_own_folder(tmp_path: Path) -> None:
+    # ``cairn index .`` inside flask/: sansio/ has no __init__.py, yet it is inside the
+    # package, so its modules are flask.sansio.*; they were named ``app``, ``scaffold``,
+    # and flask/app.py's ``from .sansio.app import App`` found nothing.
+    package = tmp_path / "flask"
+    write_tree(
+        package,
+        {
+            "__init__.py": "",
+            "sansio/app.py": "class App:\n    def add_rule(self):\n        return 1\n",
+            "sansio/deeper/tool.py": "def tool():\n    return 1\n",
+            "app.py": (
+                "from .sansio.app import App\n"
+                "from flask.sansio.deeper.tool import tool\n\n\n"
+                "class Flask(App):\n    def route(self):\n        return self.add_rule() + tool()\n"
+            ),
+        },
+    )
+    graph = index_repository(package).graph
+    assert graph.node("class:sansio/app.py#App").attributes["qualified_name"] == (
+        "flask.sansio.app.App"
+    )
+    assert graph.node("function:sansio/deeper/tool.py#tool").attributes["qualified_name"] == (
+        "flask.sansio.deeper.tool.tool"
+    )
+    facts = {(f.relation, f.source, f.target) for f in graph.facts()}
+    assert ("inherits", "class:app.py#Flask", "class:sansio/app.py#App") in facts
+    assert ("calls", "method:app.py#Flask.route", "method:sansio/app.py#App.add_rule") in facts
+    assert ("calls", "method:app.py#Flask.route", "function:sansio/deeper/tool.py#tool") in facts
+
+
 def test_module_names_are_the_names_python_imports_them_by(tmp_path: Path) -> None:
     # The oracle is Python's own import system: every name module_names gives must
     # import, from the indexed folder on sys.path, as the very file it was given for.
@@ -100,6 +131,12 @@ def test_module_names_are_the_names_python_imports_them_by(tmp_path: Path) -> No
     }
     importable = {path: name for path, name in names.items() if "not-a-name" not in path}
     importable = {p: n for p, n in importable.items() if not p.startswith("scripts/")}
+    # Indexed from inside the package, every importable module keeps the same name.
+    inside = [path.removeprefix("nsprobe/") for path in files if path.startswith("nsprobe/")]
+    rooted = module_names(inside, "nsprobe")
+    assert {f"nsprobe/{path}": name for path, name in rooted.items()} == {
+        path: name for path, name in importable.items() if path.startswith("nsprobe/")
+    } | {"nsprobe/not-a-name/y.py": "y", "nsprobe/not-a-name/z/__init__.py": "z"}
     sys.path.insert(0, str(tmp_path))
     try:
         for path, name in importable.items():

@@ -212,7 +212,7 @@ def module_names(paths: Iterable[str], root_package: str | None = None) -> dict[
         parts = _module_parts(path)
         package = path.rsplit("/", 1)[-1] == "__init__.py"
         directory_parts = parts if package else parts[:-1]
-        start = _import_start(directory_parts, inits)
+        start = _import_start(directory_parts, inits, rooted=bool(prefix))
         dotted = ".".join(parts[start:])
         if prefix and start == 0:  # the chain reaches the indexed folder: a package too
             dotted = prefix + dotted if dotted else prefix[:-1]
@@ -228,17 +228,22 @@ def _module_parts(path: str) -> list[str]:
     return parts[:-1] if parts[-1] == "__init__" else parts
 
 
-def _import_start(directory_parts: Sequence[str], inits: set[str]) -> int:
+def _import_start(directory_parts: Sequence[str], inits: set[str], *, rooted: bool) -> int:
     """Index of the first folder of a module's dotted name: the topmost package folder
     among ``directory_parts``' prefixes reached through identifier-named folders, or
-    ``len(directory_parts)`` (the file alone) when no parent is a package."""
+    ``len(directory_parts)`` (the file alone) when no parent is a package.
+
+    ``rooted``: the indexed folder is a package itself, so a chain of identifier-named
+    folders that reaches it is inside that package (``sansio/app.py`` indexed from
+    ``flask/`` is ``flask.sansio.app``, 0 here), whether or not a folder on the way has
+    an ``__init__.py``."""
     start = len(directory_parts)
     for depth in range(len(directory_parts), 0, -1):
         if "/".join(directory_parts[:depth]) in inits:
             start = depth - 1
         elif not directory_parts[depth - 1].isidentifier():
-            break
-    return start
+            return start
+    return 0 if rooted else start
 
 
 _ROOT_SEPARATOR = "\0"

@@ -60,6 +60,9 @@ def test_names_resolve_by_tier(db: cairn.Database) -> None:
         assert [c.range[0] if c.range else None for c in both.candidates] == [5, 15]
         one = resolve_name(cut, "User.validate")
         assert one.match is not None and one.match.ref.id == "method:app/models.py#User.validate"
+        # A method of a class that has none by that name is not another class's method.
+        assert resolve_name(cut, "Admin.validate").status == "not_found"
+        assert resolve_name(cut, "Services.load_user").status == "fuzzy"  # its module, any case
         with pytest.raises(ValidationError):
             resolve_name(cut, "  ")
 

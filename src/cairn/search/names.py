@@ -6,7 +6,8 @@ Exact before fuzzy, and never a guess: the tiers are ``id`` (a document ID),
 folders above its topmost package: ``opentelemetry.context.attach`` for
 ``context.attach`` in ``src/opentelemetry/context/``, a namespace folder), ``suffix``
 (the qualified name ends with the dotted name), then ``fuzzy`` (the same last name,
-case-insensitively, or every dotted part in order: a re-export's path). The best tier
+case-insensitively, and for a dotted name its owner too: ``JobSlots.take`` is never
+``_Parser.take``; or every dotted part in order: a re-export's path). The best tier
 with any match decides; one match there is the answer (labelled with its tier), more
 are returned as candidates. Candidates are read in one read cut as the principal, so a
 name never reveals a document it may not see. Lookup goes by document ID
@@ -136,8 +137,10 @@ def _tier(name: str, ref: EntityRef, qualified: str | None, path: str | None) ->
         parts = text.lower().replace("/", ".").split(".")
         if parts and wanted[-1] == parts[-1] and _in_order(wanted, parts):
             return "fuzzy"
-    last = ref.id.rsplit("#", 1)[-1].rsplit(".", 1)[-1]
-    return "fuzzy" if last.lower() == wanted[-1] else None
+    # The same last name; a dotted name's owner (``JobSlots`` of ``JobSlots.take``) must
+    # name it too, or another class's method would answer for one that does not exist.
+    parts = ref.id.split(":", 1)[-1].lower().replace("/", ".").replace("#", ".").split(".")
+    return "fuzzy" if parts[-1] == wanted[-1] and _in_order(wanted[-2:], parts) else None
 
 
 def _through_folders(name: str, ref: EntityRef, qualified: str, path: str) -> bool:

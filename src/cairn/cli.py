@@ -510,24 +510,53 @@ def _print_result(result: Any, *, title: str, empty: str = "No hits.") -> None:
     from cairn.search.present import context_table, hit_table
 
     console = Console()
-    hits = Table(title=title)
-    columns, rows = hit_table(result.hits)
+    if not result.hits:
+        console.print(f"[bold]{escape(empty)}[/]")
+    else:
+        _print_rows(console, title, *hit_table(result.hits), head=("#", "score", "name"))
+    if result.expansion is not None and result.expansion.documents:
+        columns, rows = context_table(result.expansion.documents)
+        _print_rows(console, "Context (expansion)", columns, rows, head=("hops", "name"))
+
+
+_UNBOUNDED_WIDTH = 1 << 16
+"""A width no table reaches: what a table measures before the terminal folds it."""
+
+
+def _print_rows(
+    console: Console,
+    title: str,
+    columns: tuple[str, ...],
+    rows: list[tuple[str, ...]],
+    *,
+    head: tuple[str, ...],
+) -> None:
+    """``rows`` as a table where it fits the terminal, else one block per row: the
+    ``head`` columns on its first line, every other one on a line of its own.
+
+    Folded into a narrow table, an ID and a path break across lines where no one can
+    copy them (an ID is the next ``--seed``); a line of its own keeps each whole."""
+    table = Table(title=title)
     for column in columns:
-        # Fold, never truncate: an ID is only useful whole (it is the next seed).
-        hits.add_column(
+        table.add_column(
             column, justify="right" if column in ("#", "score") else "left", overflow="fold"
         )
     for row in rows:
-        hits.add_row(*row)
-    console.print(hits if result.hits else f"[bold]{escape(empty)}[/]")
-    if result.expansion is not None and result.expansion.documents:
-        context = Table(title="Context (expansion)")
-        columns, rows = context_table(result.expansion.documents)
-        for column in columns:
-            context.add_column(column, overflow="fold")
-        for row in rows:
-            context.add_row(*row)
-        console.print(context)
+        table.add_row(*row)
+    unbounded = console.options.update_width(_UNBOUNDED_WIDTH)
+    if console.measure(table, options=unbounded).maximum <= console.width:
+        console.print(table)
+        return
+    console.print(f"[bold]{escape(title)}[/]")
+    first = [index for index, column in enumerate(columns) if column in head]
+    rest = [index for index, column in enumerate(columns) if column not in head]
+    label = max((len(columns[index]) for index in rest), default=0)
+    for row in rows:
+        console.print("  ".join(escape(row[index]) for index in first), soft_wrap=True)
+        for index in rest:
+            if row[index]:
+                name = columns[index].ljust(label)
+                console.print(f"    [dim]{name}[/]  {escape(row[index])}", soft_wrap=True)
 
 
 KindOption = Annotated[
@@ -606,7 +635,8 @@ def search_command(
 ) -> None:
     """Hybrid search: text and embedding, plus graph retrieval (--seed), scope, expansion;
     --kind, --path and --exclude-tests keep only the hits that pass, before ranking.
-    Each hit prints with its ID (a --seed), name and path:line."""
+    Each hit prints with its ID (a --seed), name and path:line: as a table, or one block
+    per hit where the table would not fit the terminal."""
     from cairn.database import open as open_database
     from cairn.search.present import build_cli_request
     from cairn.search.wire import to_wire

@@ -95,6 +95,45 @@ def test_human_output_is_a_table(db_file: Path) -> None:
     assert "load_user" in out and "graph#1" in out
 
 
+def test_a_narrow_terminal_gets_each_hit_as_a_block_with_whole_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # IDs and paths longer than a column of an 80-column table: folded into it, they
+    # broke across lines; each now stands whole on a line of its own.
+    long_id = "method:src/cairn/codegraph/somewhere/deep/inside/slots.py#JobSlots.remove"
+    db = open_db(tmp_path, collections=("symbols",))
+    put_docs(
+        db,
+        "symbols",
+        {long_id: "remove the job slots"},
+        extra={
+            long_id: {
+                "name": "remove",
+                "qualified_name": "cairn.codegraph.somewhere.deep.inside.slots.JobSlots.remove",
+                "path": "src/cairn/codegraph/somewhere/deep/inside/slots.py",
+                "range": [56, 1, 63, 1],
+            }
+        },
+    )
+    db.close()
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out = invoke("search", "slots", "--db", str(tmp_path / "cairn.db"))
+    assert code == 0, out
+    lines = out.splitlines()
+    assert any(line.split() == ["id", long_id] for line in lines), out
+    assert any(
+        line.split() == ["where", "src/cairn/codegraph/somewhere/deep/inside/slots.py:56"]
+        for line in lines
+    ), out
+    first = lines[lines.index("Search 'symbols'") + 1].split()
+    assert first[0] == "1"
+    assert first[2] == "cairn.codegraph.somewhere.deep.inside.slots.JobSlots.remove"
+    assert "┃" not in out
+    monkeypatch.setenv("COLUMNS", "240")
+    code, wide = invoke("search", "slots", "--db", str(tmp_path / "cairn.db"))
+    assert code == 0 and "┃" in wide and long_id in wide  # wide enough: the table
+
+
 def test_sql_command(db_file: Path) -> None:
     statement = (
         'SEARCH FROM symbols TEXT "/text" MATCH @q '

@@ -701,6 +701,28 @@ class _PlainResult:
         return {"hits": [to_json(hit) for hit in self.hits]}
 
 
+NEAR_NAMES_SHOWN = 5
+"""Symbols named like a dotted name's last part that ``not_found`` lists."""
+
+
+def _same_last_name(database: Any, name: str) -> str:
+    """For a dotted name nothing answers to (``JobSlots.take``), the symbols its last part
+    names (``; named 'take': cairn.sql.parser._Parser.take``), else ""."""
+    from cairn.search.names import resolve_name
+
+    last = name.strip().removesuffix("()").rsplit(".", 1)
+    if len(last) < 2 or not last[1].strip():
+        return ""
+    with database.read_cut() as cut:
+        found = resolve_name(cut, last[1])
+    near = [found.match] if found.match is not None else list(found.candidates)
+    shown = [item.qualified_name or item.ref.id for item in near[:NEAR_NAMES_SHOWN]]
+    if not shown:
+        return ""
+    more = f" and {found.total - len(shown)} more" if found.total > len(shown) else ""
+    return f"; named {last[1]!r}: {', '.join(shown)}{more}"
+
+
 def _named_answer(name: str, db: str | None, as_json: bool, run: Any, show_answer: Any) -> None:
     """Open the database, ``run(database)`` for an answer about ``name``, and print it
     (JSON, or ``show_answer(answer)``); an unknown name is ``not_found`` (exit 1)."""
@@ -712,8 +734,10 @@ def _named_answer(name: str, db: str | None, as_json: bool, run: Any, show_answe
     try:
         with open_database(resolve_database(db)) as database:
             answer = run(database)
-        if answer.resolution.status == "not_found":
-            raise NotFoundError(f"no symbol named {name!r}", details={"name": name})
+            missing = answer.resolution.status == "not_found"
+            near = _same_last_name(database, name) if missing else ""
+        if missing:
+            raise NotFoundError(f"no symbol named {name!r}{near}", details={"name": name})
     except CairnError as error:
         fail(error)
         return

@@ -125,6 +125,15 @@ def test_cli_callers_and_callees(db_path: Path) -> None:
     assert "ambiguous" in ambiguous.output and "Base.validate" in ambiguous.output
     missing = runner.invoke(app, ["callees", "nope", "--db", str(db_path)])
     assert missing.exit_code == 1 and "no symbol named 'nope'" in missing.output
+    # A dotted name whose owner has no such member says what its last part names.
+    near = runner.invoke(app, ["callers", "Admin.validate", "--db", str(db_path)])
+    assert near.exit_code == 1
+    assert (
+        "no symbol named 'Admin.validate'; named 'validate': "
+        "app.models.Base.validate, app.models.User.validate"
+    ) in " ".join(near.output.split())
+    only = runner.invoke(app, ["callers", "Admin.load_user", "--db", str(db_path)])
+    assert "named 'load_user': app.services.load_user" in " ".join(only.output.split())
 
 
 @pytest.fixture

@@ -708,19 +708,18 @@ NEAR_NAMES_SHOWN = 5
 def _same_last_name(database: Any, name: str) -> str:
     """For a dotted name nothing answers to (``JobSlots.take``), the symbols its last part
     names (``; named 'take': cairn.sql.parser._Parser.take``), else ""."""
-    from cairn.search.names import resolve_name
+    from cairn.search.names import resolve_last_part
 
-    last = name.strip().removesuffix("()").rsplit(".", 1)
-    if len(last) < 2 or not last[1].strip():
-        return ""
     with database.read_cut() as cut:
-        found = resolve_name(cut, last[1])
+        found = resolve_last_part(cut, name)
+    if found is None:
+        return ""
     near = [found.match] if found.match is not None else list(found.candidates)
     shown = [item.qualified_name or item.ref.id for item in near[:NEAR_NAMES_SHOWN]]
     if not shown:
         return ""
     more = f" and {found.total - len(shown)} more" if found.total > len(shown) else ""
-    return f"; named {last[1]!r}: {', '.join(shown)}{more}"
+    return f"; named {found.query!r}: {', '.join(shown)}{more}"
 
 
 def _named_answer(name: str, db: str | None, as_json: bool, run: Any, show_answer: Any) -> None:

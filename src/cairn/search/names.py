@@ -32,6 +32,7 @@ __all__ = [
     "NameResolution",
     "SymbolMatch",
     "location_of",
+    "resolve_last_part",
     "resolve_name",
 ]
 
@@ -204,3 +205,13 @@ def resolve_name(
     if len(top) == 1:
         return NameResolution(query, top[0].tier, top[0], (), 1)
     return NameResolution(query, "ambiguous", None, tuple(top[:MAX_CANDIDATES]), len(top))
+
+
+def resolve_last_part(cut: ReadCut, name: str) -> NameResolution | None:
+    """What a dotted ``name``'s last part alone resolves to (``take`` of
+    ``JobSlots.take``): what to offer when nothing answers to the whole; None for a name
+    with no owner part."""
+    owner, dot, last = _clean(name).rpartition(".")
+    if not dot or not owner.strip() or not last.strip():
+        return None
+    return resolve_name(cut, last)

@@ -40,19 +40,23 @@ def db(db_path: Path) -> Iterator[cairn.Database]:
 def test_impact_counts_dependents_by_hop_kind_and_tests(db: cairn.Database) -> None:
     answer = impact(db, ImpactRequest(db.name, "load_user"))
     assert answer.complete and answer.stopped_by is None
-    # Hop 1: the two callers (views.get_user, the test); hop 2: what depends on
-    # get_user (its route; the decorator that registers it does not depend on it).
+    # Hop 1: the two callers (views.get_user, the test) and the one file that imports
+    # it by name (the test file's ``from app.services import load_user``; views.py
+    # imports the module, ``from . import services``); hop 2: what depends on get_user
+    # (its route; the decorator that registers it does not depend on it).
     hop_one = {(d.ref.id, d.test) for d in answer.top if d.hops == 1}
     assert hop_one == {
         ("function:app/views.py#get_user", False),
         ("function:tests/test_services.py#test_load", True),
+        ("file:tests/test_services.py", True),
     }
-    assert answer.test_dependents == 1
-    assert dict(answer.per_hop)[1] == 2
+    assert answer.test_dependents == 2
+    assert dict(answer.per_hop)[1] == 3
     assert answer.dependents == sum(count for _, count in answer.per_hop)
     assert dict(answer.per_kind)["function"] == 2
-    # get_user and its route live in app/views.py.
-    assert answer.per_file == (("app/views.py", 2), ("tests/test_services.py", 1))
+    assert dict(answer.per_kind)["file"] == 1
+    # get_user and its route live in app/views.py; the test and its file in the test file.
+    assert answer.per_file == (("app/views.py", 2), ("tests/test_services.py", 2))
     assert not any(d.ref.id.startswith("external:") for d in answer.top)
 
 
@@ -95,13 +99,13 @@ def test_cli_impact(db_path: Path) -> None:
     runner = CliRunner()
     shown = runner.invoke(app, ["impact", "load_user", "--db", str(db_path)])
     assert shown.exit_code == 0, shown.output
-    assert "(1 in test code); complete" in shown.output
+    assert "(2 in test code); complete" in shown.output
     partial = runner.invoke(app, ["impact", "load_user", "--max-edges", "3", "--db", str(db_path)])
     assert "PARTIAL: stopped by max_edges" in partial.output
     data = json.loads(
         runner.invoke(app, ["impact", "load_user", "--json", "--db", str(db_path)]).stdout
     )
-    assert data["complete"] is True and data["test_dependents"] == 1
+    assert data["complete"] is True and data["test_dependents"] == 2
 
 
 def test_the_demo_asks_about_the_most_called_symbol(tmp_path: Path) -> None:
@@ -132,11 +136,14 @@ def test_filters_narrow_impact_and_callers(db: cairn.Database, db_path: Path) ->
     no_tests = impact(db, ImpactRequest(db.name, "load_user", exclude_tests=True))
     assert no_tests.test_dependents == 0
     assert no_tests.dependents == full.dependents - full.test_dependents
-    assert no_tests.filtered_out == full.test_dependents == 1
+    assert no_tests.filtered_out == full.test_dependents == 2  # test_load and its file
     routes = impact(db, ImpactRequest(db.name, "load_user", kinds=("route",)))
     assert {d.kind for d in routes.top} == {"route"} and routes.dependents >= 1
     only_tests = impact(db, ImpactRequest(db.name, "load_user", paths=("tests/*",)))
-    assert [d.ref.id for d in only_tests.top] == ["function:tests/test_services.py#test_load"]
+    assert [d.ref.id for d in only_tests.top] == [
+        "file:tests/test_services.py",  # its import names load_user
+        "function:tests/test_services.py#test_load",
+    ]
     callers = calls(db, CallsRequest(db.name, "load_user"))
     assert len(callers.edges) == 2  # views.get_user and the test
     kept_edges = calls(db, CallsRequest(db.name, "load_user", exclude_tests=True))

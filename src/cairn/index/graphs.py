@@ -11,19 +11,25 @@ for determinism.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cairn.errors import NotFoundError
+import orjson
+
+from cairn.errors import CorruptionError, NotFoundError
 from cairn.index.adjacency import FACT_ROW_COLUMNS, UNDIRECTED_RELATIONS, verify_fact_row
 from cairn.index.cut import IndexCut
+from cairn.store.checksums import stored_bytes, verify_shape
 from cairn.store.commands import EntityRef
+from cairn.store.limits import SQLITE_PARAMETER_BATCH
 from cairn.store.policy import Capability, field_allowed, holds_any, require
 from cairn.store.reads import ReadCut, field_policies
 
 __all__ = [
     "LABEL_FIELD",
     "Edge",
+    "fact_discriminators",
     "graph_exists",
     "in_edges",
     "labels_usable",
@@ -145,9 +151,85 @@ def _checked(
                 "relation": relation,
                 "source": EntityRef(sc, si),
                 "target": EntityRef(tc, ti),
+                "shape": shape,
+                "record": record,
             }
         )
     return found
+
+
+_FACT_SHAPES = "fact_shapes"
+
+
+def fact_discriminators(
+    cut: IndexCut, graph: str, fact_ids: Iterable[str]
+) -> dict[str, dict[str, Any]]:
+    """The discriminator values of live facts of ``graph`` by ID, from the cut's SQLite
+    snapshot (each fact row and shape checked against its checksum).
+
+    The IDs come from the cut's own edges, so an ID without a live row, a missing shape
+    or a record that is no fact is damage (``CorruptionError``), never a fact skipped.
+    """
+    wanted = sorted(set(fact_ids))
+    rows: list[dict[str, Any]] = []
+    for start in range(0, len(wanted), SQLITE_PARAMETER_BATCH):
+        batch = wanted[start : start + SQLITE_PARAMETER_BATCH]
+        marks = ", ".join("?" * len(batch))
+        where = f"WHERE graph = ? AND id IN ({marks}) AND deleted = 0"
+        rows.extend(_checked(cut, graph, where, (graph, *batch)))
+    missing = set(wanted) - {row["id"] for row in rows}
+    if missing:
+        first = min(missing)
+        raise CorruptionError(
+            f"fact {first} of graph {graph!r} has an edge but no live row",
+            details={"graph": graph, "id": first},
+        )
+    shapes = _shapes(cut, {row["shape"] for row in rows if row["record"] is None})
+    found: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        record = stored_bytes(row["record"])
+        data = record if record is not None else shapes.get(row["shape"])
+        found[row["id"]] = _discriminator(data, row["id"], graph)
+    return found
+
+
+def _shapes(cut: IndexCut, numbers: set[Any]) -> dict[Any, bytes]:
+    """The fact shapes ``numbers`` name, each checked; a missing one is damage."""
+    wanted = sorted(number for number in numbers if isinstance(number, int))
+    if len(wanted) != len(numbers):
+        raise CorruptionError("a fact row names no usable shape", details={"table": _FACT_SHAPES})
+    found: dict[Any, bytes] = {}
+    for start in range(0, len(wanted), SQLITE_PARAMETER_BATCH):
+        batch = wanted[start : start + SQLITE_PARAMETER_BATCH]
+        marks = ", ".join("?" * len(batch))
+        query = f"SELECT id, data, checksum FROM {_FACT_SHAPES} WHERE id IN ({marks})"
+        for number, data, checksum in cut.conn.execute(query, batch):
+            held = stored_bytes(data) or b""
+            verify_shape(_FACT_SHAPES, int(number), held, checksum)
+            found[int(number)] = held
+    for number in wanted:
+        if number not in found:
+            raise CorruptionError(
+                f"a fact names shape {number}, which is not stored",
+                details={"table": _FACT_SHAPES, "id": number},
+            )
+    return found
+
+
+def _discriminator(data: bytes | None, fact_id: str, graph: str) -> dict[str, Any]:
+    """The discriminator value of a fact's record or shape bytes."""
+    try:
+        parsed = orjson.loads(data) if data is not None else None
+    except orjson.JSONDecodeError:
+        parsed = None
+    discriminator = parsed.get("discriminator") if isinstance(parsed, dict) else None
+    value = discriminator.get("value") if isinstance(discriminator, dict) else None
+    if not isinstance(value, dict):
+        raise CorruptionError(
+            f"fact {fact_id} of graph {graph!r} has no readable discriminator",
+            details={"graph": graph, "id": fact_id},
+        )
+    return value
 
 
 def out_edges(cut: IndexCut, graph: str, source: EntityRef) -> tuple[Edge, ...]:

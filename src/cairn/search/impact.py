@@ -2,7 +2,9 @@
 symbol, summarised, ordered, and honest about where it stopped.
 
 Impact is reverse reachability from the symbol over the relations that make one node
-depend on another (calls, imports, inheritance, decorators, routes, references). Unlike
+depend on another (calls, imports, inheritance, decorators, routes, references), and
+from a module-level symbol also to the files whose imports name it (an ``imports`` fact
+targets the file and carries the name in its discriminator). Unlike
 a graph search, whose budgets are strict (spec §5: an answer past a budget is an
 error), an impact answer may be partial, and then says so: ``complete`` is false and
 ``stopped_by`` names the limit (``max_edges`` or ``max_vertices``) with the edges
@@ -14,16 +16,25 @@ path conventions in ``TEST_PATTERNS`` (stated as such, not guessed per project).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from cairn.index.cut import IndexCut
+from cairn.index.graphs import fact_discriminators, in_edges
 from cairn.search.budget import CancelToken
 from cairn.search.filters import TEST_PATTERNS, is_test_path, kept
 from cairn.search.names import NameResolution, resolve_name
 from cairn.search.rules import check_record
-from cairn.search.traverse import TraverseRequest, admit_traverse, reach_in_cut
+from cairn.search.traverse import (
+    TraverseEdge,
+    TraverseRequest,
+    TraverseResult,
+    admit_traverse,
+    reach_in_cut,
+)
 from cairn.store.commands import EntityRef
 from cairn.store.limits import DEFAULT_GRAPH
+from cairn.store.load import FAMILIES
 from cairn.store.reads import read_documents
 from cairn.store.validation import check_served_database
 
@@ -43,6 +54,13 @@ __all__ = [
     "is_test_path",
     "kept",
 ]
+
+IMPORTS_RELATION = "imports"
+IMPORTED_NAME = "imported_name"
+"""The discriminator field of an ``imports`` fact naming what it binds (spec code-graph §4)."""
+
+IMPORTABLE_KINDS = frozenset({"class", "function", "variable"})
+"""Kinds of a module-level symbol another module can import by name."""
 
 DEFAULT_IMPACT_DEPTH = 3
 DEFAULT_TOP = 20
@@ -142,23 +160,29 @@ def impact(
             max_edges=request.max_edges,
         )
         admit_traverse(walk)
-        reached, stopped = reach_in_cut(cut, walk, cancel)
-        vertices = [vertex for vertex in reached.vertices if vertex.ref != seed]
-        documents = read_documents(cut, [vertex.ref for vertex in vertices])
-        degree = Counter(edge.target for edge in reached.edges)
+        # Breadth first in two steps: the first hop (which authorises the walk), the
+        # files importing the symbol by name beside it, then on from that whole hop.
+        first, stopped = reach_in_cut(cut, replace(walk, max_depth=1), cancel)
+        reach = _Reach({})
+        reach.add(first)
+        if stopped is None:
+            stopped = _beyond_first_hop(cut, request, walk, seed, reach, cancel)
+        vertices = [(ref, hops) for ref, hops in reach.hops.items() if ref != seed]
+        documents = read_documents(cut, [ref for ref, _ in vertices])
+        degree = Counter(edge.target for edge in reach.edges)
         found: list[Dependent] = []
-        for vertex, document in zip(vertices, documents, strict=True):
+        for (ref, hops), document in zip(vertices, documents, strict=True):
             body = document.body if document is not None else {}
             kind, qualified, path = body.get("kind"), body.get("qualified_name"), body.get("path")
             found.append(
                 Dependent(
-                    vertex.ref,
-                    vertex.hops,
+                    ref,
+                    hops,
                     kind if isinstance(kind, str) else None,
                     qualified if isinstance(qualified, str) else None,
                     path if isinstance(path, str) else None,
                     is_test_path(path if isinstance(path, str) else None),
-                    degree[vertex.ref],
+                    degree[ref],
                 )
             )
         reached_count = len(found)
@@ -178,7 +202,92 @@ def impact(
             tuple(ordered[: request.top]),
             stopped is None,
             stopped,
-            reached.edges_examined,
+            reach.examined,
             cut.position,
             reached_count - len(found),
         )
+
+
+@dataclass(slots=True)
+class _Reach:
+    """What impact's walks found: each vertex at its fewest hops, their edges, and the
+    edges examined."""
+
+    hops: dict[EntityRef, int]
+    edges: list[TraverseEdge] = field(default_factory=list)
+    examined: int = 0
+
+    def add(self, result: TraverseResult, *, offset: int = 0) -> None:
+        """A walk's vertices ``offset`` hops further out, its edges and its cost."""
+        for vertex in result.vertices:
+            hops = vertex.hops + offset
+            if hops < self.hops.get(vertex.ref, hops + 1):
+                self.hops[vertex.ref] = hops
+        self.edges.extend(result.edges)
+        self.examined += result.edges_examined
+
+
+def _named_importers(cut: IndexCut, request: ImpactRequest, seed: EntityRef) -> list[EntityRef]:
+    """The files that import the module-level symbol ``seed`` by its name: the sources
+    of the ``imports`` facts into its file whose imported name is the symbol's, which
+    the principal may read (``from app.limits import DEFAULT_GRAPH`` depends on
+    ``DEFAULT_GRAPH``; only the file is the fact's target, spec code-graph §4)."""
+    kind, colon, rest = seed.id.partition(":")
+    path, hash_mark, name = rest.partition("#")
+    if (
+        IMPORTS_RELATION not in request.relations
+        or kind not in IMPORTABLE_KINDS
+        or not (colon and hash_mark and path and name)
+        or "." in name
+    ):
+        return []
+    module = EntityRef(FAMILIES["file"], f"file:{path}")
+    edges = [
+        edge
+        for edge in in_edges(cut, request.graph, module)
+        if edge.relation == IMPORTS_RELATION and edge.neighbour != module
+    ]
+    values = fact_discriminators(cut, request.graph, (edge.fact_id for edge in edges))
+    named = sorted(
+        {edge.neighbour for edge in edges if values[edge.fact_id].get(IMPORTED_NAME) == name}
+    )
+    readable = read_documents(cut, named)
+    return [ref for ref, document in zip(named, readable, strict=True) if document is not None]
+
+
+def _beyond_first_hop(
+    cut: IndexCut,
+    request: ImpactRequest,
+    walk: TraverseRequest,
+    seed: EntityRef,
+    reach: _Reach,
+    cancel: CancelToken | None,
+) -> str | None:
+    """Add the files importing ``seed`` by name at hop 1, then walk on from every vertex
+    at hop 1, within the request's limits; the limit that stopped it, or None.
+
+    Every path to the symbol passes through hop 1, so hops counted from there are the
+    true ones, also in a partial answer (a walk's own guarantee)."""
+    importers = [ref for ref in _named_importers(cut, request, seed) if ref not in reach.hops]
+    room = request.max_vertices - len(reach.hops)
+    for ref in importers[: max(room, 0)]:
+        reach.hops[ref] = 1
+    if len(importers) > room:
+        return "max_vertices"
+    layer = tuple(sorted(ref for ref, hops in reach.hops.items() if hops == 1))
+    if request.max_depth < 2 or not layer:
+        return None
+    edges_left = request.max_edges - reach.examined
+    if edges_left < 1:
+        return "max_edges"
+    rest = replace(
+        walk,
+        seeds=layer,
+        max_depth=request.max_depth - 1,
+        max_vertices=request.max_vertices - 1,  # the symbol itself is not among them
+        max_edges=edges_left,
+    )
+    admit_traverse(rest)
+    reached, stopped = reach_in_cut(cut, rest, cancel)
+    reach.add(reached, offset=1)
+    return stopped

@@ -25,6 +25,7 @@ from cairn.store.commands import EntityRef
 from cairn.store.limits import SQLITE_PARAMETER_BATCH
 from cairn.store.policy import Capability, field_allowed, holds_any, require
 from cairn.store.reads import ReadCut, field_policies
+from cairn.store.records import shape_of
 
 __all__ = [
     "LABEL_FIELD",
@@ -188,17 +189,17 @@ def fact_discriminators(
     found: dict[str, dict[str, Any]] = {}
     for row in rows:
         record = stored_bytes(row["record"])
-        data = record if record is not None else shapes.get(row["shape"])
-        found[row["id"]] = _discriminator(data, row["id"], graph)
+        fact_id = row["id"]
+        data = record if record is not None else shape_of(shapes, row["shape"], f"fact {fact_id}")
+        found[fact_id] = _discriminator(data, fact_id, graph)
     return found
 
 
-def _shapes(cut: IndexCut, numbers: set[Any]) -> dict[Any, bytes]:
-    """The fact shapes ``numbers`` name, each checked; a missing one is damage."""
+def _shapes(cut: IndexCut, numbers: set[Any]) -> dict[int, bytes]:
+    """The fact shapes ``numbers`` name that are stored, each checked against its
+    checksum (``shape_of`` names a missing one)."""
     wanted = sorted(number for number in numbers if isinstance(number, int))
-    if len(wanted) != len(numbers):
-        raise CorruptionError("a fact row names no usable shape", details={"table": _FACT_SHAPES})
-    found: dict[Any, bytes] = {}
+    found: dict[int, bytes] = {}
     for start in range(0, len(wanted), SQLITE_PARAMETER_BATCH):
         batch = wanted[start : start + SQLITE_PARAMETER_BATCH]
         marks = ", ".join("?" * len(batch))
@@ -207,12 +208,6 @@ def _shapes(cut: IndexCut, numbers: set[Any]) -> dict[Any, bytes]:
             held = stored_bytes(data) or b""
             verify_shape(_FACT_SHAPES, int(number), held, checksum)
             found[int(number)] = held
-    for number in wanted:
-        if number not in found:
-            raise CorruptionError(
-                f"a fact names shape {number}, which is not stored",
-                details={"table": _FACT_SHAPES, "id": number},
-            )
     return found
 
 

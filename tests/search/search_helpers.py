@@ -122,6 +122,12 @@ FLASK_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "flask_app"
 
 def flask_db(tmp_path: Path, extra: dict[str, str] | None = None) -> Path:
     """A database loaded from a copy of the Flask fixture (plus ``extra`` files)."""
+    return tree_db(tmp_path, extra or {}, base=FLASK_FIXTURE)
+
+
+def tree_db(tmp_path: Path, files: dict[str, str], *, base: Path | None = None) -> Path:
+    """A database loaded from the code graph of ``files`` (path -> text), written over a
+    copy of ``base`` when given, in ``tmp_path/repo``."""
     import shutil
 
     import cairn
@@ -129,8 +135,9 @@ def flask_db(tmp_path: Path, extra: dict[str, str] | None = None) -> Path:
     from cairn.store.load import load_semantic_graph
 
     repo = tmp_path / "repo"
-    shutil.copytree(FLASK_FIXTURE, repo)
-    for relative, text in (extra or {}).items():
+    if base is not None:
+        shutil.copytree(base, repo)
+    for relative, text in files.items():
         (repo / relative).parent.mkdir(parents=True, exist_ok=True)
         (repo / relative).write_text(text)
     path = tmp_path / "cairn.db"

@@ -9,12 +9,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from search_helpers import tree_db
 
 import cairn
-from cairn.codegraph import index_repository
 from cairn.errors import CorruptionError
 from cairn.search.impact import ImpactRequest, impact
-from cairn.store.load import load_semantic_graph
 
 TREE = {
     "pkg/__init__.py": "",
@@ -30,14 +29,7 @@ TREE = {
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    for relative, text in TREE.items():
-        (repo / relative).parent.mkdir(parents=True, exist_ok=True)
-        (repo / relative).write_text(text)
-    path = tmp_path / "cairn.db"
-    with cairn.open(path) as db:
-        load_semantic_graph(db, index_repository(repo).graph)
-    return path
+    return tree_db(tmp_path, TREE)
 
 
 def _hops(path: Path, name: str, **options: int) -> tuple[dict[str, int], bool, str | None]:

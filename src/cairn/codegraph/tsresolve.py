@@ -81,6 +81,16 @@ class _File:
         self.symbols: dict[str, list[Symbol]] = {}
         for symbol in extract.symbols:
             self.symbols.setdefault(symbol.qualname, []).append(symbol)
+        self.exported: dict[str, tuple[str, str]] = {}
+        """Each exported name's first ``(target, form)``: what a lookup of it follows."""
+        for exported, target, form, _ in extract.exports:
+            self.exported.setdefault(exported, (target, form))
+        self.star_specs = tuple(
+            target.rpartition(":")[0]
+            for exported, target, form, _ in extract.exports
+            if exported == "*" and form == "reexport"
+        )
+        """The specifiers of its ``export * from`` statements, in order."""
 
     @property
     def directory(self) -> str:
@@ -112,6 +122,8 @@ class CodeResolver(ResolverFrame):
                     key = (file.path, symbol.parent)
                     self.members.setdefault(key, {})[symbol.name] = (file, symbol)
         self._export_guard: set[tuple[str, str]] = set()
+        self._modules: dict[tuple[str, str], VModule | VExternal | None] = {}
+        """``_js_module`` by file and specifier: a function of the files and settings."""
 
     def _index_go(self, file: _File, symbol: Symbol) -> None:
         directory = file.directory
@@ -139,6 +151,12 @@ class CodeResolver(ResolverFrame):
         relative path, an alias of the nearest project config: ``paths``, ``baseUrl``,
         or a package of the workspace), an external package, or None (a relative path
         to no file)."""
+        key = (file.path, spec)
+        if key not in self._modules:
+            self._modules[key] = self._find_js_module(file, spec)
+        return self._modules[key]
+
+    def _find_js_module(self, file: _File, spec: str) -> VModule | VExternal | None:
         if not spec.startswith("."):
             bases = self.configs.bases(file.path, spec) + self.workspaces.bases(file.path, spec)
             for base in bases:
@@ -300,9 +318,9 @@ class CodeResolver(ResolverFrame):
             return ()
         self._export_guard.add(key)
         try:
-            for exported, target, form, _ in file.extract.exports:
-                if exported != name:
-                    continue
+            named = file.exported.get(name)
+            if named is not None:
+                target, form = named
                 if form == "reexport":
                     spec, _, inner = target.rpartition(":")
                     other = self._js_module(file, spec)
@@ -313,13 +331,12 @@ class CodeResolver(ResolverFrame):
                     return ()
                 found = self.lookup(file, "", target, depth + 1)
                 return found if isinstance(found, tuple) else ()
-            for exported, target, form, _ in file.extract.exports:
-                if exported == "*" and form == "reexport":
-                    other = self._js_module(file, target.rpartition(":")[0])
-                    if isinstance(other, VModule):
-                        found = self._export(other, name, depth + 1)
-                        if found:
-                            return found
+            for spec in file.star_specs:
+                other = self._js_module(file, spec)
+                if isinstance(other, VModule):
+                    found = self._export(other, name, depth + 1)
+                    if found:
+                        return found
             return ()
         finally:
             self._export_guard.discard(key)

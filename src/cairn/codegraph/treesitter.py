@@ -16,7 +16,7 @@ from functools import cache
 import tree_sitter_go
 import tree_sitter_javascript
 import tree_sitter_typescript
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Language, Node, Parser, Tree
 
 from cairn.codegraph.limits import MAX_SIGNATURE_CHARS
 from cairn.codegraph.python import bounded
@@ -985,6 +985,8 @@ def extract_treesitter(path: str, language: str, data: bytes) -> FileExtract:
         return FileExtract(path, language, package=match.group(1) if match else None)
     parser = _parser(language, path.endswith(".tsx"))
     tree = parser.parse(data)
+    if language == "typescript" and tree.root_node.has_error:
+        tree = _read_variance(parser, data, tree)
     root = tree.root_node
     if language == "go":
         go = _GoWalker(path, data)
@@ -998,6 +1000,59 @@ def extract_treesitter(path: str, language: str, data: bytes) -> FileExtract:
         extract = js.result(language)
     error = first_syntax_error(root)
     return extract if error is None else replace(extract, parse_error=error)
+
+
+_VARIANCE = re.compile(rb"\b(?:in|out)\b(?=\s+(?!extends\b)[A-Za-z_$])")
+"""An ``in`` or ``out`` word before another name: a variance modifier where it stands in
+a type parameter list (``interface Z<in out T>``)."""
+_VARIANCE_DEPTH = 4
+"""Levels from a modifier's word up to its type parameter list: the word, the ``ERROR``
+node tree-sitter may wrap it in, its ``type_parameter``, then the ``type_parameters``."""
+
+
+def _read_variance(parser: Parser, data: bytes, tree: Tree) -> Tree:
+    """``tree``, or the parse of ``data`` with the variance modifiers of its broken type
+    parameter lists blanked when that has fewer syntax errors.
+
+    tree-sitter-typescript 0.23 has no rule for TypeScript 4.7's variance annotations
+    (tree-sitter/tree-sitter-typescript#370), so valid code such as zod's
+    ``interface ZodType<out Output = unknown>`` reads as a syntax error. Blanked with as
+    many spaces, the list parses as the compiler reads it and every position stays; a
+    function of the file's bytes alone, so clean and incremental builds agree."""
+    spans = [
+        (match.start(), match.end())
+        for match in _VARIANCE.finditer(data)
+        if _in_broken_type_parameters(tree.root_node, match.start(), match.end())
+    ]
+    if not spans:
+        return tree
+    blanked = bytearray(data)
+    for start, end in spans:
+        blanked[start:end] = b" " * (end - start)
+    again = parser.parse(bytes(blanked))
+    return again if _error_count(again.root_node) < _error_count(tree.root_node) else tree
+
+
+def _in_broken_type_parameters(root: Node, start: int, end: int) -> bool:
+    node: Node | None = root.descendant_for_byte_range(start, end)
+    for _ in range(_VARIANCE_DEPTH):
+        if node is None:
+            return False
+        if node.type == "type_parameters":
+            return node.has_error
+        node = node.parent
+    return False
+
+
+def _error_count(root: Node) -> int:
+    """The ``ERROR`` and ``MISSING`` nodes of a tree (only subtrees with errors are walked)."""
+    count = 0
+    pending: list[Node] = [root] if root.has_error else []
+    while pending:
+        node = pending.pop()
+        count += node.is_error or node.is_missing
+        pending.extend(child for child in node.children if child.has_error or child.is_missing)
+    return count
 
 
 def first_syntax_error(root: Node) -> tuple[str, int] | None:

@@ -53,6 +53,8 @@ EXPRESS_METHODS = frozenset({"get", "post", "put", "delete", "patch", "all", "op
 COMMONJS_EXPORT = "module.exports"
 GO_ROUTE_CALLS = frozenset({"HandleFunc", "Handle"})
 _GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
+OPAQUE: Binding = ("opaque",)
+"""A name whose value resolution cannot follow."""
 _GO_VERSION_SUFFIX = re.compile(r"^v[0-9]+$")
 
 
@@ -865,8 +867,13 @@ class _GoWalker(_Base):
             self.bind(receiver[1], ("self", receiver[0]))
         if params is not None:
             for decl in params.named_children:
+                binding = (
+                    self.typed(decl.child_by_field_name("type"))
+                    if decl.type == "parameter_declaration"
+                    else OPAQUE
+                )
                 for ident in decl.children_by_field_name("name"):
-                    self.bind(_text(ident), ("opaque",))
+                    self.bind(_text(ident), binding)
         body = node.child_by_field_name("body")
         if body is not None:
             self.walk(body)
@@ -909,16 +916,27 @@ class _GoWalker(_Base):
         if ref is not None and node is not None:
             self.bases.append(ClassBase(name, ref, "extends", self.lines.range(node)))
 
+    def typed(self, node: Node | None) -> Binding:
+        """What a name declared with the type ``node`` holds (a parameter, ``var x T``):
+        a value of that type, as a composite literal of it makes (Go's static types);
+        opaque when the type names nothing a call can go through (``func()``, ``[]T``)."""
+        ref = self.ref(node) if node is not None else None
+        return ("ctor", ref, ("composite",)) if ref is not None else OPAQUE
+
     def local(self, node: Node) -> None:
         left = node.child_by_field_name("left") or node
         right = node.child_by_field_name("right") or node.child_by_field_name("value")
         names = [c for c in left.named_children if c.type == "identifier"]
+        declared = OPAQUE
         if node.type == "var_spec":
             names = list(node.children_by_field_name("name"))
+            declared = self.typed(node.child_by_field_name("type"))
         values = right.named_children if right is not None else []
         for index, ident in enumerate(names):
             value = values[index] if index < len(values) and len(values) == len(names) else None
-            binding: Binding = ("opaque",)
+            binding: Binding = declared
+            if declared != OPAQUE:
+                value = None  # the declared type is the static type, whatever the value
             if value is not None and value.type == "unary_expression":
                 value = value.child_by_field_name("operand")
             if value is not None and value.type == "composite_literal":

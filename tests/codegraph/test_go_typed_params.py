@@ -1,0 +1,83 @@
+"""Go calls through a parameter or a ``var x T`` local resolve by the declared type, as
+the compiler does: a method of a struct of the repository (also one of another package),
+or an external method of an imported package's type. Names whose type names nothing a
+method hangs on (``func()``) stay unresolved. Expected callees are read from the sources.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codegraph_expect import call_pairs, write_tree
+
+from cairn.codegraph import index_repository
+
+FILES = {
+    "go.mod": "module example.com/cli\n\ngo 1.22\n",
+    "command.go": """package cli
+
+import (
+	"io"
+	"os"
+	"testing"
+
+	"example.com/cli/store"
+)
+
+type Command struct {
+	parent *Command
+}
+
+func (c *Command) Root() *Command {
+	return c
+}
+
+func run(cmd *Command, db store.DB, t *testing.T, fn func()) {
+	cmd.Root()
+	db.Find()
+	t.Errorf("failed")
+	fn()
+}
+
+func local() {
+	var c Command
+	c.Root()
+	var w io.Writer = os.Stdout
+	w.Write(nil)
+}
+""",
+    "store/store.go": """package store
+
+type DB struct{}
+
+func (d DB) Find() {}
+""",
+}
+
+
+def _calls(tmp_path: Path) -> tuple[set[tuple[str, str]], dict[str, int]]:
+    result = index_repository(write_tree(tmp_path / "repo", FILES))
+    return call_pairs(result.graph), dict(result.manifest.calls)
+
+
+def test_parameters_are_values_of_their_declared_types(tmp_path: Path) -> None:
+    pairs, _ = _calls(tmp_path)
+    run = "function:command.go#run"
+    assert (run, "method:command.go#Command.Root") in pairs
+    assert (run, "method:store/store.go#DB.Find") in pairs
+    assert (run, "external:go:testing.T.Errorf") in pairs
+
+
+def test_var_locals_take_the_declared_type_over_the_value(tmp_path: Path) -> None:
+    pairs, _ = _calls(tmp_path)
+    local = "function:command.go#local"
+    assert (local, "method:command.go#Command.Root") in pairs
+    assert (local, "external:go:io.Writer.Write") in pairs
+    assert not any(source == local and "os.Stdout" in target for source, target in pairs)
+
+
+def test_a_function_typed_parameter_stays_unresolved(tmp_path: Path) -> None:
+    _, counts = _calls(tmp_path)
+    # run: cmd.Root and db.Find resolved, t.Errorf external, fn() unresolved;
+    # local: c.Root resolved, w.Write external; Root's body calls nothing.
+    assert counts == {"resolved": 3, "external": 2, "unresolved": 1}

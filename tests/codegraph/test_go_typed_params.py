@@ -45,6 +45,25 @@ func local() {
 	var w io.Writer = os.Stdout
 	w.Write(nil)
 }
+
+func newCommand() *Command {
+	return &Command{}
+}
+
+func find() (*Command, error) {
+	return newCommand(), nil
+}
+
+func made() {
+	newCommand().Root()
+	c := newCommand()
+	c.Root()
+	found, err := find()
+	found.Root()
+	err.Error()
+	file, _ := os.Open("x")
+	file.Close()
+}
 """,
     "store/store.go": """package store
 
@@ -76,8 +95,23 @@ def test_var_locals_take_the_declared_type_over_the_value(tmp_path: Path) -> Non
     assert not any(source == local and "os.Stdout" in target for source, target in pairs)
 
 
-def test_a_function_typed_parameter_stays_unresolved(tmp_path: Path) -> None:
+def test_calls_on_results_follow_the_declared_result_types(tmp_path: Path) -> None:
+    pairs, _ = _calls(tmp_path)
+    made = "function:command.go#made"
+    callees = {target for source, target in pairs if source == made}
+    assert callees == {
+        "function:command.go#newCommand",
+        "function:command.go#find",
+        "method:command.go#Command.Root",
+        "external:go:os.Open",
+    }
+
+
+def test_what_has_no_declared_type_in_the_repository_stays_unresolved(tmp_path: Path) -> None:
     _, counts = _calls(tmp_path)
-    # run: cmd.Root and db.Find resolved, t.Errorf external, fn() unresolved;
-    # local: c.Root resolved, w.Write external; Root's body calls nothing.
-    assert counts == {"resolved": 3, "external": 2, "unresolved": 1}
+    # run: cmd.Root, db.Find resolved, t.Errorf external, fn() unresolved (a func value);
+    # local: c.Root resolved, w.Write external; find: newCommand resolved; made:
+    # newCommand twice, .Root() on its result, c.Root, find, found.Root resolved,
+    # os.Open external, err.Error (the builtin error) and file.Close (os.Open is not
+    # read) unresolved. Root's and newCommand's bodies call nothing.
+    assert counts == {"resolved": 10, "external": 3, "unresolved": 3}

@@ -21,6 +21,7 @@ from tree_sitter import Language, Node, Parser, Tree
 from cairn.codegraph.limits import MAX_SIGNATURE_CHARS
 from cairn.codegraph.python import bounded
 from cairn.codegraph.records import (
+    RETURN_NAME,
     Binding,
     CallSite,
     ClassBase,
@@ -44,6 +45,7 @@ __all__ = [
     "extract_treesitter",
     "first_syntax_error",
     "go_binding_name",
+    "go_result_name",
 ]
 
 JS_ADAPTER_ID = "cairn.javascript"
@@ -804,6 +806,9 @@ class _GoWalker(_Base):
             return self.ref(inner) if not attrs else None
         if node.type == "generic_type":
             return self.ref(node.child_by_field_name("type")) if not attrs else None
+        if node.type == "call_expression" and attrs:  # ``c.Root().Name``: what Root returns
+            called = self.ref(node.child_by_field_name("function"))
+            return Ref("new", "", self.scope, tuple(attrs), called) if called is not None else None
         return None
 
     def walk(self, node: Node) -> None:
@@ -865,6 +870,8 @@ class _GoWalker(_Base):
         self.push(qualname, "function", receiver[0] if receiver else None)
         if receiver is not None and receiver[1]:
             self.bind(receiver[1], ("self", receiver[0]))
+        for index, type_node in enumerate(_go_results(result)):
+            self.bind(go_result_name(index), self.typed(type_node))
         if params is not None:
             for decl in params.named_children:
                 binding = (
@@ -932,9 +939,13 @@ class _GoWalker(_Base):
             names = list(node.children_by_field_name("name"))
             declared = self.typed(node.child_by_field_name("type"))
         values = right.named_children if right is not None else []
+        spread = len(names) > 1 and len(values) == 1 and values[0].type == "call_expression"
+        called = self.ref(values[0].child_by_field_name("function")) if spread else None
         for index, ident in enumerate(names):
             value = values[index] if index < len(values) and len(values) == len(names) else None
             binding: Binding = declared
+            if declared == OPAQUE and called is not None:  # ``item, err := find()``
+                binding = ("result", called, index)
             if declared != OPAQUE:
                 value = None  # the declared type is the static type, whatever the value
             if value is not None and value.type == "unary_expression":
@@ -986,6 +997,27 @@ class _GoWalker(_Base):
                 "net_http",
             )
         )
+
+
+def go_result_name(index: int) -> str:
+    """The pseudo-name a Go function's scope binds its ``index``-th declared result to."""
+    return f"{RETURN_NAME}{index}"
+
+
+def _go_results(result: Node | None) -> list[Node | None]:
+    """The type of each declared result of a Go function, in order (``(a, b int, err
+    error)`` is three; a result list without names one per entry)."""
+    if result is None:
+        return []
+    if result.type != "parameter_list":
+        return [result]
+    types: list[Node | None] = []
+    for decl in result.named_children:
+        if decl.type not in ("parameter_declaration", "variadic_parameter_declaration"):
+            continue
+        kind = decl.child_by_field_name("type") if decl.type == "parameter_declaration" else None
+        types.extend([kind] * max(1, len(decl.children_by_field_name("name"))))
+    return types
 
 
 def _go_package(root: Node) -> str | None:

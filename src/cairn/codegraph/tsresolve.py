@@ -36,6 +36,7 @@ from cairn.codegraph.treesitter import (
     GO_BUILTINS,
     JS_ADAPTER_ID,
     STRATEGY,
+    go_result_name,
 )
 from cairn.codegraph.tsconfig import TSCONFIG_LANGUAGE, ProjectConfigs
 from cairn.codegraph.workspaces import PACKAGE_LANGUAGE, WorkspacePackages
@@ -278,13 +279,38 @@ class CodeResolver(ResolverFrame):
                         made.append(VInstance(None, value.dotted, origin))
                     elif factory is not None:
                         made.append(VInstance(None, factory, origin))
+                elif "composite" not in extra and file.language == "go":
+                    made.extend(self._results(value, 0, depth + 1))  # ``item := find()``
             if made:
-                return tuple(made)
+                return distinct(made)
             if not scope and file.language != "go":
                 symbols = file.symbols.get(name, ())
                 return tuple(self._vsymbol(file, s) for s in symbols if s.kind == "variable")
             return None
+        if tag == "result":  # Go: ``item, err := find()`` binds each name to one result
+            ref, index = binding[1], binding[2]
+            assert isinstance(ref, Ref) and isinstance(index, int)
+            resolved = self.resolve(file, ref, depth + 1)
+            results = [
+                found
+                for value, _ in (() if isinstance(resolved, _Builtin) else resolved)
+                for found in self._results(value, index, depth + 1)
+            ]
+            return distinct(results) or None
         return None
+
+    def _results(self, value: Value, index: int, depth: int) -> tuple[Value, ...]:
+        """What calling ``value`` gives as its ``index``-th result, by the type its Go
+        declaration names (``func (c *Command) Root() *Command``); nothing for anything
+        else."""
+        if not isinstance(value, VSymbol) or value.kind not in ("function", "method"):
+            return ()
+        file = self.files.get(value.path)
+        name = go_result_name(index)
+        bindings = None if file is None else file.scopes.get(value.qualname, {}).get(name)
+        if file is None or file.language != "go" or not bindings:
+            return ()
+        return self._bindings(file, value.qualname, name, bindings, depth + 1)
 
     def _member_function(self, file: _File, ref: Ref) -> tuple[tuple[Value, str], ...] | None:
         """``obj.name(...)`` (or ``this.name(...)`` inside another ``obj.*`` function) where
@@ -420,11 +446,13 @@ class CodeResolver(ResolverFrame):
         elif ref.kind == "new":
             assert ref.inner is not None
             inner = self.resolve(file, ref.inner, depth + 1)
-            current = tuple(
-                VInstance(v, None, None)
-                for v, _ in (() if isinstance(inner, _Builtin) else inner)
-                if isinstance(v, VSymbol) and v.kind == "class"
-            )
+            made: list[Value] = []
+            for value, _ in () if isinstance(inner, _Builtin) else inner:
+                if isinstance(value, VSymbol) and value.kind == "class":
+                    made.append(VInstance(value, None, None))
+                elif file.language == "go":  # ``c.Root().Name()``: Root's declared result
+                    made.extend(self._results(value, 0, depth + 1))
+            current = distinct(made)
             dispatch = "method"
         else:
             head = self.lookup(file, ref.scope, ref.head, depth + 1)

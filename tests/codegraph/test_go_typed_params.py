@@ -25,7 +25,32 @@ import (
 )
 
 type Command struct {
-	parent *Command
+	parent   *Command
+	commands []*Command
+	store.DB
+}
+
+func (c *Command) Commands() []*Command {
+	return c.commands
+}
+
+func (c *Command) walk(extra ...*Command) {
+	c.parent.Root()
+	c.Find()
+	for _, child := range c.commands {
+		child.Root()
+	}
+	for _, child := range extra {
+		child.Commands()
+	}
+	subs := c.Commands()
+	for i, sub := range subs {
+		sub.walk()
+		_ = i
+	}
+	for _, sub := range c.Commands() {
+		sub.Root()
+	}
 }
 
 func (c *Command) Root() *Command {
@@ -107,11 +132,28 @@ def test_calls_on_results_follow_the_declared_result_types(tmp_path: Path) -> No
     }
 
 
+def test_fields_and_ranges_follow_declared_types(tmp_path: Path) -> None:
+    pairs, _ = _calls(tmp_path)
+    walk = "method:command.go#Command.walk"
+    callees = {target for source, target in pairs if source == walk}
+    # c.parent.Root (field), c.Find (a method of the embedded store.DB), child.Root
+    # (range over the field), child.Commands (range over the variadic parameter),
+    # c.Commands, sub.walk (range over a local holding Commands' result), sub.Root
+    # (range over the call).
+    assert callees == {
+        "method:command.go#Command.Root",
+        "method:store/store.go#DB.Find",
+        "method:command.go#Command.Commands",
+        "method:command.go#Command.walk",
+    }
+
+
 def test_what_has_no_declared_type_in_the_repository_stays_unresolved(tmp_path: Path) -> None:
     _, counts = _calls(tmp_path)
     # run: cmd.Root, db.Find resolved, t.Errorf external, fn() unresolved (a func value);
     # local: c.Root resolved, w.Write external; find: newCommand resolved; made:
     # newCommand twice, .Root() on its result, c.Root, find, found.Root resolved,
     # os.Open external, err.Error (the builtin error) and file.Close (os.Open is not
-    # read) unresolved. Root's and newCommand's bodies call nothing.
-    assert counts == {"resolved": 10, "external": 3, "unresolved": 3}
+    # read) unresolved; walk: its eight calls resolved. Root's, Commands' and
+    # newCommand's bodies call nothing.
+    assert counts == {"resolved": 18, "external": 3, "unresolved": 3}

@@ -303,7 +303,13 @@ GO_SERVICE_NODES = {
 }
 GO_SERVICE_FACTS = {
     # Parameters are values of their declared types: ``w http.ResponseWriter``,
-    # ``r *http.Request`` (server.go).
+    # ``r *http.Request`` (server.go); so are struct fields (``db *store.DB``).
+    (
+        "calls",
+        "method:server.go#Server.getItem",
+        "method:internal/store/store.go#DB.Find",
+        "call method resolved",
+    ),
     (
         "calls",
         "function:server.go#health",
@@ -469,8 +475,7 @@ def test_fixture_nodes_and_facts_are_exact(
 
 def test_call_counts_and_adapters() -> None:
     result = index_repository(FIXTURES / "go_service")
-    # Unresolved: ``s.db.Find`` only (a struct field's type is not followed).
-    assert dict(result.manifest.calls) == {"external": 10, "resolved": 4, "unresolved": 1}
+    assert dict(result.manifest.calls) == {"external": 10, "resolved": 5}
     owners = {o.owner.adapter_id for o in result.graph.occurrences()}
     assert owners == {"cairn.go"}
     assert result.manifest.outcome_counts() == {"indexed": 4}

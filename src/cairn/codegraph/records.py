@@ -88,6 +88,12 @@ them), ``("decorated", function, refs)`` (a
 function after its decorators, outermost first) and ``("opaque",)``. A function scope's pseudo-name
 ``RETURN_NAME`` holds the bindings of its ``return`` values; a class scope's names
 ``self.<attr>`` hold values assigned to ``self.<attr>`` in its methods.
+
+Go adds ``("result", Ref, index)`` (one name of ``a, b := f()``: ``f``'s ``index``-th
+result), ``("elements", Ref)`` (a slice, array or map of values of the type ``Ref``
+names: nothing to call on itself) and ``("element", Ref)`` (``for _, v := range x``:
+what ranging over ``x`` yields); a Go function scope binds its declared result types
+under ``RETURN_NAME`` followed by the result's index (``cairn.codegraph.treesitter``).
 """
 
 RETURN_NAME = "<return>"

@@ -55,6 +55,8 @@ EXPRESS_METHODS = frozenset({"get", "post", "put", "delete", "patch", "all", "op
 COMMONJS_EXPORT = "module.exports"
 GO_ROUTE_CALLS = frozenset({"HandleFunc", "Handle"})
 _GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
+_GO_COLLECTIONS = {"slice_type": "element", "array_type": "element", "map_type": "value"}
+"""Go collection types, each with the field that names the type of its values."""
 OPAQUE: Binding = ("opaque",)
 """A name whose value resolution cannot follow."""
 _GO_VERSION_SUFFIX = re.compile(r"^v[0-9]+$")
@@ -831,6 +833,8 @@ class _GoWalker(_Base):
                 self.bind(_text(name), ("var", _text(name)))
         elif kind == "short_var_declaration" or (kind in ("var_spec",) and self.scope):
             self.local(node)
+        elif kind == "range_clause":
+            self.ranged(node)
         elif kind == "call_expression":
             self.call(node)
         for child in node.named_children:
@@ -874,11 +878,12 @@ class _GoWalker(_Base):
             self.bind(go_result_name(index), self.typed(type_node))
         if params is not None:
             for decl in params.named_children:
-                binding = (
-                    self.typed(decl.child_by_field_name("type"))
-                    if decl.type == "parameter_declaration"
-                    else OPAQUE
-                )
+                binding = self.typed(decl.child_by_field_name("type"))
+                if decl.type == "variadic_parameter_declaration":  # ``cmds ...*Command``
+                    held = self.ref(decl.child_by_field_name("type"))
+                    binding = ("elements", held) if held is not None else OPAQUE
+                elif decl.type != "parameter_declaration":
+                    binding = OPAQUE
                 for ident in decl.children_by_field_name("name"):
                     self.bind(_text(ident), binding)
         body = node.child_by_field_name("body")
@@ -906,12 +911,18 @@ class _GoWalker(_Base):
         if body is None:
             return
         if body.type == "struct_type":
+            self.push(name, "class", name)  # its fields, by their declared types
             for field_list in body.named_children:
                 for field in field_list.named_children:
-                    if field.type == "field_declaration" and not field.children_by_field_name(
-                        "name"
-                    ):
+                    if field.type != "field_declaration":
+                        continue
+                    fields = field.children_by_field_name("name")
+                    if not fields:
                         self.embedded(name, field.child_by_field_name("type"))
+                    binding = self.typed(field.child_by_field_name("type"))
+                    for ident in fields:
+                        self.bind(_text(ident), binding)
+            self.pop()
         elif body.type == "interface_type":
             for elem in body.named_children:
                 if elem.type in ("type_elem", "constraint_elem"):
@@ -927,8 +938,28 @@ class _GoWalker(_Base):
         """What a name declared with the type ``node`` holds (a parameter, ``var x T``):
         a value of that type, as a composite literal of it makes (Go's static types);
         opaque when the type names nothing a call can go through (``func()``, ``[]T``)."""
+        if node is not None and node.type in _GO_COLLECTIONS:
+            item = node.child_by_field_name(_GO_COLLECTIONS[node.type])
+            held = self.ref(item) if item is not None else None
+            return ("elements", held) if held is not None else OPAQUE
         ref = self.ref(node) if node is not None else None
         return ("ctor", ref, ("composite",)) if ref is not None else OPAQUE
+
+    def ranged(self, node: Node) -> None:
+        """``for k, v := range x``: ``v`` is what ranging over ``x`` yields (its declared
+        element type, ``("element", x)``), ``k`` (and a lone name, an index or a key
+        unless ``x`` is a channel) is opaque. ``=`` assigns names bound before."""
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if left is None or right is None or not any(c.type == ":=" for c in node.children):
+            return
+        names = [c for c in left.named_children if c.type == "identifier"]
+        source = self.ref(right)
+        if right.type == "call_expression":
+            called = self.ref(right.child_by_field_name("function"))
+            source = Ref("new", "", self.scope, (), called) if called is not None else None
+        for index, ident in enumerate(names):
+            ranged = index == 1 and source is not None
+            self.bind(_text(ident), ("element", source) if ranged else OPAQUE)
 
     def local(self, node: Node) -> None:
         left = node.child_by_field_name("left") or node

@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cairn.codegraph.emit import Emitter, file_id, partial_marks, symbol_id
@@ -287,6 +287,10 @@ class CodeResolver(ResolverFrame):
                 symbols = file.symbols.get(name, ())
                 return tuple(self._vsymbol(file, s) for s in symbols if s.kind == "variable")
             return None
+        if tag == "element":  # Go: ``for _, v := range x``
+            ref = binding[1]
+            assert isinstance(ref, Ref)
+            return self._elements(file, ref, depth + 1) or None
         if tag == "result":  # Go: ``item, err := find()`` binds each name to one result
             ref, index = binding[1], binding[2]
             assert isinstance(ref, Ref) and isinstance(index, int)
@@ -298,6 +302,78 @@ class CodeResolver(ResolverFrame):
             ]
             return distinct(results) or None
         return None
+
+    def _elements(self, file: _File, ref: Ref, depth: int) -> tuple[Value, ...]:
+        """What ranging over ``ref`` yields, by the element type its Go declaration
+        names: a parameter or local (``xs []*Command``) or the result of a function of
+        the repository (``cmd.Commands()`` returning ``[]*Command``); nothing else."""
+        if depth > MAX_RESOLUTION_DEPTH:
+            return ()
+        if ref.attrs:  # ``range c.commands``: the field's declared type
+            holder = replace(ref, attrs=ref.attrs[:-1])
+            held = self.resolve(file, holder, depth + 1)
+            found: list[Value] = []
+            for value, _ in () if isinstance(held, _Builtin) else held:
+                if isinstance(value, VInstance) and value.cls is not None:
+                    declared, scope, bindings = self._field_bindings(value.cls, ref.attrs[-1])
+                    if declared is not None:
+                        found.extend(self._element_values(declared, scope, bindings, depth))
+            return distinct(found)
+        if ref.kind == "name":
+            scope, bindings = self._declared(file, ref.scope, ref.head)
+            return self._element_values(file, scope, bindings, depth)
+        if ref.kind != "new" or ref.inner is None:
+            return ()
+        return self._result_elements(file, ref.inner, 0, depth)
+
+    def _result_elements(
+        self, file: _File, called: Ref, index: int, depth: int
+    ) -> tuple[Value, ...]:
+        """What ranging over the ``index``-th result of calling ``called`` yields, by the
+        declared result types of the repository's Go functions it names."""
+        resolved = self.resolve(file, called, depth + 1)
+        results: list[Value] = []
+        for value, _ in () if isinstance(resolved, _Builtin) else resolved:
+            if not isinstance(value, VSymbol) or value.kind == "class":
+                continue
+            owner = self.files.get(value.path)
+            if owner is None or owner.language != "go":
+                continue
+            declared = owner.scopes.get(value.qualname, {}).get(go_result_name(index), ())
+            results.extend(self._element_values(owner, value.qualname, declared, depth + 1))
+        return distinct(results)
+
+    @staticmethod
+    def _declared(file: _File, scope: str, name: str) -> tuple[str, Sequence[Binding]]:
+        """The scope that binds ``name`` as seen from ``scope`` of a Go file (below its
+        package level), with its bindings; none found: ``("", ())``."""
+        current: str | None = scope
+        while current:
+            bindings = file.scopes.get(current, {}).get(name)
+            if bindings is not None:
+                return current, bindings
+            current = file.parent.get(current)
+        return "", ()
+
+    def _element_values(
+        self, file: _File, scope: str, bindings: Sequence[Binding], depth: int
+    ) -> tuple[Value, ...]:
+        """Instances of the element types among ``bindings``: of ``("elements", Ref)``,
+        and of what the calls of ``cmds := c.Commands()`` (``ctor``) and ``cmds, err :=
+        find()`` (``result``) return."""
+        if depth > MAX_RESOLUTION_DEPTH:
+            return ()
+        found: list[Value] = []
+        for binding in bindings:
+            tag, held = binding[0], binding[1] if len(binding) > 1 else None
+            if tag == "elements":
+                item = ("ctor", held, ("composite",))
+                found.extend(self._binding(file, scope, "<element>", item, depth + 1) or ())
+            elif tag == "ctor" and isinstance(held, Ref) and binding[2] == ():
+                found.extend(self._result_elements(file, held, 0, depth + 1))
+            elif tag == "result" and isinstance(held, Ref) and isinstance(binding[2], int):
+                found.extend(self._result_elements(file, held, binding[2], depth + 1))
+        return distinct(found)
 
     def _results(self, value: Value, index: int, depth: int) -> tuple[Value, ...]:
         """What calling ``value`` gives as its ``index``-th result, by the type its Go
@@ -383,7 +459,7 @@ class CodeResolver(ResolverFrame):
         if isinstance(value, VInstance):
             if value.cls is None:
                 return (VExternal(f"{value.external}.{attr}"),) if value.external else ()
-            return self._member(value.cls, attr)
+            return self._member(value.cls, attr) or self._field(value.cls, attr, depth)
         if value.kind == "class":
             return self._member(value, attr)
         return self._assigned(value, attr)
@@ -411,6 +487,32 @@ class CodeResolver(ResolverFrame):
             if found is not None:
                 return (self._vsymbol(*found),)
         return ()
+
+    def _field(self, cls: VSymbol, attr: str, depth: int) -> tuple[Value, ...]:
+        """A Go struct field's value by its declared type (``c.parent`` of a ``parent
+        *Command`` field), promoted from an embedded struct of the repository too;
+        nothing for other languages."""
+        file, scope, bindings = self._field_bindings(cls, attr)
+        if file is None:
+            return ()
+        return self._bindings(file, scope, attr, bindings, depth + 1)
+
+    def _field_bindings(
+        self, cls: VSymbol, attr: str
+    ) -> tuple[_File | None, str, Sequence[Binding]]:
+        """The file and struct that declare the field ``attr`` of ``cls`` (itself, then
+        what it embeds, in order), with the field's bindings; ``(None, "", ())`` when
+        none of the repository's Go structs does."""
+        for entry in self.mro(cls):
+            if not isinstance(entry, VSymbol):
+                break
+            file = self.files.get(entry.path)
+            if file is None or file.language != "go":
+                break
+            bindings = file.scopes.get(entry.qualname, {}).get(attr)
+            if bindings:
+                return file, entry.qualname, bindings
+        return None, "", ()
 
     def bases_of(
         self, cls: VSymbol, kinds: tuple[str, ...] = ("extends",)

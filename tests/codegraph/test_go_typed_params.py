@@ -71,6 +71,17 @@ func local() {
 	w.Write(nil)
 }
 
+type Text struct{}
+
+func (r Text) Render() {
+	r.Write()
+	for _, r := range "ab" {
+		_ = r
+	}
+}
+
+func (r Text) Write() {}
+
 func newCommand() *Command {
 	return &Command{}
 }
@@ -148,12 +159,18 @@ def test_fields_and_ranges_follow_declared_types(tmp_path: Path) -> None:
     }
 
 
+def test_a_loop_name_beside_the_receiver_leaves_the_receiver_alone(tmp_path: Path) -> None:
+    # Scopes are whole functions: the loop's ``r`` (a rune) must not hide the receiver.
+    pairs, _ = _calls(tmp_path)
+    assert ("method:command.go#Text.Render", "method:command.go#Text.Write") in pairs
+
+
 def test_what_has_no_declared_type_in_the_repository_stays_unresolved(tmp_path: Path) -> None:
     _, counts = _calls(tmp_path)
     # run: cmd.Root, db.Find resolved, t.Errorf external, fn() unresolved (a func value);
     # local: c.Root resolved, w.Write external; find: newCommand resolved; made:
     # newCommand twice, .Root() on its result, c.Root, find, found.Root resolved,
     # os.Open external, err.Error (the builtin error) and file.Close (os.Open is not
-    # read) unresolved; walk: its eight calls resolved. Root's, Commands' and
-    # newCommand's bodies call nothing.
-    assert counts == {"resolved": 18, "external": 3, "unresolved": 3}
+    # read) unresolved; walk: its eight calls resolved; Render: r.Write resolved.
+    # Root's, Commands', Write's and newCommand's bodies call nothing.
+    assert counts == {"resolved": 19, "external": 3, "unresolved": 3}

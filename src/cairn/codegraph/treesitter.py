@@ -787,6 +787,12 @@ def go_binding_name(import_path: str) -> str:
 class _GoWalker(_Base):
     keywords = GO_KEYWORDS
 
+    def __init__(self, path: str, data: bytes) -> None:
+        super().__init__(path, data)
+        self.loops: list[tuple[str, str, Binding]] = []
+        """``(scope, name, binding)`` of each ``range`` name, bound when its function
+        ends (``bind_loops``)."""
+
     def ref(self, node: Node | None) -> Ref | None:
         attrs: list[str] = []
         while node is not None and node.type == "selector_expression":
@@ -889,6 +895,7 @@ class _GoWalker(_Base):
         body = node.child_by_field_name("body")
         if body is not None:
             self.walk(body)
+        self.bind_loops(qualname)
         self.pop()
 
     def method(self, node: Node) -> None:
@@ -959,7 +966,22 @@ class _GoWalker(_Base):
             source = Ref("new", "", self.scope, (), called) if called is not None else None
         for index, ident in enumerate(names):
             ranged = index == 1 and source is not None
-            self.bind(_text(ident), ("element", source) if ranged else OPAQUE)
+            binding = ("element", source) if ranged else OPAQUE
+            self.loops.append((self.scope, _text(ident), binding))
+
+    def bind_loops(self, scope: str) -> None:
+        """Bind the ``range`` names of ``scope`` that nothing else there binds.
+
+        Scopes are whole functions, not blocks, so a loop's ``r`` beside the receiver
+        ``r`` would make every use of either the union of both; the loop's is left out
+        instead, and ``r`` keeps what it meant before loops were read."""
+        taken = self.scopes[scope][3]
+        loops = [(name, binding) for owner, name, binding in self.loops if owner == scope]
+        self.loops = [loop for loop in self.loops if loop[0] != scope]
+        held = {name for name, _ in loops if name not in taken}
+        for name, binding in loops:
+            if name in held:
+                self.bind(name, binding, scope)
 
     def local(self, node: Node) -> None:
         left = node.child_by_field_name("left") or node

@@ -370,12 +370,32 @@ class _JsWalker(_Base):
             self.bind(own_name, ("def", qualname))
         params = value.child_by_field_name("parameters")
         if params is not None:
+            typed = self.typed_parameters(params) if self.typescript else {}
             for ident in _identifiers(params):
-                self.bind(ident, ("opaque",))
+                self.bind(ident, typed.get(ident, OPAQUE))
         body = value.child_by_field_name("body")
         if body is not None:
             self.walk(body)
         self.pop()
+
+    def typed_parameters(self, params: Node) -> dict[str, Binding]:
+        """TypeScript parameters annotated with a named type (``cmd: Command``,
+        ``req: express.Request``, ``items: Map<K, V>``): a value of that type, as
+        ``new`` of it makes; a union, an array or a destructured parameter is opaque."""
+        typed: dict[str, Binding] = {}
+        for param in params.named_children:
+            if param.type not in ("required_parameter", "optional_parameter"):
+                continue
+            pattern, annotation = (param.child_by_field_name(f) for f in ("pattern", "type"))
+            if pattern is None or pattern.type != "identifier" or annotation is None:
+                continue
+            named = annotation.named_children[0] if annotation.named_children else None
+            if named is not None and named.type == "generic_type":
+                named = named.child_by_field_name("name")
+            ref = _type_ref(named, self.scope)
+            if ref is not None:
+                typed[_text(pattern)] = ("ctor", ref, ("composite",))
+        return typed
 
     def klass(self, node: Node) -> None:
         name = _text(node.child_by_field_name("name"))
@@ -682,6 +702,18 @@ class _JsWalker(_Base):
         elif prop == "use" and last.type in ("identifier", "member_expression"):
             prefix = path if path is not None and len(values) >= 2 else ""
             self.mounts.append(MountSite(obj, self.ref(last), prefix, rng))
+
+
+def _type_ref(node: Node | None, scope: str) -> Ref | None:
+    """The reference a TypeScript type name makes (``Command``, ``ns.Command``)."""
+    if node is None:
+        return None
+    if node.type == "type_identifier":
+        return Ref("name", _text(node), scope)
+    if node.type == "nested_type_identifier":
+        head, *rest = _text(node).split(".")
+        return Ref("name", head, scope, tuple(rest))
+    return None
 
 
 def _member_name(node: Node) -> str | None:

@@ -35,6 +35,42 @@ export function loose(either: Command | string, many: Command[]): void {
   save(): void {}
 }
 """,
+    "src/service.ts": """import { Command } from './command';
+
+export class Service {
+  private users: Command;
+  repo = new Command();
+
+  constructor(private readonly store: Command, plain: Command) {}
+
+  act(): void {
+    this.users.run();
+    this.repo.run();
+    this.store.run();
+    this.plain.run();
+  }
+}
+
+export class Child extends Service {
+  more(): void {
+    this.repo.run();
+  }
+}
+""",
+    "src/legacy.js": """import { Command } from './command';
+
+export class Legacy {
+  constructor() {
+    this.cmd = new Command();
+    this.count = 5;
+  }
+
+  go() {
+    this.cmd.run();
+    this.count.run();
+  }
+}
+""",
 }
 
 
@@ -53,7 +89,23 @@ def test_annotated_parameters_are_values_of_their_types(tmp_path: Path) -> None:
     }
 
 
+def test_class_fields_follow_their_annotations_initializers_and_assignments(
+    tmp_path: Path,
+) -> None:
+    pairs, _ = _calls(tmp_path)
+    run = "method:src/command.ts#Command.run"
+    # this.users (annotated), this.repo (initialized with new), this.store (a
+    # parameter property); this.plain is no property: the parameter has no modifier.
+    assert ("method:src/service.ts#Service.act", run) in pairs
+    assert ("method:src/service.ts#Child.more", run) in pairs  # inherited field
+    assert ("method:src/legacy.js#Legacy.go", run) in pairs  # this.cmd = new Command()
+
+
 def test_union_and_array_annotations_stay_opaque(tmp_path: Path) -> None:
     pairs, counts = _calls(tmp_path)
     assert not any(source == "function:src/command.ts#loose" for source, _ in pairs)
-    assert counts == {"resolved": 2, "external": 1, "unresolved": 2}
+    # handle: 2 resolved, 1 external; loose: 2 unresolved; act: 3 resolved (users,
+    # repo, store), this.plain unresolved; more: 1 resolved; Legacy: new Command() and
+    # this.cmd.run resolved, this.count.run unresolved; Service's field initializer
+    # new Command() resolved.
+    assert counts == {"resolved": 9, "external": 1, "unresolved": 4}

@@ -58,6 +58,9 @@ _GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
 _GO_COLLECTIONS = {"slice_type": "element", "array_type": "element", "map_type": "value"}
 """Go collection types, each with the field that names the type of its values."""
 OPAQUE: Binding = ("opaque",)
+THIS_PREFIX = "this."
+"""Prefix of the class-scope pseudo-names binding a JavaScript or TypeScript class's
+fields (``this.<name>``): never a name a lookup from a method finds."""
 """A name whose value resolution cannot follow."""
 _GO_VERSION_SUFFIX = re.compile(r"^v[0-9]+$")
 
@@ -260,6 +263,9 @@ class _JsWalker(_Base):
     def __init__(self, path: str, data: bytes, typescript: bool) -> None:
         super().__init__(path, data)
         self.typescript = typescript
+        self.assigned: list[tuple[str, str, Binding]] = []
+        """``(class, attribute, binding)`` of each ``this.x = value`` in a method, bound
+        when the class ends (``bind_fields``) unless a declaration typed ``x``."""
 
     def ref(self, node: Node | None) -> Ref | None:
         attrs: list[str] = []
@@ -322,6 +328,7 @@ class _JsWalker(_Base):
         if kind == "assignment_expression":
             if self.assignment(node):
                 return  # a function assigned to a member: its body was walked in its scope
+            self.this_assignment(node)
         elif kind == "call_expression":
             self.call(node)
         elif kind == "new_expression":
@@ -373,6 +380,8 @@ class _JsWalker(_Base):
             typed = self.typed_parameters(params) if self.typescript else {}
             for ident in _identifiers(params):
                 self.bind(ident, typed.get(ident, OPAQUE))
+            if owner is not None and qualname == f"{owner}.constructor":
+                self.parameter_properties(owner, params, typed)
         body = value.child_by_field_name("body")
         if body is not None:
             self.walk(body)
@@ -387,15 +396,59 @@ class _JsWalker(_Base):
             if param.type not in ("required_parameter", "optional_parameter"):
                 continue
             pattern, annotation = (param.child_by_field_name(f) for f in ("pattern", "type"))
-            if pattern is None or pattern.type != "identifier" or annotation is None:
+            if pattern is None or pattern.type != "identifier":
                 continue
-            named = annotation.named_children[0] if annotation.named_children else None
-            if named is not None and named.type == "generic_type":
-                named = named.child_by_field_name("name")
-            ref = _type_ref(named, self.scope)
-            if ref is not None:
-                typed[_text(pattern)] = ("ctor", ref, ("composite",))
+            binding = self.annotated(annotation)
+            if binding != OPAQUE:
+                typed[_text(pattern)] = binding
         return typed
+
+    def annotated(self, annotation: Node | None) -> Binding:
+        """What a TypeScript type annotation of a named type declares: a value of that
+        type (``("ctor", Ref, ("composite",))``); opaque for any other type."""
+        named = annotation.named_children[0] if annotation and annotation.named_children else None
+        if named is not None and named.type == "generic_type":
+            named = named.child_by_field_name("name")
+        ref = _type_ref(named, self.scope)
+        return ("ctor", ref, ("composite",)) if ref is not None else OPAQUE
+
+    def made(self, value: Node | None) -> Binding:
+        """What ``new X()`` or ``f()`` makes (``("ctor", Ref, ())``); opaque otherwise."""
+        if value is None or value.type not in ("new_expression", "call_expression"):
+            return OPAQUE
+        field = "constructor" if value.type == "new_expression" else "function"
+        ref = self.ref(value.child_by_field_name(field))
+        return ("ctor", ref, ()) if ref is not None else OPAQUE
+
+    def field(self, cls: str, member: Node) -> bool:
+        """A class field (``users: UsersService``, ``repo = new Repo()``): bound as
+        ``this.<name>`` in the class scope, by its annotation, else by what its
+        initializer makes. True when its type was declared."""
+        name = member.child_by_field_name("name") or member.child_by_field_name("property")
+        if name is None or name.type != "property_identifier":
+            return False
+        declared = self.annotated(member.child_by_field_name("type"))
+        binding = declared if declared != OPAQUE else self.made(member.child_by_field_name("value"))
+        self.bind(f"{THIS_PREFIX}{_text(name)}", binding, cls)
+        return declared != OPAQUE
+
+    def parameter_properties(self, cls: str, params: Node, typed: dict[str, Binding]) -> None:
+        """``constructor(private readonly users: UsersService)``: each parameter with an
+        accessibility or ``readonly`` modifier is also the field ``this.<name>``."""
+        for param in params.named_children:
+            pattern = param.child_by_field_name("pattern")
+            modified = any(c.type in ("accessibility_modifier", "readonly") for c in param.children)
+            if modified and pattern is not None and pattern.type == "identifier":
+                name = _text(pattern)
+                self.bind(f"{THIS_PREFIX}{name}", typed.get(name, OPAQUE), cls)
+
+    def bind_fields(self, cls: str, declared: set[str]) -> None:
+        """Bind what the class's methods assign to ``this.<name>``, for each name no
+        typed declaration covers (TypeScript's declared type is the field's type)."""
+        for owner, name, binding in self.assigned:
+            if owner == cls and name not in declared:
+                self.bind(f"{THIS_PREFIX}{name}", binding, cls)
+        self.assigned = [entry for entry in self.assigned if entry[0] != cls]
 
     def klass(self, node: Node) -> None:
         name = _text(node.child_by_field_name("name"))
@@ -407,7 +460,11 @@ class _JsWalker(_Base):
                 self.heritage(qualname, child)
         self.push(qualname, "class", qualname)
         body = node.child_by_field_name("body")
+        declared: set[str] = set()
         for member in body.named_children if body is not None else ():
+            fielded = member.type in ("public_field_definition", "field_definition")
+            if fielded and self.field(qualname, member):
+                declared.add(_text(member.child_by_field_name("name")))
             if member.type == "method_definition":
                 self.function(member, member.child_by_field_name("name"), member)
             elif member.type == "abstract_method_signature":
@@ -418,6 +475,7 @@ class _JsWalker(_Base):
                     self.symbol(f"{qualname}.{name}", "method", name, member, qualname, sig)
             else:
                 self.walk(member)
+        self.bind_fields(qualname, declared)
         self.pop()
 
     def interface(self, node: Node) -> None:
@@ -631,6 +689,19 @@ class _JsWalker(_Base):
             self.member_function(node, member, right)
             return True
         return False
+
+    def this_assignment(self, node: Node) -> None:
+        """``this.repo = new Repo()`` in a method: kept for the class's ``this.repo``."""
+        left = node.child_by_field_name("left")
+        cls = self.owner()
+        if cls is None or left is None or left.type != "member_expression":
+            return
+        target, prop = left.child_by_field_name("object"), left.child_by_field_name("property")
+        if target is None or target.type != "this" or prop is None:
+            return
+        if prop.type == "property_identifier":
+            made = self.made(node.child_by_field_name("right"))
+            self.assigned.append((cls, _text(prop), made))
 
     def named_expression(self, node: Node, name_node: Node) -> None:
         """A named function expression (``router.post('/', function createUser() {})``):

@@ -36,6 +36,7 @@ from cairn.codegraph.treesitter import (
     GO_BUILTINS,
     JS_ADAPTER_ID,
     STRATEGY,
+    THIS_PREFIX,
     go_result_name,
 )
 from cairn.codegraph.tsconfig import TSCONFIG_LANGUAGE, ProjectConfigs
@@ -489,9 +490,10 @@ class CodeResolver(ResolverFrame):
         return ()
 
     def _field(self, cls: VSymbol, attr: str, depth: int) -> tuple[Value, ...]:
-        """A Go struct field's value by its declared type (``c.parent`` of a ``parent
-        *Command`` field), promoted from an embedded struct of the repository too;
-        nothing for other languages."""
+        """A field's value: a Go struct field by its declared type (``c.parent`` of a
+        ``parent *Command`` field, promoted from an embedded struct too); a JavaScript
+        or TypeScript class field by its annotation or what it is assigned (``this.repo``
+        of ``repo = new Repo()``), inherited through ``extends`` too."""
         file, scope, bindings = self._field_bindings(cls, attr)
         if file is None:
             return ()
@@ -507,9 +509,10 @@ class CodeResolver(ResolverFrame):
             if not isinstance(entry, VSymbol):
                 break
             file = self.files.get(entry.path)
-            if file is None or file.language != "go":
+            if file is None:
                 break
-            bindings = file.scopes.get(entry.qualname, {}).get(attr)
+            name = attr if file.language == "go" else f"{THIS_PREFIX}{attr}"
+            bindings = file.scopes.get(entry.qualname, {}).get(name)
             if bindings:
                 return file, entry.qualname, bindings
         return None, "", ()

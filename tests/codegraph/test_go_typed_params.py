@@ -82,6 +82,14 @@ func (r Text) Render() {
 
 func (r Text) Write() {}
 
+func handlers() {
+	register(func(c *Command) {
+		c.Root()
+	})
+}
+
+func register(fn func(*Command)) {}
+
 func newCommand() *Command {
 	return &Command{}
 }
@@ -159,6 +167,11 @@ def test_fields_and_ranges_follow_declared_types(tmp_path: Path) -> None:
     }
 
 
+def test_a_closure_parameter_is_a_value_of_its_type(tmp_path: Path) -> None:
+    pairs, _ = _calls(tmp_path)
+    assert ("function:command.go#handlers", "method:command.go#Command.Root") in pairs
+
+
 def test_a_loop_name_beside_the_receiver_leaves_the_receiver_alone(tmp_path: Path) -> None:
     # Scopes are whole functions: the loop's ``r`` (a rune) must not hide the receiver.
     pairs, _ = _calls(tmp_path)
@@ -171,6 +184,7 @@ def test_what_has_no_declared_type_in_the_repository_stays_unresolved(tmp_path: 
     # local: c.Root resolved, w.Write external; find: newCommand resolved; made:
     # newCommand twice, .Root() on its result, c.Root, find, found.Root resolved,
     # os.Open external, err.Error (the builtin error) and file.Close (os.Open is not
-    # read) unresolved; walk: its eight calls resolved; Render: r.Write resolved.
-    # Root's, Commands', Write's and newCommand's bodies call nothing.
-    assert counts == {"resolved": 19, "external": 3, "unresolved": 3}
+    # read) unresolved; walk: its eight calls resolved; Render: r.Write resolved;
+    # handlers: register and c.Root (the closure's) resolved. Root's, Commands',
+    # Write's, register's and newCommand's bodies call nothing.
+    assert counts == {"resolved": 21, "external": 3, "unresolved": 3}

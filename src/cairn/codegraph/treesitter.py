@@ -893,8 +893,8 @@ class _GoWalker(_Base):
     def __init__(self, path: str, data: bytes) -> None:
         super().__init__(path, data)
         self.loops: list[tuple[str, str, Binding]] = []
-        """``(scope, name, binding)`` of each ``range`` name, bound when its function
-        ends (``bind_loops``)."""
+        """``(scope, name, binding)`` of each ``range`` name and closure parameter,
+        bound when its function ends (``bind_loops``)."""
 
     def ref(self, node: Node | None) -> Ref | None:
         attrs: list[str] = []
@@ -944,6 +944,8 @@ class _GoWalker(_Base):
             self.local(node)
         elif kind == "range_clause":
             self.ranged(node)
+        elif kind == "func_literal":
+            self.closure(node)
         elif kind == "call_expression":
             self.call(node)
         for child in node.named_children:
@@ -1072,8 +1074,23 @@ class _GoWalker(_Base):
             binding = ("element", source) if ranged else OPAQUE
             self.loops.append((self.scope, _text(ident), binding))
 
+    def closure(self, node: Node) -> None:
+        """``func(c *Context) { c.Header(...) }``: its body is part of the enclosing
+        function's, and so are its parameters, bound as ``range`` names are
+        (``bind_loops``)."""
+        params = node.child_by_field_name("parameters")
+        if not self.scope or params is None:
+            return
+        for decl in params.named_children:
+            binding = self.typed(decl.child_by_field_name("type"))
+            if decl.type != "parameter_declaration":
+                binding = OPAQUE
+            for ident in decl.children_by_field_name("name"):
+                self.loops.append((self.scope, _text(ident), binding))
+
     def bind_loops(self, scope: str) -> None:
-        """Bind the ``range`` names of ``scope`` that nothing else there binds.
+        """Bind the ``range`` names and closure parameters of ``scope`` that nothing
+        else there binds.
 
         Scopes are whole functions, not blocks, so a loop's ``r`` beside the receiver
         ``r`` would make every use of either the union of both; the loop's is left out

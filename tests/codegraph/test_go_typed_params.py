@@ -90,6 +90,16 @@ func handlers() {
 
 func register(fn func(*Command)) {}
 
+type Finder interface {
+	Find() *Command
+	Size() int
+}
+
+func use(f Finder) {
+	f.Find().Root()
+	f.Size()
+}
+
 func newCommand() *Command {
 	return &Command{}
 }
@@ -172,6 +182,15 @@ def test_a_closure_parameter_is_a_value_of_its_type(tmp_path: Path) -> None:
     assert ("function:command.go#handlers", "method:command.go#Command.Root") in pairs
 
 
+def test_calls_through_an_interface_reach_its_declared_methods(tmp_path: Path) -> None:
+    pairs, _ = _calls(tmp_path)
+    assert {target for source, target in pairs if source == "function:command.go#use"} == {
+        "method:command.go#Finder.Find",
+        "method:command.go#Finder.Size",
+        "method:command.go#Command.Root",  # through Find's declared result
+    }
+
+
 def test_a_loop_name_beside_the_receiver_leaves_the_receiver_alone(tmp_path: Path) -> None:
     # Scopes are whole functions: the loop's ``r`` (a rune) must not hide the receiver.
     pairs, _ = _calls(tmp_path)
@@ -185,6 +204,7 @@ def test_what_has_no_declared_type_in_the_repository_stays_unresolved(tmp_path: 
     # newCommand twice, .Root() on its result, c.Root, find, found.Root resolved,
     # os.Open external, err.Error (the builtin error) and file.Close (os.Open is not
     # read) unresolved; walk: its eight calls resolved; Render: r.Write resolved;
-    # handlers: register and c.Root (the closure's) resolved. Root's, Commands',
-    # Write's, register's and newCommand's bodies call nothing.
-    assert counts == {"resolved": 21, "external": 3, "unresolved": 3}
+    # handlers: register and c.Root (the closure's) resolved; use: f.Find, .Root and
+    # f.Size resolved. Root's, Commands', Write's, register's and newCommand's bodies
+    # call nothing.
+    assert counts == {"resolved": 24, "external": 3, "unresolved": 3}

@@ -1040,6 +1040,24 @@ class _GoWalker(_Base):
                 if elem.type in ("type_elem", "constraint_elem"):
                     for inner in elem.named_children:
                         self.embedded(name, inner)
+                elif elem.type == "method_elem":
+                    self.interface_method(name, elem)
+
+    def interface_method(self, owner: str, node: Node) -> None:
+        """A method an interface declares (``Find(id string) (*Item, error)``): a method
+        node of the interface, which calls through a value of the interface's type reach,
+        with its declared results (what those calls give)."""
+        name = _text(node.child_by_field_name("name"))
+        params = node.child_by_field_name("parameters")
+        result = node.child_by_field_name("result")
+        returns = f" {_text(result)}" if result else ""
+        signature = f"func ({owner}) {name}{_text(params)}{returns}"
+        qualname = f"{owner}.{name}"
+        self.symbol(qualname, "method", name, node, owner, signature)
+        self.push(qualname, "function", owner)
+        for index, type_node in enumerate(_go_results(result)):
+            self.bind(go_result_name(index), self.typed(type_node))
+        self.pop()
 
     def embedded(self, name: str, node: Node | None) -> None:
         ref = self.ref(node)

@@ -57,6 +57,25 @@ export class Child extends Service {
   }
 }
 """,
+    "src/finder.ts": """export interface Finder {
+  find(id: string): string;
+  child: Finder;
+}
+
+export function use(f: Finder): void {
+  f.find('a');
+  f.child.find('b');
+}
+
+export interface make {
+  build(): void;
+}
+
+export function make(): void {
+  function build(): void {}
+  build();
+}
+""",
     "src/legacy.js": """import { Command } from './command';
 
 export class Legacy {
@@ -101,11 +120,27 @@ def test_class_fields_follow_their_annotations_initializers_and_assignments(
     assert ("method:src/legacy.js#Legacy.go", run) in pairs  # this.cmd = new Command()
 
 
+def test_interface_methods_are_nodes_calls_through_the_interface_reach(
+    tmp_path: Path,
+) -> None:
+    result = index_repository(write_tree(tmp_path / "repo", FILES))
+    pairs = call_pairs(result.graph)
+    use = "function:src/finder.ts#use"
+    assert {target for source, target in pairs if source == use} == {
+        "method:src/finder.ts#Finder.find"
+    }
+    # An interface merged with a function of its name keeps no members: the
+    # function's own nested ``build`` is what ``build()`` calls.
+    ids = {node.id for node in result.graph.nodes()}
+    assert "method:src/finder.ts#make.build" not in ids
+    assert ("function:src/finder.ts#make", "function:src/finder.ts#make.build") in pairs
+
+
 def test_union_and_array_annotations_stay_opaque(tmp_path: Path) -> None:
     pairs, counts = _calls(tmp_path)
     assert not any(source == "function:src/command.ts#loose" for source, _ in pairs)
     # handle: 2 resolved, 1 external; loose: 2 unresolved; act: 3 resolved (users,
     # repo, store), this.plain unresolved; more: 1 resolved; Legacy: new Command() and
     # this.cmd.run resolved, this.count.run unresolved; Service's field initializer
-    # new Command() resolved.
-    assert counts == {"resolved": 9, "external": 1, "unresolved": 4}
+    # new Command() resolved; use: f.find and f.child.find resolved; make: build().
+    assert counts == {"resolved": 12, "external": 1, "unresolved": 4}

@@ -266,6 +266,9 @@ class _JsWalker(_Base):
         self.assigned: list[tuple[str, str, Binding]] = []
         """``(class, attribute, binding)`` of each ``this.x = value`` in a method, bound
         when the class ends (``bind_fields``) unless a declaration typed ``x``."""
+        self.interfaces: list[tuple[str, str, Node]] = []
+        """``(qualname, enclosing scope, body)`` of each interface, whose members are
+        read when the walk ends (``interface_members``)."""
 
     def ref(self, node: Node | None) -> Ref | None:
         attrs: list[str] = []
@@ -487,6 +490,37 @@ class _JsWalker(_Base):
             if child.type == "extends_type_clause":
                 for base in child.named_children:
                     self.base(qualname, base, "extends")
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.interfaces.append((qualname, self.scope, body))
+
+    def interface_members(self) -> None:
+        """The members of the file's interfaces, once its walk is done: of each whose
+        name nothing else declares. An interface merged with a function or a class of
+        its name (``interface $constructor`` beside ``function $constructor``, as zod
+        writes) is left alone: its members would share names with what lives in them."""
+        for qualname, parent, body in self.interfaces:
+            if qualname in self.scopes:
+                continue
+            self.scopes[qualname] = ("class", parent, qualname, {})
+            for member in body.named_children:
+                self.interface_member(qualname, member)
+        self.interfaces = []
+
+    def interface_member(self, owner: str, member: Node) -> None:
+        """A method an interface declares (``find(id: string): Item``), a method node of
+        the interface that calls through a value of its type reach; a property of a
+        named type (``child: Store``), its field ``this.<name>``."""
+        name_node = member.child_by_field_name("name")
+        if name_node is None or name_node.type != "property_identifier":
+            return
+        name = _text(name_node)
+        if member.type == "method_signature":
+            signature = name + _text(member.child_by_field_name("parameters"))
+            self.symbol(f"{owner}.{name}", "method", name, member, owner, signature)
+        elif member.type == "property_signature":
+            declared = self.annotated(member.child_by_field_name("type"))
+            self.bind(f"{THIS_PREFIX}{name}", declared, owner)
 
     def heritage(self, qualname: str, node: Node) -> None:
         for clause in node.named_children:
@@ -1238,6 +1272,7 @@ def extract_treesitter(path: str, language: str, data: bytes) -> FileExtract:
         js = _JsWalker(path, data, language == "typescript")
         js.push("", "module", None)
         js.walk(root)
+        js.interface_members()
         extract = js.result(language)
     error = first_syntax_error(root)
     return extract if error is None else replace(extract, parse_error=error)

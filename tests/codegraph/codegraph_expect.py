@@ -47,6 +47,22 @@ def call_pairs(graph: SemanticGraph) -> set[tuple[str, str]]:
     return {(fact.source, fact.target) for fact in graph.facts() if fact.relation == "calls"}
 
 
+def callees(pairs: set[tuple[str, str]], caller: str) -> set[str]:
+    """The callees of ``caller`` among ``pairs`` (``call_pairs``)."""
+    return {target for source, target in pairs if source == caller}
+
+
+def indexed_calls(
+    root: Path, files: Mapping[str, str]
+) -> tuple[set[tuple[str, str]], dict[str, int]]:
+    """``files`` written under ``root`` and indexed: the call pairs (``call_pairs``) and
+    the manifest's call counts."""
+    from cairn.codegraph import index_repository
+
+    result = index_repository(write_tree(root, files))
+    return call_pairs(result.graph), dict(result.manifest.calls)
+
+
 def fact_tuples(graph: SemanticGraph) -> set[tuple[str, str, str, str]]:
     """Every fact as ``(relation, source, target, discriminator text)``."""
     return {

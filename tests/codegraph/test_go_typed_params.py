@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codegraph_expect import call_pairs, write_tree
-
-from cairn.codegraph import index_repository
+from codegraph_expect import callees, indexed_calls
 
 FILES = {
     "go.mod": "module example.com/cli\n\ngo 1.22\n",
@@ -129,8 +127,7 @@ func (d DB) Find() {}
 
 
 def _calls(tmp_path: Path) -> tuple[set[tuple[str, str]], dict[str, int]]:
-    result = index_repository(write_tree(tmp_path / "repo", FILES))
-    return call_pairs(result.graph), dict(result.manifest.calls)
+    return indexed_calls(tmp_path / "repo", FILES)
 
 
 def test_parameters_are_values_of_their_declared_types(tmp_path: Path) -> None:
@@ -152,8 +149,7 @@ def test_var_locals_take_the_declared_type_over_the_value(tmp_path: Path) -> Non
 def test_calls_on_results_follow_the_declared_result_types(tmp_path: Path) -> None:
     pairs, _ = _calls(tmp_path)
     made = "function:command.go#made"
-    callees = {target for source, target in pairs if source == made}
-    assert callees == {
+    assert callees(pairs, made) == {
         "function:command.go#newCommand",
         "function:command.go#find",
         "method:command.go#Command.Root",
@@ -164,12 +160,11 @@ def test_calls_on_results_follow_the_declared_result_types(tmp_path: Path) -> No
 def test_fields_and_ranges_follow_declared_types(tmp_path: Path) -> None:
     pairs, _ = _calls(tmp_path)
     walk = "method:command.go#Command.walk"
-    callees = {target for source, target in pairs if source == walk}
     # c.parent.Root (field), c.Find (a method of the embedded store.DB), child.Root
     # (range over the field), child.Commands (range over the variadic parameter),
     # c.Commands, sub.walk (range over a local holding Commands' result), sub.Root
     # (range over the call).
-    assert callees == {
+    assert callees(pairs, walk) == {
         "method:command.go#Command.Root",
         "method:store/store.go#DB.Find",
         "method:command.go#Command.Commands",
@@ -184,7 +179,7 @@ def test_a_closure_parameter_is_a_value_of_its_type(tmp_path: Path) -> None:
 
 def test_calls_through_an_interface_reach_its_declared_methods(tmp_path: Path) -> None:
     pairs, _ = _calls(tmp_path)
-    assert {target for source, target in pairs if source == "function:command.go#use"} == {
+    assert callees(pairs, "function:command.go#use") == {
         "method:command.go#Finder.Find",
         "method:command.go#Finder.Size",
         "method:command.go#Command.Root",  # through Find's declared result

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codegraph_expect import call_pairs, write_tree
+from codegraph_expect import call_pairs, callees, indexed_calls, write_tree
 
 from cairn.codegraph import index_repository
 
@@ -94,14 +94,13 @@ export class Legacy {
 
 
 def _calls(tmp_path: Path) -> tuple[set[tuple[str, str]], dict[str, int]]:
-    result = index_repository(write_tree(tmp_path / "repo", FILES))
-    return call_pairs(result.graph), dict(result.manifest.calls)
+    return indexed_calls(tmp_path / "repo", FILES)
 
 
 def test_annotated_parameters_are_values_of_their_types(tmp_path: Path) -> None:
     pairs, _ = _calls(tmp_path)
     handle = "function:src/command.ts#handle"
-    assert {target for source, target in pairs if source == handle} == {
+    assert callees(pairs, handle) == {
         "method:src/command.ts#Command.run",
         "external:js:express.Request.get",
         "method:src/models.ts#User.save",
@@ -126,9 +125,7 @@ def test_interface_methods_are_nodes_calls_through_the_interface_reach(
     result = index_repository(write_tree(tmp_path / "repo", FILES))
     pairs = call_pairs(result.graph)
     use = "function:src/finder.ts#use"
-    assert {target for source, target in pairs if source == use} == {
-        "method:src/finder.ts#Finder.find"
-    }
+    assert callees(pairs, use) == {"method:src/finder.ts#Finder.find"}
     # An interface merged with a function of its name keeps no members: the
     # function's own nested ``build`` is what ``build()`` calls.
     ids = {node.id for node in result.graph.nodes()}

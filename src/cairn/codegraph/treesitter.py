@@ -575,12 +575,7 @@ class _JsWalker(_Base):
                     self.bind(ident, ("opaque",))
                 continue
             name = _text(name_node)
-            binding: Binding = ("opaque",)
-            if value is not None and value.type in ("new_expression", "call_expression"):
-                field = "constructor" if value.type == "new_expression" else "function"
-                ref = self.ref(value.child_by_field_name(field))
-                if ref is not None:
-                    binding = ("ctor", ref, ())
+            binding = self.made(value)
             if not self.scope and constant:
                 self.symbol(name, "variable", name, declarator, None)
                 if binding == ("opaque",):
@@ -1021,16 +1016,8 @@ class _GoWalker(_Base):
             self.bind(receiver[1], ("self", receiver[0]))
         for index, type_node in enumerate(_go_results(result)):
             self.bind(go_result_name(index), self.typed(type_node))
-        if params is not None:
-            for decl in params.named_children:
-                binding = self.typed(decl.child_by_field_name("type"))
-                if decl.type == "variadic_parameter_declaration":  # ``cmds ...*Command``
-                    held = self.ref(decl.child_by_field_name("type"))
-                    binding = ("elements", held) if held is not None else OPAQUE
-                elif decl.type != "parameter_declaration":
-                    binding = OPAQUE
-                for ident in decl.children_by_field_name("name"):
-                    self.bind(_text(ident), binding)
+        for ident, binding in self.parameters(params):
+            self.bind(ident, binding)
         body = node.child_by_field_name("body")
         if body is not None:
             self.walk(body)
@@ -1130,15 +1117,23 @@ class _GoWalker(_Base):
         """``func(c *Context) { c.Header(...) }``: its body is part of the enclosing
         function's, and so are its parameters, bound as ``range`` names are
         (``bind_loops``)."""
-        params = node.child_by_field_name("parameters")
-        if not self.scope or params is None:
-            return
-        for decl in params.named_children:
+        if self.scope:
+            for ident, binding in self.parameters(node.child_by_field_name("parameters")):
+                self.loops.append((self.scope, ident, binding))
+
+    def parameters(self, params: Node | None) -> list[tuple[str, Binding]]:
+        """Each parameter's name with what it holds: a value of its declared type; for
+        ``cmds ...*Command`` a slice of them."""
+        named: list[tuple[str, Binding]] = []
+        for decl in params.named_children if params is not None else ():
             binding = self.typed(decl.child_by_field_name("type"))
-            if decl.type != "parameter_declaration":
+            if decl.type == "variadic_parameter_declaration":
+                held = self.ref(decl.child_by_field_name("type"))
+                binding = ("elements", held) if held is not None else OPAQUE
+            elif decl.type != "parameter_declaration":
                 binding = OPAQUE
-            for ident in decl.children_by_field_name("name"):
-                self.loops.append((self.scope, _text(ident), binding))
+            named.extend((_text(ident), binding) for ident in decl.children_by_field_name("name"))
+        return named
 
     def bind_loops(self, scope: str) -> None:
         """Bind the ``range`` names and closure parameters of ``scope`` that nothing

@@ -502,9 +502,10 @@ class CodeResolver(ResolverFrame):
     def _field_bindings(
         self, cls: VSymbol, attr: str
     ) -> tuple[_File | None, str, Sequence[Binding]]:
-        """The file and struct that declare the field ``attr`` of ``cls`` (itself, then
-        what it embeds, in order), with the field's bindings; ``(None, "", ())`` when
-        none of the repository's Go structs does."""
+        """The file and type that declare the field ``attr`` of ``cls`` (itself, then
+        what it embeds or extends, in order), with the field's bindings (a Go struct's
+        ``attr``, a JavaScript or TypeScript class's ``this.attr``); ``(None, "", ())``
+        when none of the repository's types does."""
         for entry in self.mro(cls):
             if not isinstance(entry, VSymbol):
                 break

@@ -76,6 +76,20 @@ export function make(): void {
   build();
 }
 """,
+    "src/app.ts": """import express, { Request, Response } from 'express';
+import { Command } from './command';
+
+const app = express();
+
+app.get('/', (req: Request, res: Response) => {
+  res.json({});
+});
+
+export function wire(cmds: Command[]): void {
+  cmds.forEach((cmd: Command) => cmd.run());
+  cmds.forEach((other) => other.run());
+}
+""",
     "src/legacy.js": """import { Command } from './command';
 
 export class Legacy {
@@ -133,11 +147,21 @@ def test_interface_methods_are_nodes_calls_through_the_interface_reach(
     assert ("function:src/finder.ts#make", "function:src/finder.ts#make.build") in pairs
 
 
+def test_callback_parameters_follow_their_annotations(tmp_path: Path) -> None:
+    pairs, _ = _calls(tmp_path)
+    # A route handler at module level: its calls are the file's.
+    assert ("file:src/app.ts", "external:js:express.Response.json") in pairs
+    # ``(cmd: Command) => cmd.run()`` resolves; ``(other) => other.run()`` does not.
+    assert callees(pairs, "function:src/app.ts#wire") == {"method:src/command.ts#Command.run"}
+
+
 def test_union_and_array_annotations_stay_opaque(tmp_path: Path) -> None:
     pairs, counts = _calls(tmp_path)
     assert not any(source == "function:src/command.ts#loose" for source, _ in pairs)
     # handle: 2 resolved, 1 external; loose: 2 unresolved; act: 3 resolved (users,
     # repo, store), this.plain unresolved; more: 1 resolved; Legacy: new Command() and
     # this.cmd.run resolved, this.count.run unresolved; Service's field initializer
-    # new Command() resolved; use: f.find and f.child.find resolved; make: build().
-    assert counts == {"resolved": 12, "external": 1, "unresolved": 4}
+    # new Command() resolved; use: f.find and f.child.find resolved; make: build();
+    # app.ts: express(), app.get and res.json external, cmd.run resolved, the two
+    # cmds.forEach (an array annotation) and other.run unresolved.
+    assert counts == {"resolved": 13, "external": 4, "unresolved": 7}

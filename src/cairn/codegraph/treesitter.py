@@ -149,6 +149,10 @@ class _Base:
 
     def __init__(self, path: str, data: bytes) -> None:
         self.path = path
+        self.inner: list[tuple[str, str, Binding]] = []
+        """``(scope, name, binding)`` of the names a block inside a function binds (a
+        Go ``range`` name, a closure's or callback's parameter), bound when the function
+        ends (``bind_inner``)."""
         self.lines = _Lines(data)
         self.scopes: dict[str, tuple[str, str | None, str | None, dict[str, list[Binding]]]] = {}
         self.stack: list[str] = []
@@ -163,6 +167,21 @@ class _Base:
     @property
     def scope(self) -> str:
         return self.stack[-1]
+
+    def bind_inner(self, scope: str) -> None:
+        """Bind the names blocks inside ``scope`` bind (``inner``) that nothing else in
+        ``scope`` binds.
+
+        Scopes are whole functions, not blocks, so a loop's ``r`` beside the receiver
+        ``r`` would make every use of either the union of both; the block's is left out
+        instead, and ``r`` keeps what it meant before blocks were read."""
+        taken = self.scopes[scope][3]
+        inner = [(name, binding) for owner, name, binding in self.inner if owner == scope]
+        self.inner = [entry for entry in self.inner if entry[0] != scope]
+        free = {name for name, _ in inner if name not in taken}
+        for name, binding in inner:
+            if name in free:
+                self.bind(name, binding, scope)
 
     def push(self, qualname: str, kind: str, owner: str | None) -> None:
         if qualname not in self.scopes:
@@ -313,6 +332,8 @@ class _JsWalker(_Base):
         if kind in _FUNCTION_VALUES and (name_node := node.child_by_field_name("name")):
             self.named_expression(node, name_node)
             return
+        if kind in _FUNCTION_VALUES:
+            self.callback(node)
         if kind in _CLASS_DECLS and node.child_by_field_name("name") is not None:
             self.klass(node)
             return
@@ -388,6 +409,7 @@ class _JsWalker(_Base):
         body = value.child_by_field_name("body")
         if body is not None:
             self.walk(body)
+        self.bind_inner(qualname)
         self.pop()
 
     def typed_parameters(self, params: Node) -> dict[str, Binding]:
@@ -732,6 +754,22 @@ class _JsWalker(_Base):
             made = self.made(node.child_by_field_name("right"))
             self.assigned.append((cls, _text(prop), made))
 
+    def callback(self, node: Node) -> None:
+        """An anonymous function (``app.get('/', (req: Request, res: Response) => ...)``):
+        its body is part of the enclosing scope's, and so are its parameters, bound when
+        that scope ends if nothing else there binds them (``bind_inner``): a value of an
+        annotated named type (TypeScript), else opaque."""
+        params = node.child_by_field_name("parameters")
+        single = node.child_by_field_name("parameter")  # ``x => ...``
+        typed = self.typed_parameters(params) if self.typescript and params else {}
+        names = _identifiers(params) if params is not None else []
+        if single is not None and single.type == "identifier":
+            names = [_text(single)]
+        for name in names:
+            binding = typed.get(name, OPAQUE)
+            if self.scope or binding != OPAQUE:  # an untyped one is no module-level object
+                self.inner.append((self.scope, name, binding))
+
     def named_expression(self, node: Node, name_node: Node) -> None:
         """A named function expression (``router.post('/', function createUser() {})``):
         a node of its own, its name bound only inside it, as JavaScript scopes it."""
@@ -919,12 +957,6 @@ def go_binding_name(import_path: str) -> str:
 class _GoWalker(_Base):
     keywords = GO_KEYWORDS
 
-    def __init__(self, path: str, data: bytes) -> None:
-        super().__init__(path, data)
-        self.loops: list[tuple[str, str, Binding]] = []
-        """``(scope, name, binding)`` of each ``range`` name and closure parameter,
-        bound when its function ends (``bind_loops``)."""
-
     def ref(self, node: Node | None) -> Ref | None:
         attrs: list[str] = []
         while node is not None and node.type == "selector_expression":
@@ -1021,7 +1053,7 @@ class _GoWalker(_Base):
         body = node.child_by_field_name("body")
         if body is not None:
             self.walk(body)
-        self.bind_loops(qualname)
+        self.bind_inner(qualname)
         self.pop()
 
     def method(self, node: Node) -> None:
@@ -1111,15 +1143,15 @@ class _GoWalker(_Base):
         for index, ident in enumerate(names):
             ranged = index == 1 and source is not None
             binding = ("element", source) if ranged else OPAQUE
-            self.loops.append((self.scope, _text(ident), binding))
+            self.inner.append((self.scope, _text(ident), binding))
 
     def closure(self, node: Node) -> None:
         """``func(c *Context) { c.Header(...) }``: its body is part of the enclosing
         function's, and so are its parameters, bound as ``range`` names are
-        (``bind_loops``)."""
+        (``bind_inner``)."""
         if self.scope:
             for ident, binding in self.parameters(node.child_by_field_name("parameters")):
-                self.loops.append((self.scope, ident, binding))
+                self.inner.append((self.scope, ident, binding))
 
     def parameters(self, params: Node | None) -> list[tuple[str, Binding]]:
         """Each parameter's name with what it holds: a value of its declared type; for
@@ -1134,21 +1166,6 @@ class _GoWalker(_Base):
                 binding = OPAQUE
             named.extend((_text(ident), binding) for ident in decl.children_by_field_name("name"))
         return named
-
-    def bind_loops(self, scope: str) -> None:
-        """Bind the ``range`` names and closure parameters of ``scope`` that nothing
-        else there binds.
-
-        Scopes are whole functions, not blocks, so a loop's ``r`` beside the receiver
-        ``r`` would make every use of either the union of both; the loop's is left out
-        instead, and ``r`` keeps what it meant before loops were read."""
-        taken = self.scopes[scope][3]
-        loops = [(name, binding) for owner, name, binding in self.loops if owner == scope]
-        self.loops = [loop for loop in self.loops if loop[0] != scope]
-        held = {name for name, _ in loops if name not in taken}
-        for name, binding in loops:
-            if name in held:
-                self.bind(name, binding, scope)
 
     def local(self, node: Node) -> None:
         left = node.child_by_field_name("left") or node
@@ -1267,6 +1284,7 @@ def extract_treesitter(path: str, language: str, data: bytes) -> FileExtract:
         js = _JsWalker(path, data, language == "typescript")
         js.push("", "module", None)
         js.walk(root)
+        js.bind_inner("")
         js.interface_members()
         extract = js.result(language)
     error = first_syntax_error(root)

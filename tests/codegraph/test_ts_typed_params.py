@@ -88,6 +88,8 @@ app.get('/', (req: Request, res: Response) => {
 export function wire(cmds: Command[]): void {
   cmds.forEach((cmd: Command) => cmd.run());
   cmds.forEach((other) => other.run());
+  const picked: Command = cmds[0];
+  picked.run();
 }
 """,
     "src/legacy.js": """import { Command } from './command';
@@ -151,7 +153,8 @@ def test_callback_parameters_follow_their_annotations(tmp_path: Path) -> None:
     pairs, _ = _calls(tmp_path)
     # A route handler at module level: its calls are the file's.
     assert ("file:src/app.ts", "external:js:express.Response.json") in pairs
-    # ``(cmd: Command) => cmd.run()`` resolves; ``(other) => other.run()`` does not.
+    # ``(cmd: Command) => cmd.run()`` and ``picked: Command`` resolve;
+    # ``(other) => other.run()`` does not.
     assert callees(pairs, "function:src/app.ts#wire") == {"method:src/command.ts#Command.run"}
 
 
@@ -162,6 +165,6 @@ def test_union_and_array_annotations_stay_opaque(tmp_path: Path) -> None:
     # repo, store), this.plain unresolved; more: 1 resolved; Legacy: new Command() and
     # this.cmd.run resolved, this.count.run unresolved; Service's field initializer
     # new Command() resolved; use: f.find and f.child.find resolved; make: build();
-    # app.ts: express(), app.get and res.json external, cmd.run resolved, the two
-    # cmds.forEach (an array annotation) and other.run unresolved.
-    assert counts == {"resolved": 13, "external": 4, "unresolved": 7}
+    # app.ts: express(), app.get and res.json external, cmd.run and picked.run
+    # resolved, the two cmds.forEach (an array annotation) and other.run unresolved.
+    assert counts == {"resolved": 14, "external": 4, "unresolved": 7}

@@ -597,7 +597,10 @@ class _JsWalker(_Base):
                     self.bind(ident, ("opaque",))
                 continue
             name = _text(name_node)
-            binding = self.made(value)
+            # A local's declared type is its value's, whatever made it; a module-level
+            # constant stays the variable node (what imports and exports of it name).
+            typed = self.annotated(declarator.child_by_field_name("type")) if self.scope else OPAQUE
+            binding = typed if typed != OPAQUE else self.made(value)
             if not self.scope and constant:
                 self.symbol(name, "variable", name, declarator, None)
                 if binding == ("opaque",):

@@ -69,6 +69,15 @@ func local() {
 	w.Write(nil)
 }
 
+var registry = &Command{}
+
+var current Command
+
+func global() {
+	registry.Root()
+	current.Root()
+}
+
 type Text struct{}
 
 func (r Text) Render() {
@@ -186,6 +195,11 @@ def test_calls_through_an_interface_reach_its_declared_methods(tmp_path: Path) -
     }
 
 
+def test_package_variables_hold_their_declared_or_composite_type(tmp_path: Path) -> None:
+    pairs, _ = _calls(tmp_path)
+    assert callees(pairs, "function:command.go#global") == {"method:command.go#Command.Root"}
+
+
 def test_a_loop_name_beside_the_receiver_leaves_the_receiver_alone(tmp_path: Path) -> None:
     # Scopes are whole functions: the loop's ``r`` (a rune) must not hide the receiver.
     pairs, _ = _calls(tmp_path)
@@ -200,6 +214,6 @@ def test_what_has_no_declared_type_in_the_repository_stays_unresolved(tmp_path: 
     # os.Open external, err.Error (the builtin error) and file.Close (os.Open is not
     # read) unresolved; walk: its eight calls resolved; Render: r.Write resolved;
     # handlers: register and c.Root (the closure's) resolved; use: f.Find, .Root and
-    # f.Size resolved. Root's, Commands', Write's, register's and newCommand's bodies
-    # call nothing.
-    assert counts == {"resolved": 24, "external": 3, "unresolved": 3}
+    # f.Size resolved; global: registry.Root and current.Root resolved. Root's,
+    # Commands', Write's, register's and newCommand's bodies call nothing.
+    assert counts == {"resolved": 26, "external": 3, "unresolved": 3}

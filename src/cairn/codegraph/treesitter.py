@@ -55,6 +55,8 @@ EXPRESS_METHODS = frozenset({"get", "post", "put", "delete", "patch", "all", "op
 COMMONJS_EXPORT = "module.exports"
 GO_ROUTE_CALLS = frozenset({"HandleFunc", "Handle"})
 _GO_MODULE = re.compile(r"^\s*module\s+(\S+)", re.MULTILINE)
+VALUE_NAME = "<value>"
+"""The pseudo-name a Go package-level variable's own scope binds what it holds under."""
 _GO_COLLECTIONS = {"slice_type": "element", "array_type": "element", "map_type": "value"}
 """Go collection types, each with the field that names the type of its values."""
 OPAQUE: Binding = ("opaque",)
@@ -1001,9 +1003,13 @@ class _GoWalker(_Base):
             self.type_spec(node)
             return
         if kind in ("var_spec", "const_spec") and not self.scope:
-            for name in node.children_by_field_name("name"):
+            names = node.children_by_field_name("name")
+            values = self.held_values(node, len(names))
+            for name, held in zip(names, values, strict=True):
                 self.symbol(_text(name), "variable", _text(name), node, None)
                 self.bind(_text(name), ("var", _text(name)))
+                if held != OPAQUE:  # what the variable holds, for calls through it
+                    self.scopes[_text(name)] = ("variable", "", None, {VALUE_NAME: [held]})
         elif kind == "short_var_declaration" or (kind in ("var_spec",) and self.scope):
             self.local(node)
         elif kind == "range_clause":
@@ -1169,6 +1175,23 @@ class _GoWalker(_Base):
                 binding = OPAQUE
             named.extend((_text(ident), binding) for ident in decl.children_by_field_name("name"))
         return named
+
+    def held_values(self, node: Node, count: int) -> list[Binding]:
+        """What each of the ``count`` names of a ``var`` declaration holds: a value of
+        its declared type, else of the composite literal it is given (``&T{}``)."""
+        declared = self.typed(node.child_by_field_name("type"))
+        if declared != OPAQUE:
+            return [declared] * count
+        value = node.child_by_field_name("value")
+        values = value.named_children if value is not None else []
+        held: list[Binding] = [OPAQUE] * count
+        for index, item in enumerate(values if len(values) == count else ()):
+            if item.type == "unary_expression":
+                item = item.child_by_field_name("operand") or item
+            if item.type == "composite_literal":
+                ref = self.ref(item.child_by_field_name("type"))
+                held[index] = ("ctor", ref, ("composite",)) if ref is not None else OPAQUE
+        return held
 
     def local(self, node: Node) -> None:
         left = node.child_by_field_name("left") or node

@@ -37,6 +37,7 @@ from cairn.codegraph.treesitter import (
     JS_ADAPTER_ID,
     STRATEGY,
     THIS_PREFIX,
+    VALUE_NAME,
     go_result_name,
 )
 from cairn.codegraph.tsconfig import TSCONFIG_LANGUAGE, ProjectConfigs
@@ -463,7 +464,21 @@ class CodeResolver(ResolverFrame):
             return self._member(value.cls, attr) or self._field(value.cls, attr, depth)
         if value.kind == "class":
             return self._member(value, attr)
+        held = self._held(value, depth)
+        if held:  # a Go package-level variable: what it holds
+            return distinct(found for item in held for found in self.getattr(item, attr, depth + 1))
         return self._assigned(value, attr)
+
+    def _held(self, value: VSymbol, depth: int) -> tuple[Value, ...]:
+        """What a Go package-level variable holds, by its declared type or composite
+        literal (``var mu = &sync.RWMutex{}``); nothing for anything else."""
+        file = self.files.get(value.path)
+        if file is None or file.language != "go" or value.kind != "variable":
+            return ()
+        bindings = file.scopes.get(value.qualname, {}).get(VALUE_NAME)
+        if not bindings:
+            return ()
+        return self._bindings(file, value.qualname, VALUE_NAME, bindings, depth + 1)
 
     def _assigned(self, value: VSymbol, attr: str) -> tuple[Value, ...]:
         """A function assigned to a member of ``value`` at its module's top level

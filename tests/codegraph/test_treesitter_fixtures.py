@@ -91,7 +91,16 @@ EXPRESS_APP_FACTS = {
     ("contains", "file:src/services/users.js", "class:src/services/users.js#Repository", ""),
     ("contains", "file:src/services/users.js", "class:src/services/users.js#UserRepository", ""),
     ("contains", "file:src/services/users.js", "function:src/services/users.js#findUser", ""),
+    # ``module.exports = app`` / ``= router``: the constants, though each holds an
+    # express app or router (app.js line 16, routes/users.js line 18).
+    ("exports", "file:src/app.js", "variable:src/app.js#app", "module.exports default"),
     ("exports", "file:src/middleware.js", "function:src/middleware.js#logger", "logger named"),
+    (
+        "exports",
+        "file:src/routes/users.js",
+        "variable:src/routes/users.js#router",
+        "module.exports default",
+    ),
     (
         "exports",
         "file:src/services/users.js",

@@ -92,6 +92,25 @@ export function wire(cmds: Command[]): void {
   picked.run();
 }
 """,
+    "src/factory.ts": """import { Command } from './command';
+
+export function makeCommand(): Command {
+  return new Command();
+}
+
+export class Factory {
+  build(): Command {
+    return makeCommand();
+  }
+}
+
+export function assemble(f: Factory): void {
+  makeCommand().run();
+  const made = makeCommand();
+  made.run();
+  f.build().run();
+}
+""",
     "src/legacy.js": """import { Command } from './command';
 
 export class Legacy {
@@ -158,6 +177,15 @@ def test_callback_parameters_follow_their_annotations(tmp_path: Path) -> None:
     assert callees(pairs, "function:src/app.ts#wire") == {"method:src/command.ts#Command.run"}
 
 
+def test_calls_on_results_follow_declared_return_types(tmp_path: Path) -> None:
+    pairs, _ = _calls(tmp_path)
+    assert callees(pairs, "function:src/factory.ts#assemble") == {
+        "function:src/factory.ts#makeCommand",
+        "method:src/factory.ts#Factory.build",
+        "method:src/command.ts#Command.run",
+    }
+
+
 def test_union_and_array_annotations_stay_opaque(tmp_path: Path) -> None:
     pairs, counts = _calls(tmp_path)
     assert not any(source == "function:src/command.ts#loose" for source, _ in pairs)
@@ -166,5 +194,6 @@ def test_union_and_array_annotations_stay_opaque(tmp_path: Path) -> None:
     # this.cmd.run resolved, this.count.run unresolved; Service's field initializer
     # new Command() resolved; use: f.find and f.child.find resolved; make: build();
     # app.ts: express(), app.get and res.json external, cmd.run and picked.run
-    # resolved, the two cmds.forEach (an array annotation) and other.run unresolved.
-    assert counts == {"resolved": 14, "external": 4, "unresolved": 7}
+    # resolved, the two cmds.forEach (an array annotation) and other.run unresolved;
+    # factory.ts: new Command(), build's makeCommand() and assemble's six resolved.
+    assert counts == {"resolved": 22, "external": 4, "unresolved": 7}

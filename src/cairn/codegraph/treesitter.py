@@ -45,7 +45,7 @@ __all__ = [
     "extract_treesitter",
     "first_syntax_error",
     "go_binding_name",
-    "go_result_name",
+    "result_name",
 ]
 
 JS_ADAPTER_ID = "cairn.javascript"
@@ -313,6 +313,9 @@ class _JsWalker(_Base):
         if node.type == "new_expression" and attrs:
             inner = self.ref(node.child_by_field_name("constructor"))
             return Ref("new", "", self.scope, tuple(attrs), inner) if inner else None
+        if node.type == "call_expression" and attrs and self.typescript:  # ``make().run``
+            called = self.ref(node.child_by_field_name("function"))
+            return Ref("new", "", self.scope, tuple(attrs), called) if called else None
         if node.type == "parenthesized_expression" and node.named_child_count == 1:
             inner_ref = self.ref(node.named_children[0])
             if inner_ref is not None and attrs:
@@ -401,6 +404,9 @@ class _JsWalker(_Base):
         self.push(qualname, "function", owner)
         if own_name is not None:
             self.bind(own_name, ("def", qualname))
+        returned = self.annotated(value.child_by_field_name("return_type"))
+        if self.typescript and returned != OPAQUE:  # ``makeCmd(): Command``
+            self.bind(result_name(0), returned)
         params = value.child_by_field_name("parameters")
         if params is not None:
             typed = self.typed_parameters(params) if self.typescript else {}
@@ -1056,7 +1062,7 @@ class _GoWalker(_Base):
         if receiver is not None and receiver[1]:
             self.bind(receiver[1], ("self", receiver[0]))
         for index, type_node in enumerate(_go_results(result)):
-            self.bind(go_result_name(index), self.typed(type_node))
+            self.bind(result_name(index), self.typed(type_node))
         for ident, binding in self.parameters(params):
             self.bind(ident, binding)
         body = node.child_by_field_name("body")
@@ -1118,7 +1124,7 @@ class _GoWalker(_Base):
         self.symbol(qualname, "method", name, node, owner, signature)
         self.push(qualname, "function", owner)
         for index, type_node in enumerate(_go_results(result)):
-            self.bind(go_result_name(index), self.typed(type_node))
+            self.bind(result_name(index), self.typed(type_node))
         self.pop()
 
     def embedded(self, name: str, node: Node | None) -> None:
@@ -1262,8 +1268,9 @@ class _GoWalker(_Base):
         )
 
 
-def go_result_name(index: int) -> str:
-    """The pseudo-name a Go function's scope binds its ``index``-th declared result to."""
+def result_name(index: int) -> str:
+    """The pseudo-name a Go or TypeScript function's scope binds its ``index``-th
+    declared result to."""
     return f"{RETURN_NAME}{index}"
 
 

@@ -38,7 +38,7 @@ from cairn.codegraph.treesitter import (
     STRATEGY,
     THIS_PREFIX,
     VALUE_NAME,
-    go_result_name,
+    result_name,
 )
 from cairn.codegraph.tsconfig import TSCONFIG_LANGUAGE, ProjectConfigs
 from cairn.codegraph.workspaces import PACKAGE_LANGUAGE, WorkspacePackages
@@ -62,6 +62,8 @@ JS_FACTORIES = {"express": "express.Application", "express.Router": "express.Rou
 GO_FACTORIES = {"net/http.NewServeMux": "net/http.ServeMux"}
 GO_ROUTERS = frozenset({"net/http", "net/http.ServeMux"})
 EXPRESS_TYPES = frozenset({"express.Application", "express.Router"})
+_DECLARED_RESULTS = ("go", "typescript")
+"""Languages whose functions declare the types of their results."""
 _SETTINGS_LANGUAGES = ("gomod", TSCONFIG_LANGUAGE, PACKAGE_LANGUAGE)
 """Files resolution reads for their settings only: they are no modules of their own."""
 
@@ -281,14 +283,15 @@ class CodeResolver(ResolverFrame):
                         made.append(VInstance(None, value.dotted, origin))
                     elif factory is not None:
                         made.append(VInstance(None, factory, origin))
-                elif "composite" not in extra and file.language == "go":
+                elif "composite" not in extra and file.language in _DECLARED_RESULTS:
                     made.extend(self._results(value, 0, depth + 1))  # ``item := find()``
-            if made:
-                return distinct(made)
-            if not scope and file.language != "go":
+            variables: tuple[Value, ...] = ()
+            if not scope and file.language != "go":  # a module-level constant is its node too
                 symbols = file.symbols.get(name, ())
-                return tuple(self._vsymbol(file, s) for s in symbols if s.kind == "variable")
-            return None
+                variables = tuple(self._vsymbol(file, s) for s in symbols if s.kind == "variable")
+            if made:
+                return distinct((*made, *variables))
+            return variables if not scope and file.language != "go" else None
         if tag == "element":  # Go: ``for _, v := range x``
             ref = binding[1]
             assert isinstance(ref, Ref)
@@ -341,7 +344,7 @@ class CodeResolver(ResolverFrame):
             owner = self.files.get(value.path)
             if owner is None or owner.language != "go":
                 continue
-            declared = owner.scopes.get(value.qualname, {}).get(go_result_name(index), ())
+            declared = owner.scopes.get(value.qualname, {}).get(result_name(index), ())
             results.extend(self._element_values(owner, value.qualname, declared, depth + 1))
         return distinct(results)
 
@@ -378,15 +381,15 @@ class CodeResolver(ResolverFrame):
         return distinct(found)
 
     def _results(self, value: Value, index: int, depth: int) -> tuple[Value, ...]:
-        """What calling ``value`` gives as its ``index``-th result, by the type its Go
-        declaration names (``func (c *Command) Root() *Command``); nothing for anything
-        else."""
+        """What calling ``value`` gives as its ``index``-th result, by the type its Go or
+        TypeScript declaration names (``func (c *Command) Root() *Command``,
+        ``root(): Command``); nothing for anything else."""
         if not isinstance(value, VSymbol) or value.kind not in ("function", "method"):
             return ()
         file = self.files.get(value.path)
-        name = go_result_name(index)
+        name = result_name(index)
         bindings = None if file is None else file.scopes.get(value.qualname, {}).get(name)
-        if file is None or file.language != "go" or not bindings:
+        if file is None or file.language not in _DECLARED_RESULTS or not bindings:
             return ()
         return self._bindings(file, value.qualname, name, bindings, depth + 1)
 
@@ -571,7 +574,7 @@ class CodeResolver(ResolverFrame):
             for value, _ in () if isinstance(inner, _Builtin) else inner:
                 if isinstance(value, VSymbol) and value.kind == "class":
                     made.append(VInstance(value, None, None))
-                elif file.language == "go":  # ``c.Root().Name()``: Root's declared result
+                elif file.language in _DECLARED_RESULTS:  # ``c.Root().Name()``: Root's result
                     made.extend(self._results(value, 0, depth + 1))
             current = distinct(made)
             dispatch = "method"

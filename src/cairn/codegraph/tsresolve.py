@@ -79,6 +79,7 @@ class _File:
     def __init__(self, extract: FileExtract) -> None:
         self.extract = extract
         self.path = extract.path
+        self.directory = posixpath.dirname(extract.path)
         self.language = extract.language
         self.scopes = {s.qualname: dict(s.bindings) for s in extract.scopes}
         self.parent = {s.qualname: s.parent for s in extract.scopes}
@@ -96,10 +97,6 @@ class _File:
             if exported == "*" and form == "reexport"
         )
         """The specifiers of its ``export * from`` statements, in order."""
-
-    @property
-    def directory(self) -> str:
-        return posixpath.dirname(self.path)
 
 
 class CodeResolver(ResolverFrame):
@@ -127,6 +124,11 @@ class CodeResolver(ResolverFrame):
                     key = (file.path, symbol.parent)
                     self.members.setdefault(key, {})[symbol.name] = (file, symbol)
         self._export_guard: set[tuple[str, str]] = set()
+        self.go_files: dict[str, list[str]] = {}
+        """The Go files of each directory (a package), in path order."""
+        for path, file in self.files.items():
+            if file.language == "go":
+                self.go_files.setdefault(file.directory, []).append(path)
         self._modules: dict[tuple[str, str], VModule | VExternal | None] = {}
         """``_js_module`` by file and specifier: a function of the files and settings."""
 
@@ -697,11 +699,7 @@ class CodeResolver(ResolverFrame):
                     targets.append(self.emit.external("go", site.module))
                 else:
                     resolution = "internal"
-                    targets.extend(
-                        file_id(p)
-                        for p, other in self.files.items()
-                        if other.language == "go" and other.directory == module.path
-                    )
+                    targets.extend(file_id(p) for p in self.go_files.get(module.path, ()))
             else:
                 found = self._js_module(file, site.module)
                 if isinstance(found, VModule):

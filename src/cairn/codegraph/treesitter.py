@@ -1190,14 +1190,19 @@ class _GoWalker(_Base):
             return [declared] * count
         value = node.child_by_field_name("value")
         values = value.named_children if value is not None else []
-        held: list[Binding] = [OPAQUE] * count
-        for index, item in enumerate(values if len(values) == count else ()):
-            if item.type == "unary_expression":
-                item = item.child_by_field_name("operand") or item
-            if item.type == "composite_literal":
-                ref = self.ref(item.child_by_field_name("type"))
-                held[index] = ("ctor", ref, ("composite",)) if ref is not None else OPAQUE
-        return held
+        if len(values) != count:
+            return [OPAQUE] * count
+        return [self.composite(item) for item in values]
+
+    def composite(self, value: Node) -> Binding:
+        """What a composite literal (``T{}``, ``&T{}``) makes: a value of ``T``; opaque
+        for any other expression."""
+        if value.type == "unary_expression":
+            value = value.child_by_field_name("operand") or value
+        if value.type != "composite_literal":
+            return OPAQUE
+        ref = self.ref(value.child_by_field_name("type"))
+        return ("ctor", ref, ("composite",)) if ref is not None else OPAQUE
 
     def local(self, node: Node) -> None:
         left = node.child_by_field_name("left") or node
@@ -1217,13 +1222,11 @@ class _GoWalker(_Base):
                 binding = ("result", called, index)
             if declared != OPAQUE:
                 value = None  # the declared type is the static type, whatever the value
-            if value is not None and value.type == "unary_expression":
-                value = value.child_by_field_name("operand")
-            if value is not None and value.type == "composite_literal":
-                ref = self.ref(value.child_by_field_name("type"))
-                if ref is not None:
-                    binding = ("ctor", ref, ("composite",))
-            elif value is not None and value.type == "call_expression":
+            if value is not None:
+                binding = self.composite(value)
+                if value.type == "unary_expression":
+                    value = value.child_by_field_name("operand")
+            if binding == OPAQUE and value is not None and value.type == "call_expression":
                 ref = self.ref(value.child_by_field_name("function"))
                 if ref is not None:
                     binding = ("ctor", ref, ())

@@ -205,19 +205,17 @@ class CodeResolver(ResolverFrame):
         """Resolve a bare name used in ``scope`` of ``file``."""
         if depth > MAX_RESOLUTION_DEPTH:
             return ()
-        current: str | None = scope
-        while current is not None:
-            bindings = file.scopes.get(current, {}).get(name)
-            if bindings is not None and (file.language != "go" or current != ""):
-                key = (f"{file.path}#{current}", name)
-                if key in self._export_guard:
-                    return ()
-                self._export_guard.add(key)
-                try:
-                    return self._bindings(file, current, name, bindings, depth + 1)
-                finally:
-                    self._export_guard.discard(key)
-            current = file.parent.get(current)
+        declared = self._declared(file, scope, name)
+        if declared is not None:
+            current, bindings = declared
+            key = (f"{file.path}#{current}", name)
+            if key in self._export_guard:
+                return ()
+            self._export_guard.add(key)
+            try:
+                return self._bindings(file, current, name, bindings, depth + 1)
+            finally:
+                self._export_guard.discard(key)
         if file.language == "go":
             members = self.package.get(file.directory, {}).get(name)
             if members:
@@ -327,8 +325,8 @@ class CodeResolver(ResolverFrame):
                         found.extend(self._element_values(declared, scope, bindings, depth))
             return distinct(found)
         if ref.kind == "name":
-            scope, bindings = self._declared(file, ref.scope, ref.head)
-            return self._element_values(file, scope, bindings, depth)
+            binder = self._declared(file, ref.scope, ref.head)
+            return () if binder is None else self._element_values(file, *binder, depth)
         if ref.kind != "new" or ref.inner is None:
             return ()
         return self._result_elements(file, ref.inner, 0, depth)
@@ -351,16 +349,17 @@ class CodeResolver(ResolverFrame):
         return distinct(results)
 
     @staticmethod
-    def _declared(file: _File, scope: str, name: str) -> tuple[str, Sequence[Binding]]:
-        """The scope that binds ``name`` as seen from ``scope`` of a Go file (below its
-        package level), with its bindings; none found: ``("", ())``."""
+    def _declared(file: _File, scope: str, name: str) -> tuple[str, Sequence[Binding]] | None:
+        """The nearest scope that binds ``name`` as seen from ``scope``, with its
+        bindings (a Go file's package level is no scope here: its names are the
+        package's); None when none does."""
         current: str | None = scope
-        while current:
+        while current is not None:
             bindings = file.scopes.get(current, {}).get(name)
-            if bindings is not None:
+            if bindings is not None and (file.language != "go" or current != ""):
                 return current, bindings
             current = file.parent.get(current)
-        return "", ()
+        return None
 
     def _element_values(
         self, file: _File, scope: str, bindings: Sequence[Binding], depth: int

@@ -20,12 +20,12 @@ import orjson
 from cairn.errors import CorruptionError, NotFoundError
 from cairn.index.adjacency import FACT_ROW_COLUMNS, UNDIRECTED_RELATIONS, verify_fact_row
 from cairn.index.cut import IndexCut
-from cairn.store.checksums import stored_bytes, verify_shape
+from cairn.store.checksums import stored_bytes
 from cairn.store.commands import EntityRef
 from cairn.store.limits import SQLITE_PARAMETER_BATCH
 from cairn.store.policy import Capability, field_allowed, holds_any, require
 from cairn.store.reads import ReadCut, field_policies
-from cairn.store.records import shape_of
+from cairn.store.records import read_shapes, shape_of
 
 __all__ = [
     "LABEL_FIELD",
@@ -185,29 +185,14 @@ def fact_discriminators(
             f"fact {first} of graph {graph!r} has an edge but no live row",
             details={"graph": graph, "id": first},
         )
-    shapes = _shapes(cut, {row["shape"] for row in rows if row["record"] is None})
+    numbers = {row["shape"] for row in rows if row["record"] is None}
+    shapes = read_shapes(cut.conn, _FACT_SHAPES, (n for n in numbers if isinstance(n, int)))
     found: dict[str, dict[str, Any]] = {}
     for row in rows:
         record = stored_bytes(row["record"])
         fact_id = row["id"]
         data = record if record is not None else shape_of(shapes, row["shape"], f"fact {fact_id}")
         found[fact_id] = _discriminator(data, fact_id, graph)
-    return found
-
-
-def _shapes(cut: IndexCut, numbers: set[Any]) -> dict[int, bytes]:
-    """The fact shapes ``numbers`` name that are stored, each checked against its
-    checksum (``shape_of`` names a missing one)."""
-    wanted = sorted(number for number in numbers if isinstance(number, int))
-    found: dict[int, bytes] = {}
-    for start in range(0, len(wanted), SQLITE_PARAMETER_BATCH):
-        batch = wanted[start : start + SQLITE_PARAMETER_BATCH]
-        marks = ", ".join("?" * len(batch))
-        query = f"SELECT id, data, checksum FROM {_FACT_SHAPES} WHERE id IN ({marks})"
-        for number, data, checksum in cut.conn.execute(query, batch):
-            held = stored_bytes(data) or b""
-            verify_shape(_FACT_SHAPES, int(number), held, checksum)
-            found[int(number)] = held
     return found
 
 

@@ -27,6 +27,7 @@ import orjson
 from cairn.canonical import canonical_bytes
 from cairn.errors import CorruptionError
 from cairn.store.checksums import shape_checksum, stored_bytes, verify_shape
+from cairn.store.limits import SQLITE_PARAMETER_BATCH
 
 __all__ = [
     "FACT_COLUMNS",
@@ -187,13 +188,27 @@ class Shapes:
         return number
 
 
-def read_shapes(conn: sqlite3.Connection, table: str) -> dict[int, bytes]:
-    """Every shape of ``table`` by number, each verified against its checksum."""
+def read_shapes(
+    conn: sqlite3.Connection, table: str, numbers: Iterable[int] | None = None
+) -> dict[int, bytes]:
+    """Every shape of ``table`` by number (only ``numbers`` when given, read by primary
+    key), each verified against its checksum."""
+    query = f"SELECT id, data, checksum FROM {table}"
+    if numbers is None:
+        batches: list[list[int]] = [[]]
+    else:
+        wanted = sorted(set(numbers))
+        batches = [
+            wanted[start : start + SQLITE_PARAMETER_BATCH]
+            for start in range(0, len(wanted), SQLITE_PARAMETER_BATCH)
+        ]
     found: dict[int, bytes] = {}
-    for number, data, checksum in conn.execute(f"SELECT id, data, checksum FROM {table}"):
-        held = stored_bytes(data) or b""
-        verify_shape(table, int(number), held, checksum)
-        found[int(number)] = held
+    for batch in batches:
+        where = f" WHERE id IN ({', '.join('?' * len(batch))})" if numbers is not None else ""
+        for number, data, checksum in conn.execute(query + where, batch):
+            held = stored_bytes(data) or b""
+            verify_shape(table, int(number), held, checksum)
+            found[int(number)] = held
     return found
 
 

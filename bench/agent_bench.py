@@ -132,7 +132,7 @@ async def _handshake(db_path: Path) -> float:
 def _index(folder: Path) -> Path:
     exe = ib.cairn_executable()
     subprocess.run(
-        [str(exe), "index", str(folder), "--workers", "2", "--json"],
+        [str(exe), "index", str(folder), "--workers", "2", "--no-daemon", "--json"],
         check=True,
         capture_output=True,
     )

@@ -8,7 +8,7 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
 import typer
@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cairn.errors import CairnError
+from cairn.errors import CairnError, ConflictError, NotFoundError
 from cairn.orphans import exit_flushed, leave_at_once, running_children
 from cairn.store.limits import DEFAULT_GRAPH
 
@@ -213,15 +213,32 @@ def index_command(
             "otherwise said and skipped); a load also rewrites damaged records.",
         ),
     ] = False,
+    no_daemon: Annotated[
+        bool,
+        typer.Option(
+            "--no-daemon",
+            help="Leave no background cairn watch behind (also CAIRN_DAEMON=0; none is "
+            "started where CI is set). It keeps the index fresh and answers the next "
+            "cairn index in under a second; it exits after 30 min without one.",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Build the semantic graph of PATH, write graph.cairn and load it into cairn.db."""
-    from cairn.codegraph.handoff import ask_to_index, raise_problem
+    from cairn.codegraph.handoff import (
+        STOP_BACKGROUND,
+        ask_to_index,
+        ask_to_stop,
+        folder_of,
+        raise_problem,
+    )
 
     try:
         # A `cairn watch` of this folder indexes for us (``cairn.codegraph.handoff``).
         reply = None
-        if not force:
+        if force:  # a background watch's memory would outlive what --force rewrites
+            ask_to_stop(folder_of(path, out), STOP_BACKGROUND)
+        else:
             with _watch_progress(not as_json) as shown:
                 reply = ask_to_index(
                     path,
@@ -244,6 +261,8 @@ def index_command(
             refused = {"pid": reply.get("pid"), why: reply.get(why)}
             if not as_json:
                 Console().print(escape(_refused_line(refused)))
+            if reply.get("background") is True:  # the new options' watch replaces it
+                ask_to_stop(folder_of(path, out), STOP_BACKGROUND)
         from cairn.codegraph.console import index_and_write
 
         summary = index_and_write(
@@ -257,11 +276,71 @@ def index_command(
             embedder=embedder,
             force=force,
         )
+        daemon = None
+        if not no_daemon:
+            daemon = _background_watch(
+                path,
+                out,
+                workers=workers,
+                excludes=exclude or (),
+                load=not no_load,
+                embedder=embedder,
+                generated_at=generated_at,
+            )
     except CairnError as error:
         fail(error)
         return
     if as_json:
-        emit_json(summary if refused is None else {**summary, "watch": refused})
+        extra = {} if refused is None else {"watch": refused}
+        emit_json({**summary, **extra, **({} if daemon is None else {"daemon": daemon})})
+    elif daemon is not None and daemon.get("started"):
+        Console().print(escape(_daemon_line(daemon)))
+
+
+def _background_watch(
+    path: str,
+    out: str | None,
+    *,
+    workers: int | None,
+    excludes: Sequence[str],
+    load: bool,
+    embedder: str | None,
+    generated_at: str | None,
+) -> dict[str, Any]:
+    """Leave a background ``cairn watch`` after a one-shot index (``cairn.codegraph.
+    daemon``): what was started (``started``, ``pid``, ``log``, ``idle_exit_seconds``),
+    or why none was (``started`` false, ``why``)."""
+    from cairn.codegraph.daemon import daemon_refusal, start_daemon
+    from cairn.codegraph.handoff import folder_of, watch_answers
+
+    why = daemon_refusal()
+    if why is None and watch_answers(folder_of(path, out)):
+        why = "a cairn watch already keeps this index"
+    if why is not None:
+        return {"started": False, "why": why}
+    try:
+        started = start_daemon(
+            path,
+            out,
+            workers=workers,
+            excludes=excludes,
+            load=load,
+            embedder=embedder,
+            generated_at=generated_at,
+        )
+    except OSError as exc:
+        return {"started": False, "why": f"it could not be started: {exc}"}
+    return {"started": True, **started}
+
+
+def _daemon_line(daemon: Mapping[str, Any]) -> str:
+    """What ``cairn index`` says of the background watch it left."""
+    minutes = float(daemon["idle_exit_seconds"]) / 60
+    return (
+        f"A background cairn watch (pid {daemon['pid']}) keeps this index fresh and "
+        f"answers the next cairn index; it exits after {minutes:g} min without one "
+        f"(log: {daemon['log']}; stop it with cairn watch --stop, or pass --no-daemon)."
+    )
 
 
 def _print_index_summary(summary: Mapping[str, Any], as_json: bool) -> None:
@@ -334,8 +413,23 @@ def watch_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON record per round (JSON Lines).")
     ] = False,
+    idle_exit: Annotated[
+        float | None,
+        typer.Option(
+            "--idle-exit",
+            help="End once no cairn index asked for a round for this many seconds, or once "
+            "the index folder or PATH is removed (the background watch cairn index leaves).",
+        ),
+    ] = None,
+    stop_running: Annotated[
+        bool,
+        typer.Option("--stop", help="Stop the cairn watch keeping PATH's index, and wait for it."),
+    ] = False,
 ) -> None:
     """Index PATH, then re-index and load what changed after every batch of file edits."""
+    if stop_running:
+        _stop_watch(path, out, as_json)
+        return
     from cairn.codegraph.watch import watch_repository
 
     console = Console()
@@ -346,6 +440,12 @@ def watch_command(
             typer.echo(json.dumps(record, ensure_ascii=False, sort_keys=True))
         else:
             console.print(_watch_line(record))
+
+    def left(reason: str) -> None:
+        if as_json:
+            typer.echo(json.dumps({"left": reason}, ensure_ascii=False))
+        else:
+            console.print(escape(f"watch ended: {reason}"))
 
     try:
         with _stopped_by_sigterm(stop):
@@ -360,9 +460,31 @@ def watch_command(
                 console=None if as_json else console,
                 embedder=embedder,
                 stop=stop,
+                idle_exit=idle_exit,
+                on_leave=left,
             )
     except CairnError as error:
         fail(error)
+
+
+def _stop_watch(path: str, out: str | None, as_json: bool) -> None:
+    """``cairn watch --stop``: ask the watch keeping the index folder to end, wait until
+    it did; a clear error when none runs or it does not end."""
+    from cairn.codegraph.handoff import STOP_ANY, ask_to_stop, folder_of
+
+    folder = folder_of(path, out)
+    reply = ask_to_stop(folder, STOP_ANY)
+    if reply is None:
+        fail(NotFoundError(f"no cairn watch keeps {folder}", details={"folder": str(folder)}))
+        return
+    if not reply.get("stopped"):
+        why = reply.get("refused") or reply.get("unanswered") or "it did not answer"
+        fail(ConflictError(f"the cairn watch (pid {reply.get('pid')}) did not stop: {why}"))
+        return
+    if as_json:
+        emit_json({"stopped": True, "pid": reply.get("pid"), "folder": str(folder)})
+    else:
+        Console().print(escape(f"stopped the cairn watch (pid {reply.get('pid')}) of {folder}"))
 
 
 @contextlib.contextmanager

@@ -34,7 +34,7 @@ from cairn.codegraph.build import (
     write_index,
 )
 from cairn.codegraph.cache import CACHE_FILENAME
-from cairn.codegraph.limits import DEFAULT_OUT_DIRNAME
+from cairn.codegraph.handoff import folder_of
 from cairn.codegraph.report import print_repairs, print_summary
 from cairn.codegraph.wire import gc_paused
 from cairn.store.locate import DATABASE_FILE
@@ -242,7 +242,7 @@ def _space_input(space: VectorSpace) -> dict[str, Any]:
 
 def index_folder(path: str | Path, out: str | Path | None) -> Path:
     """Where ``cairn index`` writes: ``out``, else ``PATH/.cairn``."""
-    return Path(out) if out is not None else Path(path) / DEFAULT_OUT_DIRNAME
+    return folder_of(path, out)
 
 
 def index_once(

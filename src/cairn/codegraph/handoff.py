@@ -30,6 +30,7 @@ import socket
 import struct
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,11 +44,14 @@ __all__ = [
     "SOCKET_FILENAME",
     "HandoffServer",
     "ask_to_index",
+    "ask_to_stop",
     "ask_watch",
+    "folder_of",
     "handoff_options",
     "raise_problem",
     "refusal",
     "socket_path",
+    "watch_answers",
 ]
 
 HANDOFF_FORMAT = "cairn.codegraph.handoff/2"
@@ -81,6 +85,20 @@ in its own process."""
 ACCEPT_BACKLOG = 16
 """Callers that may wait to be answered while a round runs (each has its own thread)."""
 
+STOP_WAIT_S = 120.0
+"""How long ``ask_to_stop`` waits for a stopping watch to close its socket (it ends after
+the round it is running; a first index of a large tree can take a minute)."""
+
+STOP_POLL_S = 0.02
+"""How often ``ask_to_stop`` looks whether the stopping watch closed its socket."""
+
+STOP_ANY = "any"
+"""A stop request's ``stop``: whatever watch keeps the folder (``cairn watch --stop``)."""
+
+STOP_BACKGROUND = "background"
+"""A stop request's ``stop``: only a background watch (``--idle-exit``) a ``cairn
+index`` started; a watch run in the foreground or beside a server refuses."""
+
 OPTION_KEYS = ("format", "code", "root", "folder", "excludes", "load")
 """The request fields a watch must share with the caller to index for it (and the
 embedder, when the caller names one)."""
@@ -96,6 +114,14 @@ def socket_path(folder: Path) -> Path:
         return inside
     digest = hashlib.sha256(os.fsencode(resolved)).hexdigest()[:32]
     return Path(tempfile.gettempdir()) / f"cairn-watch-{digest}.sock"
+
+
+def folder_of(path: str | Path, out: str | Path | None) -> Path:
+    """The index folder of ``cairn index PATH [--out OUT]``: ``out``, else ``PATH/.cairn``
+    (``cairn.codegraph.console.index_folder``, without importing the pipeline)."""
+    from cairn.codegraph.limits import DEFAULT_OUT_DIRNAME
+
+    return Path(out) if out is not None else Path(path) / DEFAULT_OUT_DIRNAME
 
 
 def handoff_options(
@@ -148,10 +174,9 @@ def ask_to_index(
     ``unanswered``, with its ``pid`` and ``round``), or None when no watch answers;
     ``on_progress`` is told each progress line while the caller waits."""
     from cairn.codegraph.cache import code_fingerprint
-    from cairn.codegraph.limits import DEFAULT_OUT_DIRNAME
 
     root = Path(path)
-    folder = Path(out) if out is not None else root / DEFAULT_OUT_DIRNAME
+    folder = folder_of(root, out)
     options = handoff_options(
         root, folder, code=code_fingerprint(), excludes=excludes, load=load, embedder=embedder
     )
@@ -162,6 +187,41 @@ def ask_to_index(
         "pid": os.getpid(),
     }
     return ask_watch(folder, request, on_progress)
+
+
+def ask_to_stop(folder: Path, which: str = STOP_ANY) -> dict[str, Any] | None:
+    """Ask the watch keeping the index folder ``folder`` to stop (``which``: ``STOP_ANY``
+    or ``STOP_BACKGROUND``) and wait, up to ``STOP_WAIT_S``, until it closed its socket.
+    Its reply (``stopped`` with its ``pid`` once the socket is gone, or ``refused``), or
+    None when no watch answers."""
+    reply = ask_watch(folder, {"format": HANDOFF_FORMAT, "stop": which, "pid": os.getpid()})
+    if reply is None or "stopping" not in reply:
+        return reply
+    # The watch removes its socket last, once its rounds, stamp and database are done
+    # with; a watch killed meanwhile leaves it behind, but its process is gone.
+    path, pid = socket_path(folder), reply.get("pid")
+    deadline = time.monotonic() + STOP_WAIT_S
+    while path.exists() and (not isinstance(pid, int) or _alive(pid)):
+        if time.monotonic() >= deadline:
+            return {**reply, "unanswered": f"still running after {STOP_WAIT_S:g} s"}
+        time.sleep(STOP_POLL_S)
+    return {**reply, "stopped": True}
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs (one of another user's counts; an ended one its
+    parent has not reaped yet, a zombie, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # Linux: the state follows the command name, which may hold ") "
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != b"Z"
 
 
 def raise_problem(problem: Mapping[str, Any]) -> None:
@@ -364,24 +424,47 @@ class HandoffServer:
             with self._callers_lock:
                 self._callers.discard(threading.current_thread())
 
-    def close(self) -> None:
-        """Stop answering and remove the socket (if it is still this watch's own)."""
+    def close(self, *, keep_path: bool = False) -> None:
+        """Stop answering and remove the socket (if it is still this watch's own), or
+        with ``keep_path`` leave it for a later ``close``: the watch removes it once the
+        rest of its ending is done, and a ``cairn watch --stop`` waits for that."""
         listener, self.listener = self.listener, None
-        if listener is None:
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
+            if self.thread is not None:
+                self.thread.join()
+            with self._callers_lock:
+                callers = list(self._callers)
+            for caller in callers:  # a round run for a caller ends before the watch does
+                caller.join()
+        if keep_path or self._identity is None:
             return
-        with contextlib.suppress(OSError):
-            listener.shutdown(socket.SHUT_RDWR)
-        listener.close()
-        if self.thread is not None:
-            self.thread.join()
-        with self._callers_lock:
-            callers = list(self._callers)
-        for caller in callers:  # a round run for a caller ends before the watch does
-            caller.join()
+        identity, self._identity = self._identity, None
         with contextlib.suppress(OSError):
             stat = self.path.stat()
-            if (stat.st_dev, stat.st_ino) == self._identity:
+            if (stat.st_dev, stat.st_ino) == identity:
                 self.path.unlink()
+
+    def holds_path(self) -> bool:
+        """Whether the socket path is still this watch's own (not removed, say with its
+        index folder, nor taken by another watch)."""
+        if self._identity is None:
+            return False
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return False
+        return (stat.st_dev, stat.st_ino) == self._identity
+
+
+def watch_answers(folder: Path) -> bool:
+    """Whether a watch listens on the socket of the index folder ``folder``."""
+    if not hasattr(socket, "AF_UNIX"):
+        return False
+    path = socket_path(folder)
+    return path.exists() and _answers(path)
 
 
 def _answers(path: Path) -> bool:

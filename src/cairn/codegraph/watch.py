@@ -35,7 +35,14 @@ from cairn.codegraph.console import (
     release_held,
     stamp_round,
 )
-from cairn.codegraph.handoff import HandoffServer, handoff_options, refusal
+from cairn.codegraph.handoff import (
+    STOP_ANY,
+    STOP_BACKGROUND,
+    HandoffServer,
+    ask_to_stop,
+    handoff_options,
+    refusal,
+)
 from cairn.codegraph.limits import DEFAULT_EXCLUDED_DIRS
 from cairn.codegraph.scan import ScanResult, scan_repository
 from cairn.codegraph.stamp import compare_since, files_read, remove_stamp, written
@@ -45,6 +52,7 @@ from cairn.errors import CairnError, ValidationError
 __all__ = [
     "DEFAULT_DEBOUNCE_MS",
     "MAX_DEBOUNCE_MS",
+    "MAX_IDLE_EXIT_S",
     "FileChanges",
     "RoundReport",
     "file_changes",
@@ -63,6 +71,9 @@ stop request this often). An editor's save (write, or temporary file and rename)
 its events within a few milliseconds; each millisecond here is one more an edit waits
 before it is searchable (50 ms, watchfiles' default, was half the time from a save to
 the start of its re-index)."""
+
+MAX_IDLE_EXIT_S = 7 * 24 * 3600
+"""Upper bound on ``--idle-exit`` (a week)."""
 
 IDLE_YIELD_MS = 250
 """How long the watcher waits, idle, before handing control back (a quiet pass)."""
@@ -85,6 +96,9 @@ the whole heap is searched again once the objects kept since its last full searc
 grown by this share (the rule CPython applies to its oldest generation). A full search
 of the whole Django sdist's heap takes ~2.5 s, longer than a round, and finds almost
 nothing: rounds free what they replace by reference counting."""
+
+LeaveReport = Callable[[str], None]
+"""Told why a background watch (``idle_exit``) ended of its own accord."""
 
 RoundReport = Callable[[Mapping[str, Any]], None]
 """Told every round's record (round 0 is the first, full index)."""
@@ -193,14 +207,26 @@ def watch_repository(
     rounds: int | None = None,
     console: Console | None = None,
     embedder: str | None = None,
+    idle_exit: float | None = None,
+    on_leave: LeaveReport | None = None,
 ) -> int:
     """Index ``path``, then re-index after every batch of changes until ``stop`` is set
-    (or ``rounds`` re-indexes were done); returns how many re-indexes ran."""
+    (or ``rounds`` re-indexes were done); returns how many re-indexes ran.
+
+    ``idle_exit`` makes it a background watch (the one ``cairn index`` leaves): it ends
+    once no ``cairn index`` asked it for a round for that many seconds (from its start),
+    once its socket is removed (its index folder deleted) or taken, or once ``path`` is
+    gone, and tells ``on_leave`` why. A watch starting where a background watch runs
+    stops that one and takes over."""
     import watchfiles
 
     if type(debounce_ms) is not int or not 1 <= debounce_ms <= MAX_DEBOUNCE_MS:
         raise ValidationError(
             f"debounce must be an integer in 1..{MAX_DEBOUNCE_MS} ms, got {debounce_ms!r}"
+        )
+    if idle_exit is not None and not 0 < idle_exit <= MAX_IDLE_EXIT_S:
+        raise ValidationError(
+            f"idle exit must be in (0, {MAX_IDLE_EXIT_S}] seconds, got {idle_exit!r}"
         )
     root = Path(path).resolve()
     if not root.is_dir():
@@ -249,7 +275,9 @@ def watch_repository(
         stamp_round(root, folder, result, summary, excludes=excludes, load=load, generated_at=at)
 
     server = HandoffServer(folder)
+    ask_to_stop(folder, STOP_BACKGROUND)  # a background watch gives way to this one
     server.bind()  # a second watch of the folder is refused here, before any work
+    stop = stop if stop is not None else threading.Event()
     batches = surviving_undecodable(
         lambda: watchfiles.watch(
             root,
@@ -262,10 +290,13 @@ def watch_repository(
             yield_on_timeout=True,
         )
     )
+    leave = _Leave(idle_exit, server, root, on_leave) if idle_exit is not None else None
     try:
-        return _rounds(batches, once, on_round, rounds, server, mine, folder, rescan, stamp)
+        return _rounds(
+            batches, once, on_round, rounds, server, mine, folder, rescan, stamp, stop, leave
+        )
     finally:
-        server.close()
+        server.close()  # the socket goes last: ``ask_to_stop`` waits for it
         batches.close()
 
 
@@ -314,17 +345,20 @@ def _rounds(
     folder: Path | None = None,
     rescan: Callable[[], ScanResult] | None = None,
     stamp: Stamper | None = None,
+    stop: threading.Event | None = None,
+    leave: _Leave | None = None,
 ) -> int:
     """Round 0 (the full index) once the watcher is subscribed, then one round per batch;
     a round that fails is reported with its error and tried again after ``_Retry``'s
     wait (an edit's round comes first if there is one). A failing first index ends the
     watch: there is nothing yet to keep fresh. With ``server``, once round 0 is done a
     ``cairn index`` of the same folder is answered by a round too (``_Rounds.asked``),
-    never at the same time as another round."""
+    never at the same time as another round; a stop request sets ``stop``. With
+    ``leave``, the watch ends (between rounds) when ``leave`` says it is time."""
     # The watcher subscribes before the first index, so an edit made while (or right
     # after) round 0 runs is seen by a later round instead of being lost; what came
     # before the subscription is in round 0's own scan.
-    state = _Rounds(once, on_round, folder, rescan, stamp)
+    state = _Rounds(once, on_round, folder, rescan, stamp, stop, leave is not None)
     if server is not None and mine is not None:
         # Served from the start: a caller asking during the first index hears progress
         # and is answered after it, instead of waiting in the backlog unheard.
@@ -335,8 +369,13 @@ def _rounds(
             return 0
         state.first()
         for batch in batches:
-            if not batch and not state.retry.due():  # a quiet pass: nothing changed, nothing due
+            quiet = not batch and not state.retry.due()  # nothing changed, nothing due
+            if quiet:
                 state.idle()
+            # Before a batch's round too: the batch of a removed tree has nothing to index.
+            if leave is not None and leave.due(state):
+                break
+            if quiet:
                 continue
             state.batch(len(batch))
             if rounds is not None and state.done >= rounds:
@@ -345,7 +384,7 @@ def _rounds(
     finally:
         state.started.set()  # a caller still waiting for the first index is refused
         if server is not None:
-            server.close()  # waits for a round it is running
+            server.close(keep_path=True)  # waits for a round it is running
         with state.lock:
             try:
                 state.stamp_last()  # a round not yet stamped (stopped right after it)
@@ -366,8 +405,13 @@ class _Rounds:
         folder: Path | None = None,
         rescan: Callable[[], ScanResult] | None = None,
         stamp: Stamper | None = None,
+        stop: threading.Event | None = None,
+        background: bool = False,
     ) -> None:
         self.once = once
+        self.stop = stop
+        self.background = background
+        self.asked_at = time.monotonic()  # the last answered request (or the start)
         self.stamp = stamp
         # The last round's result, summary and fixed generated_at (None: this process's
         # default), stamped on a quiet pass (``idle``); None once stamped, or when what
@@ -483,9 +527,12 @@ class _Rounds:
         differ from the watch's (``options``); the error a failed round raised; None (no
         answer: the caller indexes itself) when the watch ended before its first index
         was done."""
+        if "stop" in request:
+            return self._stop_asked(request.get("stop"))
         reason = refusal(options, request)
-        if reason is not None:
-            return {"refused": reason}
+        if reason is not None:  # a background watch is then stopped and started anew
+            return {"refused": reason, "background": self.background}
+        self.asked_at = time.monotonic()
         self.started.wait()
         if not self.ready:  # the first index failed, or the watch stopped first
             return None
@@ -513,6 +560,7 @@ class _Rounds:
                 )
                 self.untidy = True  # tidied on the next quiet pass, after the reply
         finally:
+            self.asked_at = time.monotonic()
             with self._counting:
                 self.asking -= 1
             with self.turn:
@@ -520,6 +568,19 @@ class _Rounds:
         if summary is None:
             return {"error": problem, "round": number}
         return {"summary": summary, "round": number}
+
+    def _stop_asked(self, which: object) -> dict[str, Any]:
+        """The reply to a stop request: ``stopping`` (the watch ends after the round it
+        is running), or a refusal (a foreground watch asked to stop as a background one,
+        a watch that cannot be stopped this way, an unknown request)."""
+        if which not in (STOP_ANY, STOP_BACKGROUND):
+            return {"refused": f"unknown stop request {which!r}"}
+        if self.stop is None:
+            return {"refused": "this watch cannot be stopped through its socket"}
+        if which == STOP_BACKGROUND and not self.background:
+            return {"refused": "this watch runs in the foreground"}
+        self.stop.set()  # the loop ends at its next pass, after the round it runs
+        return {"stopping": True, "background": self.background}
 
     def _round(
         self,
@@ -607,6 +668,40 @@ class _Rounds:
         self.untidy = False
         self.heap.collect()
         checkpoint_held()  # the round's log pages into the file, while idle
+
+
+class _Leave:
+    """When a background watch ends of its own accord (checked on a quiet pass)."""
+
+    def __init__(
+        self, idle_exit: float, server: HandoffServer, root: Path, report: LeaveReport | None
+    ) -> None:
+        self.idle_exit = idle_exit
+        self.server = server
+        self.root = root
+        self.report = report
+
+    def due(self, state: _Rounds) -> bool:
+        """Whether the watch ends now (told to ``report``): idle long enough, its socket
+        removed or taken, or its tree gone; never while a caller asks or a round runs."""
+        if state.asking or state.running is not None:
+            return False
+        reason = self._reason(state)
+        if reason is None:
+            return False
+        if self.report is not None:
+            self.report(reason)
+        return True
+
+    def _reason(self, state: _Rounds) -> str | None:
+        idle = time.monotonic() - state.asked_at
+        if idle >= self.idle_exit:
+            return f"no cairn index asked for {self.idle_exit:g} s"
+        if self.server.listener is not None and not self.server.holds_path():
+            return f"its socket {self.server.path} was removed or taken"
+        if not self.root.is_dir():
+            return f"{self.root} is gone"
+        return None
 
 
 def _stamp_at(generated_at: str, named: bool) -> str | Literal[False] | None:

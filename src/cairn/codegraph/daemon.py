@@ -1,0 +1,169 @@
+"""The background watch ``cairn index`` leaves, so the next ``cairn index`` takes a second.
+
+A one-shot ``cairn index`` after an edit parses only what changed, but resolves every
+module's calls again, writes graph.cairn whole and starts a fresh interpreter: ~4 s on
+the Django package, where a running ``cairn watch`` answers the same command in well
+under a second (``cairn.codegraph.handoff``). So, as Gradle, Bazel and Nx do with their
+daemons, ``cairn index`` leaves a ``cairn watch --idle-exit`` behind when none runs: it
+keeps the index fresh as files change, answers the next ``cairn index`` of the same
+folder, and ends once no ``cairn index`` asked it for ``IDLE_EXIT_S``, once its index
+folder is removed, or once the tree is gone. Its records go to ``LOG_FILENAME`` in the
+index folder. ``cairn watch --stop`` ends it; a foreground ``cairn watch`` (or ``cairn
+serve --watch``, ``cairn mcp --watch``) of the folder takes over from it.
+
+None is started with ``--no-daemon``, with ``CAIRN_DAEMON=0``, where the ``CI``
+variable is set (a build machine has no next edit; ``CAIRN_DAEMON=1`` starts one
+anyway), or where Unix sockets are missing.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DAEMON_ENV",
+    "IDLE_EXIT_S",
+    "LOG_FILENAME",
+    "daemon_refusal",
+    "start_daemon",
+    "watch_arguments",
+    "watch_environment",
+]
+
+DAEMON_ENV = "CAIRN_DAEMON"
+"""``0`` (or ``false``, ``no``, ``off``) starts no background watch; ``1`` (or ``true``,
+``yes``, ``on``) starts one even where ``CI`` is set."""
+
+IDLE_EXIT_S = 1800.0
+"""A background watch ends once no ``cairn index`` asked it for a round for this long
+(it holds the index in memory: ~450 MiB for the Django package)."""
+
+LOG_FILENAME = "watch.log"
+"""The background watch's round records (JSON Lines) and errors, in the index folder;
+each start truncates it."""
+
+_TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
+"""graph.cairn's ``generated_at`` format (``cairn.artifact.format``)."""
+
+_OFF = frozenset({"0", "false", "no", "off"})
+_ON = frozenset({"1", "true", "yes", "on"})
+
+
+def daemon_refusal(environ: Mapping[str, str] | None = None) -> str | None:
+    """Why ``cairn index`` starts no background watch here (``DAEMON_ENV``, ``CI``, no
+    Unix sockets), or None when it does."""
+    env = os.environ if environ is None else environ
+    setting = env.get(DAEMON_ENV, "").strip().lower()
+    if setting in _OFF:
+        return f"{DAEMON_ENV}={env[DAEMON_ENV]}"
+    if setting and setting not in _ON:
+        return f"{DAEMON_ENV}={env[DAEMON_ENV]!r} is neither 0 nor 1"
+    if not hasattr(socket, "AF_UNIX"):
+        return "Unix sockets are not available"
+    ci = env.get("CI", "").strip().lower()
+    if setting not in _ON and ci and ci not in _OFF:
+        return f"CI={env['CI']} (set {DAEMON_ENV}=1 to start one anyway)"
+    return None
+
+
+def watch_arguments(
+    path: str | Path,
+    out: str | Path | None,
+    *,
+    workers: int | None,
+    excludes: Sequence[str],
+    load: bool,
+    embedder: str | None,
+    idle_exit: float = IDLE_EXIT_S,
+) -> list[str]:
+    """The ``cairn watch`` command line of the background watch of these index options."""
+    arguments = [
+        sys.executable,
+        "-m",
+        "cairn.cli",
+        "watch",
+        str(Path(path).resolve()),
+        "--json",
+        "--idle-exit",
+        f"{idle_exit:g}",
+    ]
+    if out is not None:
+        arguments += ["--out", str(Path(out).resolve())]
+    if workers is not None:
+        arguments += ["--workers", str(workers)]
+    for glob in excludes:
+        arguments += ["--exclude", glob]
+    if not load:
+        arguments.append("--no-load")
+    if embedder is not None:
+        arguments += ["--embedder", embedder]
+    return arguments
+
+
+def watch_environment(environ: Mapping[str, str], generated_at: str | None) -> dict[str, str]:
+    """The background watch's environment: the caller's, with ``SOURCE_DATE_EPOCH`` set to
+    a fixed ``generated_at`` written as an epoch can be (``YYYY-MM-DDTHH:MM:SSZ``). Its
+    own rounds then write what the caller wrote, so a next ``cairn index`` with the same
+    option, after an edit the watch already indexed, is answered without a round of its
+    own; a ``generated_at`` no epoch gives is asked for by each caller instead."""
+    env = dict(environ)
+    if generated_at is None:
+        return env
+    try:
+        moment = datetime.strptime(generated_at, _TIMESTAMP).replace(tzinfo=UTC)
+    except ValueError:
+        return env
+    epoch = int(moment.timestamp())
+    if epoch >= 0 and datetime.fromtimestamp(epoch, UTC).strftime(_TIMESTAMP) == generated_at:
+        env["SOURCE_DATE_EPOCH"] = str(epoch)
+    return env
+
+
+def start_daemon(
+    path: str | Path,
+    out: str | Path | None,
+    *,
+    workers: int | None,
+    excludes: Sequence[str],
+    load: bool,
+    embedder: str | None,
+    generated_at: str | None = None,
+    idle_exit: float = IDLE_EXIT_S,
+) -> dict[str, Any]:
+    """Start the background watch of ``path`` (detached: its own session, no terminal,
+    its output in ``LOG_FILENAME``) and return what ``cairn index`` reports of it:
+    ``pid``, ``log`` and ``idle_exit_seconds``. ``generated_at``: the caller's fixed
+    one, which the watch's own rounds then write too (``watch_environment``)."""
+    from cairn.codegraph.console import index_folder
+
+    folder = index_folder(path, out)
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / LOG_FILENAME
+    arguments = watch_arguments(
+        path,
+        out,
+        workers=workers,
+        excludes=excludes,
+        load=load,
+        embedder=embedder,
+        idle_exit=idle_exit,
+    )
+    with open(log, "wb") as sink:
+        child = subprocess.Popen(
+            arguments,
+            env=watch_environment(os.environ, generated_at),
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C in the terminal is not for it
+            close_fds=True,
+            cwd=str(Path(path).resolve()),
+        )
+    return {"pid": child.pid, "log": str(log), "idle_exit_seconds": idle_exit}

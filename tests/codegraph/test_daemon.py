@@ -108,6 +108,7 @@ def _started(summary: dict[str, Any]) -> int:
     daemon = summary["daemon"]
     assert daemon["started"] is True, daemon
     assert daemon["idle_exit_seconds"] == IDLE_EXIT_S
+    assert Path(daemon["log"]).is_absolute() and daemon["log"].endswith(f".cairn/{LOG_FILENAME}")
     pid = daemon["pid"]
     assert isinstance(pid, int) and _alive(pid)
     return pid
@@ -201,8 +202,8 @@ def test_watch_arguments_carry_the_index_options(tmp_path: Path) -> None:
         embedder="minilm",
         idle_exit=90,
     )
-    assert arguments[:5] == [sys.executable, "-m", "cairn.cli", "watch", str(tmp_path)]
-    tail = arguments[5:]
+    assert arguments[:6] == [sys.executable, "-P", "-m", "cairn.cli", "watch", str(tmp_path)]
+    tail = arguments[6:]
     assert tail == [
         "--json",
         "--idle-exit",
@@ -347,3 +348,16 @@ def test_the_watchs_own_round_answers_an_index_with_the_same_generated_at(repo: 
     assert answered["watch"]["pid"] == pid
     assert answered.get("unchanged") is True  # no round ran for it: the watch's was the one
     assert f'"generated_at":"{stamp}"'.encode() in (folder / "graph.cairn").read_bytes()
+
+
+def test_the_background_watch_never_imports_the_indexed_trees_modules(repo: Path) -> None:
+    # It runs in the tree: were the working directory on its sys.path, this typer.py (a
+    # module every cairn command imports) would run instead of the real one.
+    marker = repo.parent / "imported"
+    (repo / "typer.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+        "raise SystemExit('the tree was imported')\n"
+    )
+    _started(_cairn("index", str(repo), "--workers", "1"))
+    _ready(repo / ".cairn")
+    assert not marker.exists()

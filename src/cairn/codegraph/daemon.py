@@ -84,8 +84,11 @@ def watch_arguments(
     idle_exit: float = IDLE_EXIT_S,
 ) -> list[str]:
     """The ``cairn watch`` command line of the background watch of these index options."""
+    # -P: the working directory (the indexed tree) is not put on sys.path, so a module
+    # of the tree named like one Cairn imports (typer.py, cairn/) is never run.
     arguments = [
         sys.executable,
+        "-P",
         "-m",
         "cairn.cli",
         "watch",
@@ -143,7 +146,7 @@ def start_daemon(
     one, which the watch's own rounds then write too (``watch_environment``)."""
     from cairn.codegraph.console import index_folder
 
-    folder = index_folder(path, out)
+    folder = index_folder(path, out).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / LOG_FILENAME
     arguments = watch_arguments(

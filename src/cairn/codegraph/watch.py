@@ -15,6 +15,7 @@ watch goes on and no edit waits for the next one.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
 import threading
@@ -499,6 +500,7 @@ class _Rounds:
             # collection of its heap takes ~0.5 s on the Django package): an edit made
             # right after the report must not wait for it.
             self.heap.collect()
+            trim_heap()
             self.on_round(_record(0, 0, FileChanges(), summary, _since(started)))
 
     def batch(self, events: int) -> bool:
@@ -667,6 +669,7 @@ class _Rounds:
         """Between rounds, while idle: the round's garbage cycles, the log's pages."""
         self.untidy = False
         self.heap.collect()
+        trim_heap()
         checkpoint_held()  # the round's log pages into the file, while idle
 
 
@@ -766,6 +769,27 @@ class HeapCollector:
         """Hand every frozen object back to the collector (the watch is over)."""
         gc.unfreeze()
         self.searched = None
+
+
+def trim_heap() -> None:
+    """Hand the C allocator's free pages back to the system (glibc's ``malloc_trim``;
+    nothing where it is missing). A round frees most of what it allocated, but glibc
+    keeps the freed pages of its heap mapped: after the first index of the whole Django
+    sdist the watch held 1,718 MiB resident, 1,384 MiB once trimmed (~0.1 s)."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        libc = ctypes.CDLL(None)
+        function: Callable[[int], int] = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return function
+
+
+_MALLOC_TRIM = _malloc_trim()
 
 
 def _since(started: float) -> float:

@@ -361,3 +361,12 @@ def test_the_background_watch_never_imports_the_indexed_trees_modules(repo: Path
     _started(_cairn("index", str(repo), "--workers", "1"))
     _ready(repo / ".cairn")
     assert not marker.exists()
+
+
+def test_force_stops_the_background_watch_and_leaves_a_new_one(repo: Path) -> None:
+    pid = _started(_cairn("index", str(repo), "--workers", "1"))
+    _ready(repo / ".cairn")
+    forced = _cairn("index", str(repo), "--workers", "1", "--force")
+    assert "watch" not in forced and not forced.get("unchanged")  # indexed whole, itself
+    assert not _alive(pid)
+    assert _started(forced) != pid

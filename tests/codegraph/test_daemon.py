@@ -87,21 +87,43 @@ def _records(folder: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.startswith("{")]
 
 
+_STARTED: list[int] = []
+"""Every background watch a test saw started (``_started``), ended after the test."""
+
+_CHILDREN: list[subprocess.Popen[str]] = []
+"""Every watch a test ran itself (``_background``), ended after the test."""
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Iterator[Path]:
     tree = tmp_path / "repo"
     shutil.copytree(FIXTURES / "flask_app", tree)
+    _STARTED.clear()
+    _CHILDREN.clear()
     yield tree
-    # Whatever a test left running ends with it (a failed assertion included).
-    answered = socket_path(tree / ".cairn")
-    if answered.exists():
-        subprocess.run(
-            [sys.executable, "-m", "cairn.cli", "watch", "--stop", str(tree)],
-            env=_env(),
-            capture_output=True,
-            timeout=300,
-            check=False,
-        )
+    # Whatever a test left running ends with it (a failed assertion included), even one
+    # started so recently that it has no socket yet to be asked through.
+    for child in _CHILDREN:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+    running = [pid for pid in _STARTED if _is_watch(pid)]
+    for pid in running:
+        os.kill(pid, signal.SIGTERM)
+    for pid in running:
+        with contextlib.suppress(AssertionError):
+            _wait(lambda pid=pid: not _alive(pid), f"watch {pid} to end", EXIT_TIMEOUT_S)
+        if _is_watch(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _is_watch(pid: int) -> bool:
+    """Whether ``pid`` is still a running ``cairn watch`` (not a reused number)."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return _alive(pid) and b"cairn.cli\x00watch" in command
 
 
 def _started(summary: dict[str, Any]) -> int:
@@ -110,7 +132,9 @@ def _started(summary: dict[str, Any]) -> int:
     assert daemon["idle_exit_seconds"] == IDLE_EXIT_S
     assert Path(daemon["log"]).is_absolute() and daemon["log"].endswith(f".cairn/{LOG_FILENAME}")
     pid = daemon["pid"]
-    assert isinstance(pid, int) and _alive(pid)
+    assert isinstance(pid, int)
+    _STARTED.append(pid)
+    assert _alive(pid)
     return pid
 
 
@@ -224,7 +248,7 @@ def test_watch_arguments_carry_the_index_options(tmp_path: Path) -> None:
 
 def _background(repo: Path, *extra: str) -> subprocess.Popen[str]:
     """A ``cairn watch --idle-exit`` as ``cairn index`` starts it, output piped here."""
-    return subprocess.Popen(
+    watch = subprocess.Popen(
         [sys.executable, "-m", "cairn.cli", "watch", str(repo), "--json", "--workers", "1", *extra],
         env=_env(),
         stdout=subprocess.PIPE,
@@ -232,6 +256,8 @@ def _background(repo: Path, *extra: str) -> subprocess.Popen[str]:
         text=True,
         start_new_session=True,
     )
+    _CHILDREN.append(watch)
+    return watch
 
 
 def _ended(watch: subprocess.Popen[str]) -> list[dict[str, Any]]:

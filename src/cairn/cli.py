@@ -8,7 +8,7 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
 
 import typer
@@ -278,15 +278,10 @@ def index_command(
         )
         daemon = None
         if not no_daemon:
-            daemon = _background_watch(
-                path,
-                out,
-                workers=workers,
-                excludes=exclude or (),
-                load=not no_load,
-                embedder=embedder,
-                generated_at=generated_at,
-            )
+            from cairn.codegraph.daemon import IndexOptions, leave_daemon
+
+            options = IndexOptions(path, out, workers, tuple(exclude or ()), not no_load, embedder)
+            daemon = leave_daemon(options, generated_at=generated_at)
     except CairnError as error:
         fail(error)
         return
@@ -295,42 +290,6 @@ def index_command(
         emit_json({**summary, **extra, **({} if daemon is None else {"daemon": daemon})})
     elif daemon is not None and daemon.get("started"):
         Console().print(escape(_daemon_line(daemon)))
-
-
-def _background_watch(
-    path: str,
-    out: str | None,
-    *,
-    workers: int | None,
-    excludes: Sequence[str],
-    load: bool,
-    embedder: str | None,
-    generated_at: str | None,
-) -> dict[str, Any]:
-    """Leave a background ``cairn watch`` after a one-shot index (``cairn.codegraph.
-    daemon``): what was started (``started``, ``pid``, ``log``, ``idle_exit_seconds``),
-    or why none was (``started`` false, ``why``)."""
-    from cairn.codegraph.daemon import daemon_refusal, start_daemon
-    from cairn.codegraph.handoff import folder_of, watch_answers
-
-    why = daemon_refusal()
-    if why is None and watch_answers(folder_of(path, out)):
-        why = "a cairn watch already keeps this index"
-    if why is not None:
-        return {"started": False, "why": why}
-    try:
-        started = start_daemon(
-            path,
-            out,
-            workers=workers,
-            excludes=excludes,
-            load=load,
-            embedder=embedder,
-            generated_at=generated_at,
-        )
-    except OSError as exc:
-        return {"started": False, "why": f"it could not be started: {exc}"}
-    return {"started": True, **started}
 
 
 def _daemon_line(daemon: Mapping[str, Any]) -> str:

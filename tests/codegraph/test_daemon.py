@@ -26,11 +26,13 @@ from cairn.codegraph.daemon import (
     DAEMON_ENV,
     IDLE_EXIT_S,
     LOG_FILENAME,
+    IndexOptions,
     daemon_refusal,
     watch_arguments,
     watch_environment,
 )
 from cairn.codegraph.handoff import socket_path, watch_answers
+from cairn.codegraph.stamp import STAMP_FILENAME
 from cairn.codegraph.watch import watch_repository
 
 NEW_NAME = "daemon_answered_helper_qxz"
@@ -217,15 +219,9 @@ def test_daemon_refusal(environ: dict[str, str], refused: str | None) -> None:
 
 
 def test_watch_arguments_carry_the_index_options(tmp_path: Path) -> None:
-    arguments = watch_arguments(
-        tmp_path,
-        tmp_path / "out",
-        workers=3,
-        excludes=("vendor/**", "*.gen.py"),
-        load=False,
-        embedder="minilm",
-        idle_exit=90,
-    )
+    excludes = ("vendor/**", "*.gen.py")
+    options = IndexOptions(tmp_path, tmp_path / "out", 3, excludes, False, "minilm")
+    arguments = watch_arguments(options, idle_exit=90)
     assert arguments[:6] == [sys.executable, "-P", "-m", "cairn.cli", "watch", str(tmp_path)]
     tail = arguments[6:]
     assert tail == [
@@ -290,9 +286,10 @@ def test_a_background_watch_ends_when_its_index_folder_is_removed(repo: Path) ->
 
 
 def _ready_or_log(watch: subprocess.Popen[str], repo: Path) -> None:
-    """Wait for the first index: the stamp its round 0 writes after a quiet pass."""
+    """Wait for the first index to be done with the folder: the stamp its round 0 writes
+    on a quiet pass after it (until then the folder is still written to)."""
     _wait(
-        lambda: (repo / ".cairn" / "graph.cairn").exists() or watch.poll() is not None,
+        lambda: (repo / ".cairn" / STAMP_FILENAME).exists() or watch.poll() is not None,
         "the first index",
         ROUND_TIMEOUT_S,
     )

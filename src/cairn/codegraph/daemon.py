@@ -22,7 +22,8 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,9 @@ __all__ = [
     "DAEMON_ENV",
     "IDLE_EXIT_S",
     "LOG_FILENAME",
+    "IndexOptions",
     "daemon_refusal",
+    "leave_daemon",
     "start_daemon",
     "watch_arguments",
     "watch_environment",
@@ -73,16 +76,37 @@ def daemon_refusal(environ: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
-def watch_arguments(
-    path: str | Path,
-    out: str | Path | None,
-    *,
-    workers: int | None,
-    excludes: Sequence[str],
-    load: bool,
-    embedder: str | None,
-    idle_exit: float = IDLE_EXIT_S,
-) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class IndexOptions:
+    """The options of a ``cairn index`` that the background watch it leaves shares."""
+
+    path: str | Path
+    out: str | Path | None = None
+    workers: int | None = None
+    excludes: tuple[str, ...] = ()
+    load: bool = True
+    embedder: str | None = None
+
+
+def leave_daemon(options: IndexOptions, *, generated_at: str | None = None) -> dict[str, Any]:
+    """What ``cairn index`` leaves behind after indexing in its own process: a background
+    watch when ``daemon_refusal`` allows and no watch keeps the folder yet (``started``
+    true, with ``start_daemon``'s fields), else why none (``started`` false, ``why``)."""
+    from cairn.codegraph.handoff import folder_of, watch_answers
+
+    why = daemon_refusal()
+    if why is None and watch_answers(folder_of(options.path, options.out)):
+        why = "a cairn watch already keeps this index"
+    if why is not None:
+        return {"started": False, "why": why}
+    try:
+        started = start_daemon(options, generated_at=generated_at)
+    except OSError as exc:
+        return {"started": False, "why": f"it could not be started: {exc}"}
+    return {"started": True, **started}
+
+
+def watch_arguments(options: IndexOptions, idle_exit: float = IDLE_EXIT_S) -> list[str]:
     """The ``cairn watch`` command line of the background watch of these index options."""
     # -P: the working directory (the indexed tree) is not put on sys.path, so a module
     # of the tree named like one Cairn imports (typer.py, cairn/) is never run.
@@ -92,21 +116,21 @@ def watch_arguments(
         "-m",
         "cairn.cli",
         "watch",
-        str(Path(path).resolve()),
+        str(Path(options.path).resolve()),
         "--json",
         "--idle-exit",
         f"{idle_exit:g}",
     ]
-    if out is not None:
-        arguments += ["--out", str(Path(out).resolve())]
-    if workers is not None:
-        arguments += ["--workers", str(workers)]
-    for glob in excludes:
+    if options.out is not None:
+        arguments += ["--out", str(Path(options.out).resolve())]
+    if options.workers is not None:
+        arguments += ["--workers", str(options.workers)]
+    for glob in options.excludes:
         arguments += ["--exclude", glob]
-    if not load:
+    if not options.load:
         arguments.append("--no-load")
-    if embedder is not None:
-        arguments += ["--embedder", embedder]
+    if options.embedder is not None:
+        arguments += ["--embedder", options.embedder]
     return arguments
 
 
@@ -130,34 +154,21 @@ def watch_environment(environ: Mapping[str, str], generated_at: str | None) -> d
 
 
 def start_daemon(
-    path: str | Path,
-    out: str | Path | None,
+    options: IndexOptions,
     *,
-    workers: int | None,
-    excludes: Sequence[str],
-    load: bool,
-    embedder: str | None,
     generated_at: str | None = None,
     idle_exit: float = IDLE_EXIT_S,
 ) -> dict[str, Any]:
-    """Start the background watch of ``path`` (detached: its own session, no terminal,
-    its output in ``LOG_FILENAME``) and return what ``cairn index`` reports of it:
-    ``pid``, ``log`` and ``idle_exit_seconds``. ``generated_at``: the caller's fixed
+    """Start the background watch of ``options.path`` (detached: its own session, no
+    terminal, its output in ``LOG_FILENAME``) and return what ``cairn index`` reports of
+    it: ``pid``, ``log`` and ``idle_exit_seconds``. ``generated_at``: the caller's fixed
     one, which the watch's own rounds then write too (``watch_environment``)."""
     from cairn.codegraph.console import index_folder
 
-    folder = index_folder(path, out).resolve()
+    folder = index_folder(options.path, options.out).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / LOG_FILENAME
-    arguments = watch_arguments(
-        path,
-        out,
-        workers=workers,
-        excludes=excludes,
-        load=load,
-        embedder=embedder,
-        idle_exit=idle_exit,
-    )
+    arguments = watch_arguments(options, idle_exit)
     with open(log, "wb") as sink:
         child = subprocess.Popen(
             arguments,
@@ -167,6 +178,6 @@ def start_daemon(
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C in the terminal is not for it
             close_fds=True,
-            cwd=str(Path(path).resolve()),
+            cwd=str(Path(options.path).resolve()),
         )
     return {"pid": child.pid, "log": str(log), "idle_exit_seconds": idle_exit}

@@ -31,7 +31,7 @@ from cairn.codegraph.daemon import (
     watch_arguments,
     watch_environment,
 )
-from cairn.codegraph.handoff import socket_path, watch_answers
+from cairn.codegraph.handoff import process_alive, socket_path, watch_answers
 from cairn.codegraph.stamp import STAMP_FILENAME
 from cairn.codegraph.watch import watch_repository
 
@@ -59,18 +59,6 @@ def _cairn(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     reply = json.loads(done.stdout)
     assert isinstance(reply, dict)
     return reply
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # Not our child, so never a zombie of ours; /proc shows one that has not been reaped.
-    with contextlib.suppress(OSError):
-        if Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
-            return False
-    return True
 
 
 def _wait(condition: Any, what: str, timeout: float = EXIT_TIMEOUT_S) -> None:
@@ -114,7 +102,7 @@ def repo(tmp_path: Path) -> Iterator[Path]:
         os.kill(pid, signal.SIGTERM)
     for pid in running:
         with contextlib.suppress(AssertionError):
-            _wait(lambda pid=pid: not _alive(pid), f"watch {pid} to end", EXIT_TIMEOUT_S)
+            _wait(lambda pid=pid: not process_alive(pid), f"watch {pid} to end", EXIT_TIMEOUT_S)
         if _is_watch(pid):
             os.kill(pid, signal.SIGKILL)
 
@@ -125,7 +113,7 @@ def _is_watch(pid: int) -> bool:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return _alive(pid) and b"cairn.cli\x00watch" in command
+    return process_alive(pid) and b"cairn.cli\x00watch" in command
 
 
 def _started(summary: dict[str, Any]) -> int:
@@ -136,7 +124,7 @@ def _started(summary: dict[str, Any]) -> int:
     pid = daemon["pid"]
     assert isinstance(pid, int)
     _STARTED.append(pid)
-    assert _alive(pid)
+    assert process_alive(pid)
     return pid
 
 
@@ -170,7 +158,7 @@ def test_index_leaves_a_watch_that_answers_the_next_index_and_stops(repo: Path) 
 
     stopped = _cairn("watch", "--stop", str(repo))
     assert stopped == {"stopped": True, "pid": pid, "folder": str(folder)}
-    assert not _alive(pid)
+    assert not process_alive(pid)
     assert not socket_path(folder).exists()
     # Stopped, it stamped its last round: the next index finds nothing changed.
     third = _cairn("index", str(repo), "--no-daemon")
@@ -310,7 +298,7 @@ def test_a_foreground_watch_takes_over_from_a_background_one(repo: Path) -> None
     thread.start()
     try:
         _wait(lambda: bool(rounds), "the foreground watch's first index", ROUND_TIMEOUT_S)
-        assert not _alive(pid)  # the background watch gave way
+        assert not process_alive(pid)  # the background watch gave way
         assert thread.is_alive()
     finally:
         stop.set()
@@ -322,7 +310,7 @@ def test_an_index_with_other_options_replaces_the_background_watch(repo: Path) -
     _ready(repo / ".cairn")
     other = _cairn("index", str(repo), "--workers", "1", "--exclude", "tests/**")
     assert other["watch"]["pid"] == pid and "excludes differs" in other["watch"]["refused"]
-    assert not _alive(pid)  # stopped before this process indexed
+    assert not process_alive(pid)  # stopped before this process indexed
     replaced = _started(other)
     assert replaced != pid
     _ready(repo / ".cairn")
@@ -391,5 +379,5 @@ def test_force_stops_the_background_watch_and_leaves_a_new_one(repo: Path) -> No
     _ready(repo / ".cairn")
     forced = _cairn("index", str(repo), "--workers", "1", "--force")
     assert "watch" not in forced and not forced.get("unchanged")  # indexed whole, itself
-    assert not _alive(pid)
+    assert not process_alive(pid)
     assert _started(forced) != pid

@@ -163,9 +163,9 @@ def start_daemon(
     terminal, its output in ``LOG_FILENAME``) and return what ``cairn index`` reports of
     it: ``pid``, ``log`` and ``idle_exit_seconds``. ``generated_at``: the caller's fixed
     one, which the watch's own rounds then write too (``watch_environment``)."""
-    from cairn.codegraph.console import index_folder
+    from cairn.codegraph.handoff import folder_of
 
-    folder = index_folder(options.path, options.out).resolve()
+    folder = folder_of(options.path, options.out).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / LOG_FILENAME
     arguments = watch_arguments(options, idle_exit)

@@ -48,6 +48,7 @@ __all__ = [
     "ask_watch",
     "folder_of",
     "handoff_options",
+    "process_alive",
     "raise_problem",
     "refusal",
     "socket_path",
@@ -201,14 +202,14 @@ def ask_to_stop(folder: Path, which: str = STOP_ANY) -> dict[str, Any] | None:
     # with; a watch killed meanwhile leaves it behind, but its process is gone.
     path, pid = socket_path(folder), reply.get("pid")
     deadline = time.monotonic() + STOP_WAIT_S
-    while path.exists() and (not isinstance(pid, int) or _alive(pid)):
+    while path.exists() and (not isinstance(pid, int) or process_alive(pid)):
         if time.monotonic() >= deadline:
             return {**reply, "unanswered": f"still running after {STOP_WAIT_S:g} s"}
         time.sleep(STOP_POLL_S)
     return {**reply, "stopped": True}
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     """Whether a process ``pid`` runs (one of another user's counts; an ended one its
     parent has not reaped yet, a zombie, does not)."""
     try:
@@ -439,12 +440,12 @@ class HandoffServer:
                 callers = list(self._callers)
             for caller in callers:  # a round run for a caller ends before the watch does
                 caller.join()
-        if keep_path or self._identity is None:
+        if keep_path:
             return
-        identity, self._identity = self._identity, None
-        with contextlib.suppress(OSError):
-            stat = self.path.stat()
-            if (stat.st_dev, stat.st_ino) == identity:
+        mine = self.holds_path()
+        self._identity = None
+        if mine:
+            with contextlib.suppress(OSError):
                 self.path.unlink()
 
     def holds_path(self) -> bool:
